@@ -1,0 +1,216 @@
+// The C API of mlops-norm: validation (before any launch), the variant table, the planner,
+// and the two entry points (GPU and host emulation).
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+#include "mlops/norm.h"
+#include "norm_dispatch.h"
+#include "norm_launch.h"
+
+namespace mlops::norm {
+namespace {
+
+thread_local std::string g_last_error;
+
+constexpr int kMaxHidden = 131072;   // 512 units: shared memory of the w1 variant stays < 48 KB
+constexpr size_t kSmemLimit = 48 * 1024;
+
+const mlops_norm_variant kVariants[] = {
+    {0, 1, 8, 4, "w1"},
+    {1, 2, 4, 4, "w2"},
+    {2, 4, 2, 4, "w4"},
+    {3, 8, 1, 4, "w8"},
+};
+constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
+
+mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+mlops_status fail(mlops_status s, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_last_error = buf;
+  return s;
+}
+
+bool is_float_type(mlops_dtype t) {
+  return t == MLOPS_DTYPE_BF16 || t == MLOPS_DTYPE_FP16 || t == MLOPS_DTYPE_FP32;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+size_t smem_for(int warps, int64_t hidden) {
+  const int units = int((hidden + kUnit - 1) / kUnit);
+  return sizeof(float) * (3 * size_t(8 / warps) * size_t(units) + 8);
+}
+
+mlops_status check(const mlops_norm_args* a) {
+  g_last_error.clear();
+  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->rows < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected at least one row, got %lld", (long long)a->rows);
+  if (a->hidden < 1 || a->hidden > kMaxHidden)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a last dimension in [1, %d], got %lld", kMaxHidden,
+                (long long)a->hidden);
+  if (!is_float_type(a->x_dtype))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected bfloat16, float16 or float32, got %s",
+                mlops_dtype_name(a->x_dtype));
+  if (!a->x) return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
+  if (a->kind != MLOPS_NORM_RMS && a->kind != MLOPS_NORM_LAYER)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "kind: expected rms or layer, got %d", int(a->kind));
+  if (a->order != MLOPS_ORDER_HF && a->order != MLOPS_ORDER_SINGLE)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "order: expected hf or single, got %d", int(a->order));
+  if (!(a->eps >= 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
+  if (a->x_stride < a->hidden && a->rows > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than the row (%lld): rows overlap",
+                (long long)a->x_stride, (long long)a->hidden);
+  // group
+  const int64_t G = a->group_size == 0 ? a->hidden : a->group_size;
+  if (G != a->hidden && (G % kUnit != 0 || a->hidden % G != 0 || G <= 0))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT,
+                "group_size: expected a multiple of 256 that divides the last dimension %lld, got %lld",
+                (long long)a->hidden, (long long)a->group_size);
+  // weight / bias
+  if (a->weight || a->bias) {
+    if (!is_float_type(a->w_dtype))
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected bfloat16, float16 or float32, got %s",
+                  mlops_dtype_name(a->w_dtype));
+  }
+  if (a->weight_offset != 0.0f && !a->weight)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight_offset: set to %g but there is no weight", double(a->weight_offset));
+  // residual / gate
+  if (a->residual && !a->residual_out)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "residual_out: required with a residual (it receives x + residual)");
+  if (a->gate_mode != MLOPS_GATE_NONE && a->gate_mode != MLOPS_GATE_BEFORE && a->gate_mode != MLOPS_GATE_AFTER)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "gate_mode: expected none, before or after, got %d", int(a->gate_mode));
+  if ((a->gate_mode != MLOPS_GATE_NONE) != (a->gate != nullptr))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "gate: %s", a->gate ? "given but gate_mode is none" : "gate_mode needs a gate tensor");
+  // outputs
+  if (a->quant < MLOPS_QUANT_NONE || a->quant > MLOPS_QUANT_FP8_DYNAMIC)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "quant: unknown kind %d", int(a->quant));
+  if (!a->y && a->quant == MLOPS_QUANT_NONE) return fail(MLOPS_ERR_INVALID_ARGUMENT, "y: NULL and no quantized output");
+  if (a->quant != MLOPS_QUANT_NONE) {
+    if (!a->q) return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL with a quantized output");
+    if ((a->quant == MLOPS_QUANT_INT8 || a->quant == MLOPS_QUANT_NVFP4) && a->hidden % 16 != 0)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: quantized outputs use blocks of 16 values; last dimension %lld is not a multiple of 16",
+                  (long long)a->hidden);
+    if (a->quant != MLOPS_QUANT_FP8_STATIC && !a->q_scale)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "q_scale: NULL with a %s output",
+                  a->quant == MLOPS_QUANT_FP8_DYNAMIC ? "dynamic FP8" : "block-scaled");
+    if (a->quant == MLOPS_QUANT_FP8_STATIC && !a->quant_scale)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "quant_scale: static FP8 needs a scale");
+  }
+  if (a->variant < -1 || a->variant >= kNumVariants)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumVariants, a->variant);
+  if (a->variant >= 0 && smem_for(kVariants[a->variant].warps_per_row, a->hidden) > kSmemLimit)
+    return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs more than 48 KB of shared memory for a row of %lld",
+                kVariants[a->variant].name, (long long)a->hidden);
+  return MLOPS_OK;
+}
+
+}  // namespace
+
+Params make_params(const mlops_norm_args& a) {
+  Params p{};
+  p.rows = a.rows;
+  p.hidden = a.hidden;
+  p.units = int((a.hidden + kUnit - 1) / kUnit);
+  p.group = int(a.group_size == 0 ? a.hidden : a.group_size);
+  p.groups = int(a.hidden / p.group);
+  p.units_per_group = p.groups == 1 ? p.units : p.group / kUnit;
+  p.kind = a.kind;
+  p.gate_mode = a.gate_mode;
+  p.order = a.order;
+  p.quant = a.quant;
+  p.eps = a.eps;
+  p.weight_offset = a.weight_offset;
+  p.x = a.x; p.x_stride = a.x_stride;
+  p.residual = a.residual; p.residual_stride = a.residual_stride;
+  p.residual_out = a.residual_out; p.residual_out_stride = a.residual_out_stride;
+  p.gate = a.gate; p.gate_stride = a.gate_stride;
+  p.weight = a.weight; p.bias = a.bias; p.w_dtype = a.w_dtype;
+  p.y = a.y; p.y_stride = a.y_stride;
+  p.q = a.q; p.q_stride = a.q_stride;
+  p.q_scale = a.q_scale; p.q_scale_stride = a.q_scale_stride;
+  p.quant_scale = a.quant_scale;
+  const int es = mlops_dtype_size(a.x_dtype);
+  const int ws = mlops_dtype_size(a.w_dtype);
+  bool ok = true;
+  auto row_tensor = [&](const void* ptr, int64_t stride, int size) {
+    if (ptr) ok = ok && aligned16(ptr) && (stride * size) % 16 == 0;
+  };
+  row_tensor(a.x, a.x_stride, es);
+  row_tensor(a.residual, a.residual_stride, es);
+  row_tensor(a.residual_out, a.residual_out_stride, es);
+  row_tensor(a.gate, a.gate_stride, es);
+  row_tensor(a.y, a.y_stride, es);
+  row_tensor(a.q, a.q_stride, 1);
+  row_tensor(a.weight, 0, ws);
+  row_tensor(a.bias, 0, ws);
+  p.vec_ok = ok;
+  return p;
+}
+
+}  // namespace mlops::norm
+
+using namespace mlops::norm;
+using mlops::kUnit;
+
+extern "C" {
+
+int mlops_norm_variants(mlops_norm_variant* out, int capacity) {
+  for (int i = 0; i < kNumVariants && i < capacity; ++i) out[i] = kVariants[i];
+  return kNumVariants;
+}
+
+int mlops_norm_plan(int64_t rows, int64_t hidden, int sm, int sms) {
+  (void)sm;
+  const int64_t units = (hidden + kUnit - 1) / kUnit;
+  int v = 0;  // fewest warps that keep the row in registers
+  while (v < kNumVariants - 1 && units > int64_t(kVariants[v].warps_per_row) * kVariants[v].units_in_registers) ++v;
+  // Few rows: spread a row over more warps, while each warp keeps at least one unit.
+  const int64_t ctas_wanted = 2 * int64_t(sms > 0 ? sms : 1);
+  while (v < kNumVariants - 1 && (rows + kVariants[v].rows_per_cta - 1) / kVariants[v].rows_per_cta < ctas_wanted &&
+         units >= kVariants[v + 1].warps_per_row)
+    ++v;
+  while (v < kNumVariants - 1 && smem_for(kVariants[v].warps_per_row, hidden) > kSmemLimit) ++v;
+  return v;
+}
+
+mlops_status mlops_norm_check(const mlops_norm_args* args) { return check(args); }
+
+mlops_status mlops_norm(const mlops_norm_args* args, void* stream) {
+  mlops_status st = check(args);
+  if (st != MLOPS_OK) return st;
+  int v = args->variant;
+  if (v < 0) {
+    int dev = 0, sms = 0, major = 0, minor = 0;
+    // Attribute queries are host-side and cached by the runtime; no synchronization.
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    }
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    v = mlops_norm_plan(args->rows, args->hidden, major * 10 + minor, sms);
+  }
+  const Params p = make_params(*args);
+  cudaError_t err = launch(p, args->x_dtype, kVariants[v].warps_per_row, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "launch of %s failed: %s", kVariants[v].name, cudaGetErrorString(err));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_norm_host(const mlops_norm_args* args) {
+  mlops_status st = check(args);
+  if (st != MLOPS_OK) return st;
+  run_host(make_params(*args), args->x_dtype, args->w_dtype);
+  return MLOPS_OK;
+}
+
+const char* mlops_norm_last_error(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

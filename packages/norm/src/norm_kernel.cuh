@@ -1,0 +1,279 @@
+// The norm kernel family. One CTA is 256 threads (8 warps); WARPS warps share a row, so a
+// CTA holds 8 / WARPS rows. A row's units of 256 elements go round-robin to its warps; a
+// warp keeps its first kCap units in registers and re-reads the rest (rows longer than
+// WARPS * kCap units), which costs bandwidth but never changes a bit: every value is
+// recomputed by the same code. Sums follow mlops/common/fixed_sum.h.
+#pragma once
+#include <cuda_runtime.h>
+#include <type_traits>
+#include "norm_math.h"
+
+namespace mlops::norm {
+
+constexpr int kCtaThreads = 256;
+constexpr int kCap = 4;  // units a warp keeps in registers (32 floats a lane)
+
+// ---- 8 consecutive elements of a lane -----------------------------------------------------
+template <class T>
+__device__ __forceinline__ void load8(const T* row, int col0, int64_t n, bool vec, float out[8]) {
+  if (vec && col0 + 8 <= n) {
+    if constexpr (sizeof(T) == 2) {
+      uint4 r = *reinterpret_cast<const uint4*>(row + col0);
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(&r);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = Elem<T>::load(T{h[i]});
+    } else {
+      float4 a = *reinterpret_cast<const float4*>(row + col0);
+      float4 b = *reinterpret_cast<const float4*>(row + col0 + 4);
+      out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
+      out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = (col0 + i < n) ? Elem<T>::load(row[col0 + i]) : 0.0f;
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void store8(T* row, int col0, int64_t n, bool vec, const float v[8]) {
+  if (vec && col0 + 8 <= n) {
+    if constexpr (sizeof(T) == 2) {
+      uint4 r;
+      uint32_t* w = reinterpret_cast<uint32_t*>(&r);
+      if constexpr (std::is_same_v<T, bf16>) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[i] = f32x2_to_bf16x2(v[2 * i], v[2 * i + 1]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          w[i] = uint32_t(f32_to_f16(v[2 * i])) | (uint32_t(f32_to_f16(v[2 * i + 1])) << 16);
+      }
+      *reinterpret_cast<uint4*>(row + col0) = r;
+    } else {
+      *reinterpret_cast<float4*>(row + col0) = make_float4(v[0], v[1], v[2], v[3]);
+      *reinterpret_cast<float4*>(row + col0 + 4) = make_float4(v[4], v[5], v[6], v[7]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if (col0 + i < n) row[col0 + i] = Elem<T>::store(v[i]);
+  }
+}
+
+// Weight and bias: their dtype is a run-time value (a uniform branch), not a template
+// parameter, which divides the instances to compile by three.
+__device__ __forceinline__ void load8_w(const void* base, int wdt, int col0, int64_t n, bool vec, float out[8]) {
+  if (wdt == MLOPS_DTYPE_BF16) load8(static_cast<const bf16*>(base), col0, n, vec, out);
+  else if (wdt == MLOPS_DTYPE_FP16) load8(static_cast<const f16*>(base), col0, n, vec, out);
+  else load8(static_cast<const float*>(base), col0, n, vec, out);
+}
+
+template <class T>
+__device__ __forceinline__ const T* row_ptr(const void* base, int64_t row, int64_t stride) {
+  return static_cast<const T*>(base) + row * stride;
+}
+
+// Step 1 of a unit: v = x (+ residual, stored to residual_out) (* silu(gate) before).
+// `reread`: the unit was seen before; x + residual is read back from residual_out, since
+// residual_out may alias residual or x.
+template <class XT>
+__device__ __forceinline__ void input_unit(const Params& p, int64_t row, int col0, bool reread, float v[8]) {
+  const int64_t H = p.hidden;
+  if (p.residual && reread) {
+    load8(row_ptr<XT>(p.residual_out, row, p.residual_out_stride), col0, H, p.vec_ok, v);
+  } else {
+    load8(row_ptr<XT>(p.x, row, p.x_stride), col0, H, p.vec_ok, v);
+    if (p.residual) {
+      float r[8];
+      load8(row_ptr<XT>(p.residual, row, p.residual_stride), col0, H, p.vec_ok, r);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = Elem<XT>::round(v[i] + r[i]);
+      store8(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride, col0, H, p.vec_ok, v);
+    }
+  }
+  if (p.gate_mode == MLOPS_GATE_BEFORE) {
+    float z[8];
+    load8(row_ptr<XT>(p.gate, row, p.gate_stride), col0, H, p.vec_ok, z);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = (col0 + i < H) ? gate_before(v[i], z[i]) : 0.0f;
+  }
+}
+
+// Quantized output of one lane's 8 values. Lanes 2k and 2k+1 hold one block of 16.
+template <class XT>
+__device__ __forceinline__ void quant_unit(const Params& p, int64_t row, int col0, const float y[8],
+                                           float row_scale) {
+  const int lane = threadIdx.x & 31;
+  const int64_t H = p.hidden;
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(y[i]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  const bool full = col0 + 8 <= H;
+  const bool lead = (lane & 1) == 0;
+  const int64_t blk = col0 / 16;
+  uint8_t* qrow = static_cast<uint8_t*>(p.q) + row * p.q_stride;
+  if (p.quant == MLOPS_QUANT_INT8) {
+    float s = int8_scale(amax);
+    uint8_t c[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c[i] = uint8_t(int8_code(y[i], s));
+    if (full && p.vec_ok) *reinterpret_cast<uint2*>(qrow + col0) = *reinterpret_cast<uint2*>(c);
+    else for (int i = 0; i < 8; ++i) if (col0 + i < H) qrow[col0 + i] = c[i];
+    if (lead && col0 < H) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[blk] = s;
+  } else if (p.quant == MLOPS_QUANT_NVFP4) {
+    Nvfp4Block b = nvfp4_block(amax, p.quant_scale);
+    uint8_t c[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      c[i] = uint8_t(nvfp4_code(y[2 * i], b.mul) | (nvfp4_code(y[2 * i + 1], b.mul) << 4));
+    if (full && p.vec_ok) *reinterpret_cast<uint32_t*>(qrow + col0 / 2) = *reinterpret_cast<uint32_t*>(c);
+    else for (int i = 0; i < 4; ++i) if (col0 + 2 * i < H) qrow[col0 / 2 + i] = c[i];
+    if (lead && col0 < H) (static_cast<uint8_t*>(p.q_scale) + row * p.q_scale_stride)[blk] = b.scale_code;
+  } else {  // FP8 static or dynamic: row_scale is the decode scale
+    uint8_t c[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c[i] = fp8_code(y[i], row_scale);
+    if (full && p.vec_ok) *reinterpret_cast<uint2*>(qrow + col0) = *reinterpret_cast<uint2*>(c);
+    else for (int i = 0; i < 8; ++i) if (col0 + i < H) qrow[col0 + i] = c[i];
+  }
+}
+
+// Folds the unit values of each group of a row into one value a group (thread-parallel over
+// groups, each fold sequential in unit order), then applies `finish`.
+template <class F>
+__device__ __forceinline__ void fold_groups(const Params& p, const float* units, float* groups, int tid_in_row,
+                                            int threads_in_row, F finish) {
+  for (int g = tid_in_row; g < p.groups; g += threads_in_row) {
+    float s = 0.0f;
+    for (int k = 0; k < p.units_per_group; ++k) s = s + units[g * p.units_per_group + k];
+    groups[g] = finish(s);
+  }
+}
+
+template <class XT, int WARPS>
+__global__ void __launch_bounds__(kCtaThreads) norm_kernel(Params p) {
+  constexpr int kRows = 8 / WARPS;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int slot = warp / WARPS, wr = warp % WARPS;
+  const int64_t row = int64_t(blockIdx.x) * kRows + slot;
+  const bool active = row < p.rows;
+  const int U = p.units;
+  const int tid_in_row = wr * 32 + lane;
+  const bool is_layer = p.kind == MLOPS_NORM_LAYER;
+  extern __shared__ float smem[];
+  float* unit_sums = smem + slot * U;              // [kRows][U]
+  float* mean_of = smem + (kRows + slot) * U;      // [kRows][U]: a group's mean (LayerNorm)
+  float* r_of = smem + (2 * kRows + slot) * U;     // [kRows][U]: a group's 1/sqrt(var + eps)
+  float* warp_amax = smem + 3 * kRows * U;         // [kRows][WARPS]
+
+  // The warp's first kCap units stay in registers. v is only ever indexed by unrolled
+  // constants (a run-time index would move it to local memory); the unit loops themselves
+  // are not unrolled, so each phase's code exists once.
+  float v[kCap][8];
+  auto keep = [&](int it, const float (&e)[8]) {
+#pragma unroll
+    for (int k = 0; k < kCap; ++k)
+      if (k == it)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[k][i] = e[i];
+  };
+  auto fetch = [&](int it, int u, float (&e)[8]) {
+    if (it < kCap) {
+#pragma unroll
+      for (int k = 0; k < kCap; ++k)
+        if (k == it)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) e[i] = v[k][i];
+    } else {
+      input_unit<XT>(p, row, u * kUnit + lane * 8, true, e);
+    }
+  };
+
+  // Phase A: read x (+ residual, + gate before); unit sums of v (LayerNorm) or v^2 (RMSNorm).
+#pragma unroll 1
+  for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
+    float e[8];
+    input_unit<XT>(p, row, u * kUnit + lane * 8, false, e);
+    keep(it, e);
+    const float s = warp_butterfly32(is_layer ? lane_sum8(e) : lane_sumsq8(e));
+    if (lane == 0) unit_sums[u] = s;
+  }
+  __syncthreads();
+  if (active) {
+    if (is_layer)
+      fold_groups(p, unit_sums, mean_of, tid_in_row, WARPS * 32, [&](float s) { return s / float(p.group); });
+    else
+      fold_groups(p, unit_sums, r_of, tid_in_row, WARPS * 32, [&](float s) { return rms_r(s, p.group, p.eps); });
+  }
+  __syncthreads();
+
+  // Phase B (LayerNorm): unit sums of (v - mean)^2, then r.
+  if (is_layer) {
+#pragma unroll 1
+    for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
+      float e[8];
+      fetch(it, u, e);
+      const float mean = mean_of[u / p.units_per_group];
+      const int col0 = u * kUnit + lane * 8;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) e[i] = (col0 + i < p.hidden) ? e[i] - mean : 0.0f;
+      const float s = warp_butterfly32(lane_sumsq8(e));
+      if (lane == 0) unit_sums[u] = s;
+    }
+    __syncthreads();
+    if (active)
+      fold_groups(p, unit_sums, r_of, tid_in_row, WARPS * 32, [&](float s) { return rms_r(s, p.group, p.eps); });
+    __syncthreads();
+  }
+
+  // Phase C: y and the quantized output. FP8 with a per-row scale runs it twice: the first
+  // pass only finds the row's amax (the values are recomputed, not stored).
+  const bool fp8_dyn = p.quant == MLOPS_QUANT_FP8_DYNAMIC;
+  float row_scale = (p.quant == MLOPS_QUANT_FP8_STATIC) ? *p.quant_scale : 1.0f;
+#pragma unroll 1
+  for (int pass = fp8_dyn ? 0 : 1; pass < 2; ++pass) {
+    float amax = 0.0f;
+#pragma unroll 1
+    for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
+      float e[8];
+      fetch(it, u, e);
+      const int g = u / p.units_per_group;
+      const float mean = is_layer ? mean_of[g] : 0.0f;
+      const float r = r_of[g];
+      const int col0 = u * kUnit + lane * 8;
+      float w[8] = {}, b[8] = {}, z[8] = {};
+      if (p.weight) load8_w(p.weight, p.w_dtype, col0, p.hidden, p.vec_ok, w);
+      if (p.bias) load8_w(p.bias, p.w_dtype, col0, p.hidden, p.vec_ok, b);
+      if (p.gate_mode == MLOPS_GATE_AFTER)
+        load8(row_ptr<XT>(p.gate, row, p.gate_stride), col0, p.hidden, p.vec_ok, z);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float n = is_layer ? (e[i] - mean) * r : e[i] * r;
+        e[i] = (col0 + i < p.hidden) ? epilogue<XT>(p, n, w[i], b[i], z[i]) : 0.0f;  // e becomes y
+        amax = fmaxf(amax, fabsf(e[i]));
+      }
+      if (pass == 1) {
+        if (p.y) store8(static_cast<XT*>(p.y) + row * p.y_stride, col0, p.hidden, p.vec_ok, e);
+        if (p.quant != MLOPS_QUANT_NONE) quant_unit<XT>(p, row, col0, e, row_scale);
+      }
+    }
+    if (pass == 0) {  // the row's amax; max is exact, so any order gives the same bits
+#pragma unroll
+      for (int off = 16; off >= 1; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      if (lane == 0) warp_amax[slot * WARPS + wr] = amax;
+      __syncthreads();
+      float m = 0.0f;
+      for (int k = 0; k < WARPS; ++k) m = fmaxf(m, warp_amax[slot * WARPS + k]);
+      row_scale = fp8_row_scale(m);
+      if (active && tid_in_row == 0) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = row_scale;
+    }
+  }
+}
+
+// Unit sums, group means and group r for each row of the CTA, plus the warps' amax.
+inline size_t norm_smem_bytes(int warps, int units) {
+  return sizeof(float) * (3 * size_t(8 / warps) * size_t(units) + 8);
+}
+
+}  // namespace mlops::norm

@@ -1,0 +1,192 @@
+"""CPU: the host emulation (what CPU tensors run, and what the GPU must equal bit for bit)
+against an independent float64 reference and against Hugging Face's own modules."""
+
+import pytest
+import torch
+from mlops_testing import FLOAT_DTYPES, randn, ulp_diff
+from norm_reference import norm64
+
+import mlops.norm as mn
+
+SHAPES = [(1, 256), (3, 4096), (5, 1000), (2, 8192), (4, 40)]
+
+
+def _to(dtype, t):
+    return t.to(dtype)
+
+
+# Bounds, in ulps of the output dtype, against float64 rounded once to the output dtype:
+# - single rounding: 1 ulp (the float32 arithmetic before the final rounding is far more
+#   precise than bf16/fp16; it can still flip a rounding that lies near a tie);
+# - HF order (two roundings of the normalized value, then the weight): 2 ulps;
+# - float32 outputs: 64 ulps, for sums of up to 8192 float32 squares (relative error of the
+#   sum ~ H * 2^-24 worst case, typically sqrt(H) * 2^-24) feeding 1/sqrt.
+def _bound(dtype, order):
+    if dtype == torch.float32:
+        return 64
+    return 2 if order == "hf" else 1
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("wdtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rms_against_float64(dtype, wdtype, shape):
+    x = randn(shape, dtype, 1, scale=2.0)
+    w = randn(shape[-1], wdtype, 2)
+    for order in ("hf", "single"):
+        y = mn.rms_norm(x, w, eps=1e-6, order=order)
+        ref = norm64(x, w, eps=1e-6).to(dtype)
+        d = ulp_diff(y, ref)
+        assert int(d.max()) <= _bound(dtype, order), (order, int(d.max()))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_layer_against_float64(dtype, shape):
+    x = randn(shape, dtype, 3, scale=3.0) + 0.5
+    w = randn(shape[-1], dtype, 4)
+    b = randn(shape[-1], dtype, 5)
+    y = mn.layer_norm(x, w, b, eps=1e-5)
+    ref64 = norm64(x, w, b, kind="layer", eps=1e-5)
+    if dtype == torch.float32:
+        # the bias can cancel n*w, so ulps of the output mean little: bound the error by the
+        # magnitudes that were added (float32 sums of <= 8192 terms: < 2^-13 relative, with margin)
+        mag = (norm64(x, w, kind="layer", eps=1e-5).abs() + b.double().abs())
+        assert float(((y.double() - ref64).abs() / mag).max()) < 2 ** -13
+    else:
+        assert int(ulp_diff(y, ref64.to(dtype)).max()) <= _bound(dtype, "single")
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+def test_features_against_float64(dtype):
+    """Residual, 1 + w, gates before/after, groups, no weight."""
+    T, H = 6, 2048
+    x, r, z = randn((T, H), dtype, 6), randn((T, H), dtype, 7), randn((T, H), dtype, 8, scale=2.0)
+    w = randn(H, torch.float32, 9, scale=0.1)
+    cases = [
+        dict(residual=r),
+        dict(weight_offset=1.0),
+        dict(gate=z, gate_position="before"),
+        dict(gate=z, gate_position="after"),
+        dict(gate=z, gate_position="after", group_size=512),
+        dict(group_size=256),
+        dict(weight=None),
+    ]
+    for kw in cases:
+        kw = dict(kw)
+        weight = kw.pop("weight", w)
+        out = mn.norm(x, weight, order="single", **kw)
+        y = out.y if isinstance(out, mn.NormOutput) else out
+        ref = norm64(x, weight, **kw).to(dtype)
+        assert int(ulp_diff(y, ref).max()) <= 1, kw
+        if "residual" in kw:
+            assert torch.equal(out.residual, (x.float() + r.float()).to(dtype))
+
+
+def test_hf_llama_rmsnorm_bits():
+    """Llama / Qwen RMSNorm: transformers' LlamaRMSNorm and Qwen3RMSNorm. Its sum of squares uses
+    torch's reduction order, ours the fixed order, so r can differ in its last bit; where v*r lies
+    on a bf16 rounding boundary the rounded t differs by 1 ulp, and w*t by up to 2 after the
+    second rounding. Nearly all elements are equal."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
+
+    for cls in (LlamaRMSNorm, Qwen3RMSNorm):
+        H = 4096
+        m = cls(H, eps=1e-6).to(torch.bfloat16)
+        with torch.no_grad():
+            m.weight.copy_(randn(H, torch.bfloat16, 10))
+        x = randn((64, H), torch.bfloat16, 11)
+        ref = m(x)
+        y = mn.rms_norm(x, m.weight.detach(), eps=1e-6)
+        d = ulp_diff(y, ref)
+        assert int(d.max()) <= 2
+        assert float((d == 0).float().mean()) > 0.995, float((d == 0).float().mean())
+
+
+def test_hf_gemma_rmsnorm():
+    """Gemma: (1 + w) in float32, one rounding."""
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+
+    H = 2048
+    m = GemmaRMSNorm(H, eps=1e-6)
+    with torch.no_grad():
+        m.weight.copy_(randn(H, torch.float32, 12, scale=0.2))
+    x = randn((32, H), torch.bfloat16, 13)
+    ref = m(x)
+    y = mn.rms_norm(x, m.weight.detach(), eps=1e-6, weight_offset=1.0)
+    d = ulp_diff(y, ref)
+    assert int(d.max()) <= 1
+    assert float((d == 0).float().mean()) > 0.995
+
+
+def test_hf_qwen3_next_gated():
+    """Qwen3-Next's gated RMSNorm: round(round(w * round(v*r)) * silu(z)) -> order='hf', gate after."""
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRMSNormGated
+
+    H = 1024
+    m = Qwen3NextRMSNormGated(H, eps=1e-6).to(torch.bfloat16)
+    with torch.no_grad():
+        m.weight.copy_(randn(H, torch.bfloat16, 14))
+    x, z = randn((16, H), torch.bfloat16, 15), randn((16, H), torch.bfloat16, 16)
+    ref = m(x, gate=z)
+    y = mn.rms_norm(x, m.weight.detach(), eps=1e-6, gate=z, gate_position="after", order="hf")
+    d = ulp_diff(y, ref)
+    assert int(d.max()) <= 1
+    assert float((d == 0).float().mean()) > 0.99
+
+
+def test_hf_mamba2_gated():
+    """Mamba-2 / Nemotron-H MambaRMSNormGated: the gate multiplies before the norm (fp32), HF order."""
+    from transformers.models.mamba2.modeling_mamba2 import MambaRMSNormGated
+
+    H = 1024
+    m = MambaRMSNormGated(H, group_size=H, eps=1e-6).to(torch.bfloat16)
+    with torch.no_grad():
+        m.weight.copy_(randn(H, torch.bfloat16, 17))
+    x, z = randn((16, H), torch.bfloat16, 18), randn((16, H), torch.bfloat16, 19)
+    ref = m(x, gate=z)
+    y = mn.rms_norm(x, m.weight.detach(), eps=1e-6, gate=z, gate_position="before", order="hf")
+    d = ulp_diff(y, ref)
+    assert int(d.max()) <= 1
+    assert float((d == 0).float().mean()) > 0.99
+
+
+def test_layer_norm_against_torch():
+    """F.layer_norm in float32 then one rounding."""
+    H = 4096
+    x = randn((16, H), torch.bfloat16, 20, scale=2.0)
+    w, b = randn(H, torch.bfloat16, 21), randn(H, torch.bfloat16, 22)
+    ref = torch.nn.functional.layer_norm(x.float(), (H,), w.float(), b.float(), eps=1e-5).to(torch.bfloat16)
+    y = mn.layer_norm(x, w, b, eps=1e-5)
+    assert int(ulp_diff(y, ref).max()) <= 1
+
+
+def test_variants_give_same_bits_on_cpu():
+    """The host emulation takes the variant too (it ignores it: there is one order)."""
+    x = randn((9, 3000), torch.bfloat16, 23)
+    w = randn(3000, torch.bfloat16, 24)
+    ys = [mn.rms_norm(x, w, variant=v["name"]) for v in mn.norm_variants()]
+    for y in ys[1:]:
+        assert torch.equal(y.view(torch.int16), ys[0].view(torch.int16))
+
+
+def test_strided_and_leading_dims():
+    base = randn((4, 3, 5000), torch.bfloat16, 25)
+    x = base[..., 100:4196]  # rows of 4096 with a row stride of 5000
+    w = randn(4096, torch.bfloat16, 26)
+    y = mn.rms_norm(x, w)
+    assert y.shape == x.shape
+    ref = mn.rms_norm(x.contiguous(), w)
+    assert torch.equal(y, ref)
+
+
+def test_modules():
+    m = mn.RMSNorm(512, eps=1e-5, dtype=torch.bfloat16)
+    x = randn((2, 7, 512), torch.bfloat16, 27)
+    assert torch.equal(m(x), mn.rms_norm(x, m.weight.detach(), eps=1e-5))
+    ln = mn.LayerNorm(512, dtype=torch.float32)
+    xf = randn((3, 512), torch.float32, 28)
+    assert torch.allclose(ln(xf), torch.nn.functional.layer_norm(xf, (512,)), atol=1e-5)
+    g = mn.RMSNorm(512, weight_offset=1.0)
+    assert torch.all(g.weight == 0)
