@@ -1,0 +1,129 @@
+"""The one bench harness every package's bench/ uses.
+
+Times functions with CUDA events (median of many runs), flushing L2 before each timed run (a
+write of 2x the L2 size) or rotating inputs, so DRAM is what is measured; measures the device's
+copy bandwidth once (a large device-to-device copy, bytes read + written) so every case can say
+what fraction of it it reached; prints one JSON line per case and appends it to a results file.
+
+    from mlops_bench import Bench
+    b = Bench("norm")                      # results -> bench/results/<date>-<gpu>.jsonl
+    t = b.time(lambda: f(x), flush=True)   # median seconds
+    b.record(case="rms 2048x4096", impl="mlops", seconds=t, bytes=nbytes, peer_seconds=...)
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import statistics
+
+import torch
+
+
+def device_info() -> dict:
+    p = torch.cuda.get_device_properties(0)
+    try:
+        import subprocess
+
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+    except OSError:
+        drv = "?"
+    return {"gpu": p.name, "sm": f"{p.major}{p.minor}", "sms": p.multi_processor_count,
+            "l2_bytes": p.L2_cache_size, "torch": torch.__version__, "cuda": torch.version.cuda, "driver": drv}
+
+
+class Bench:
+    def __init__(self, package: str, results_dir: str | os.PathLike | None = None, reps: int = 200):
+        self.package = package
+        self.reps = reps
+        self.info = device_info()
+        l2 = self.info["l2_bytes"] or (50 << 20)
+        self._flush_buf = torch.empty(2 * l2 // 4 + 1, dtype=torch.float32, device="cuda")
+        self.copy_bw = self.measure_copy_bandwidth()
+        date = datetime.date.today().isoformat()
+        d = pathlib.Path(results_dir or os.environ.get("MLOPS_BENCH_OUT", "bench/results"))
+        d.mkdir(parents=True, exist_ok=True)
+        self.path = d / f"{package}-{date}.jsonl"
+        self.rows: list[dict] = []
+
+    def flush_l2(self):
+        self._flush_buf.fill_(1.0)
+
+    def time(self, fn, flush: bool = True, reps: int | None = None, warmup: int = 10) -> float:
+        """Median seconds of fn() over reps runs, each timed alone by CUDA events."""
+        reps = reps or self.reps
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            if flush:
+                self.flush_l2()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1e-3
+
+    def time_interleaved(self, fns: dict, flush: bool = True, reps: int | None = None) -> dict:
+        """A/B/... timing: the functions alternate, order reversed every other round, medians each."""
+        reps = reps or self.reps
+        names = list(fns)
+        for n in names:
+            for _ in range(5):
+                fns[n]()
+        torch.cuda.synchronize()
+        ev = {n: [] for n in names}
+        for i in range(reps):
+            order = names if i % 2 == 0 else names[::-1]
+            for n in order:
+                if flush:
+                    self.flush_l2()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fns[n]()
+                e.record()
+                ev[n].append((s, e))
+        torch.cuda.synchronize()
+        return {n: statistics.median(s.elapsed_time(e) for s, e in ev[n]) * 1e-3 for n in names}
+
+    def measure_copy_bandwidth(self, nbytes: int = 2 << 30) -> float:
+        """Bytes/s of a large device-to-device copy (read + write counted)."""
+        a = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        t = self.time(lambda: b.copy_(a), flush=False, reps=30)
+        del a, b
+        return 2 * (nbytes // 2) / t
+
+    def record(self, **row) -> dict:
+        """One case: pass seconds and bytes (or flops); fractions and ratios are added here."""
+        row = {"package": self.package, **row}
+        if "bytes" in row and row.get("seconds"):
+            row["GBps"] = round(row["bytes"] / row["seconds"] / 1e9, 1)
+            row["frac_copy_bw"] = round(row["bytes"] / row["seconds"] / self.copy_bw, 3)
+        if "flops" in row and row.get("seconds"):
+            row["TFLOPs"] = round(row["flops"] / row["seconds"] / 1e12, 2)
+        if row.get("peer_seconds") and row.get("seconds"):
+            row["speedup_vs_peer"] = round(row["peer_seconds"] / row["seconds"], 3)
+        for k in ("seconds", "peer_seconds"):
+            if k in row and row[k] is not None:
+                row[k.replace("seconds", "us")] = round(row.pop(k) * 1e6, 2)
+        row.update({"gpu": self.info["gpu"], "copy_GBps": round(self.copy_bw / 1e9, 1)})
+        line = json.dumps(row)
+        print(line, flush=True)
+        with open(self.path, "a") as f:
+            f.write(line + "\n")
+        self.rows.append(row)
+        return row
+
+    def header(self) -> dict:
+        h = {"package": self.package, "header": True, **self.info, "copy_GBps": round(self.copy_bw / 1e9, 1),
+             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        print(json.dumps(h), flush=True)
+        with open(self.path, "a") as f:
+            f.write(json.dumps(h) + "\n")
+        return h
