@@ -1,0 +1,98 @@
+/* mlops-positional: rotary position embeddings (RoPE) on q and k in one call.
+ *
+ * Plain C. Every call validates its arguments before launching anything; a failure returns a
+ * status and mlops_rope_last_error() names the argument and what was expected. No call
+ * allocates or synchronizes. Pointers are device pointers for mlops_rope / mlops_rope_cache
+ * and host pointers for the _host variants (the host emulation: the same arithmetic, the same
+ * bits, see mlops/rope.cuh).
+ *
+ * Tokens. A call covers batch * seq tokens; token (b, s) of q head h starts at
+ *   q.x + b * q.batch_stride + s * q.seq_stride + h * q.head_stride     (elements)
+ * and its head_dim values are contiguous. So [B, S, H, D], [B, H, S, D], a flattened [T, H, D]
+ * (batch = 1) and q / k as views of a fused qkv tensor are all plain strides.
+ *
+ * Positions (device memory, int32 or int64, any order) are positions[b * seq + s]; mrope reads
+ * three rows, row r at positions + r * pos_row_stride. A position outside [0, max_positions)
+ * is never used to read anything: that token's heads are left unrotated (copied when out of
+ * place) and *out_of_range (when given) is set to 1. The caller clears the flag.
+ *
+ * Frequencies. With cos_sin_cache (fp32 [max_positions, rotary_dim]: cos of the rotary_dim/2
+ * frequencies, then their sin; mlops_rope_cache builds it) the kernel reads it; without,
+ * it computes cos/sin from inv_freq (fp32 [rotary_dim/2], device memory, so it may change
+ * between CUDA-graph replays: dynamic NTK, longrope) and attention_scaling. Both give the same
+ * bits for the same inv_freq and scaling. */
+#ifndef MLOPS_ROPE_H
+#define MLOPS_ROPE_H
+
+#include <stdint.h>
+#include "mlops/common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLOPS_ROPE_ABI_VERSION 1
+
+typedef enum mlops_rope_layout {
+  MLOPS_ROPE_NEOX = 0, /* pairs (i, i + rotary_dim/2): Llama, Qwen, Mistral, NeoX */
+  MLOPS_ROPE_GPTJ = 1  /* pairs (2i, 2i + 1): GPT-J, GLM, interleaved */
+} mlops_rope_layout;
+
+/* q or k: input and output (out == x: in place). heads == 0: absent. */
+typedef struct mlops_rope_tensor {
+  const void* x;
+  void* out;
+  int64_t heads;
+  int64_t batch_stride, seq_stride, head_stride;             /* of x, in elements */
+  int64_t out_batch_stride, out_seq_stride, out_head_stride; /* of out, in elements */
+} mlops_rope_tensor;
+
+typedef struct mlops_rope_args {
+  int64_t batch, seq;   /* tokens = batch * seq (a flattened token layout: batch = 1) */
+  int64_t head_dim;     /* 64 ... 256 */
+  int64_t rotary_dim;   /* even, 2 ... head_dim; values past it pass through */
+  mlops_rope_layout layout;
+  mlops_dtype dtype;    /* BF16, FP16, FP32: q, k and their outputs */
+  mlops_rope_tensor q, k;
+
+  mlops_dtype pos_dtype; /* INT32 or INT64 */
+  const void* positions;
+  int64_t pos_row_stride;     /* mrope: elements between the three position rows */
+  int32_t mrope_section[3];   /* all 0: one position row; else sum = rotary_dim / 2 */
+
+  const float* cos_sin_cache; /* [max_positions, rotary_dim] fp32, or NULL: on the fly */
+  int64_t max_positions;      /* positions must lie in [0, max_positions) */
+  const float* inv_freq;      /* [rotary_dim / 2] fp32, on the fly only */
+  float attention_scaling;    /* on the fly only (the cache holds it already); 1 for most types */
+
+  int32_t* out_of_range;      /* optional flag, set to 1 when a position was out of range */
+  int tokens_per_cta;         /* 0: the planner picks; else 1 ... 16 */
+} mlops_rope_args;
+
+/* GPU: enqueues on stream (a cudaStream_t; NULL = the legacy default stream). */
+mlops_status mlops_rope(const mlops_rope_args* args, void* stream);
+
+/* Host emulation on host pointers; the same bits as mlops_rope for the same args. */
+mlops_status mlops_rope_host(const mlops_rope_args* args);
+
+/* Only validates; what both calls do first. */
+mlops_status mlops_rope_check(const mlops_rope_args* args);
+
+/* cache[p, i] = cos(fp32(p * inv_freq[i])) * scaling, cache[p, half + i] = sin(...) * scaling for
+ * p < max_positions, i < half: fp32 [max_positions, 2 * half]. The GPU and host builds agree bit
+ * for bit (and with the kernels' on-the-fly values). */
+mlops_status mlops_rope_cache(const float* inv_freq, int64_t half, float scaling, int64_t max_positions,
+                              float* cache, void* stream);
+mlops_status mlops_rope_cache_host(const float* inv_freq, int64_t half, float scaling, int64_t max_positions,
+                                   float* cache);
+
+/* The tokens a CTA handles for this shape on a device with sms SMs (what tokens_per_cta = 0 uses). */
+int mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms);
+
+/* The message of the last failed call on this thread ("" if none). */
+const char* mlops_rope_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,214 @@
+// The C API of mlops-positional: validation (before any launch), the planner, the entry points.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+#include "mlops/rope.h"
+#include "rope_launch.h"
+
+namespace mlops::rope {
+namespace {
+
+thread_local std::string g_last_error;
+
+mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+mlops_status fail(mlops_status s, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_last_error = buf;
+  return s;
+}
+
+bool is_float_type(mlops_dtype t) {
+  return t == MLOPS_DTYPE_BF16 || t == MLOPS_DTYPE_FP16 || t == MLOPS_DTYPE_FP32;
+}
+
+mlops_status check_side(const char* name, const mlops_rope_tensor& t, int64_t head_dim) {
+  if (t.heads < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: expected heads >= 0, got %lld", name, (long long)t.heads);
+  if (t.heads == 0) return MLOPS_OK;
+  if (!t.x) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: NULL input with %lld heads", name, (long long)t.heads);
+  if (!t.out) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: NULL output (pass the input for in place)", name);
+  const int64_t s[6] = {t.batch_stride, t.seq_stride, t.head_stride, t.out_batch_stride, t.out_seq_stride,
+                        t.out_head_stride};
+  for (int i = 0; i < 6; ++i)
+    if (s[i] < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: negative stride %lld", name, (long long)s[i]);
+  if (t.heads > 1 && (t.head_stride < head_dim || t.out_head_stride < head_dim))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: head stride %lld / %lld is smaller than head_dim %lld: heads overlap",
+                name, (long long)t.head_stride, (long long)t.out_head_stride, (long long)head_dim);
+  if (t.out == t.x && (t.batch_stride != t.out_batch_stride || t.seq_stride != t.out_seq_stride ||
+                       t.head_stride != t.out_head_stride))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: in place (out == x) needs the same strides for both", name);
+  return MLOPS_OK;
+}
+
+mlops_status check(const mlops_rope_args* a) {
+  g_last_error.clear();
+  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->batch < 1 || a->seq < 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected at least one token, got batch %lld x seq %lld",
+                (long long)a->batch, (long long)a->seq);
+  if (a->head_dim < 64 || a->head_dim > 256)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 ... 256, got %lld", (long long)a->head_dim);
+  if (a->rotary_dim < 2 || a->rotary_dim > a->head_dim || a->rotary_dim % 2)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "rotary_dim: expected an even value in [2, head_dim=%lld], got %lld",
+                (long long)a->head_dim, (long long)a->rotary_dim);
+  if (a->layout != MLOPS_ROPE_NEOX && a->layout != MLOPS_ROPE_GPTJ)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "layout: expected neox (0) or gptj (1), got %d", int(a->layout));
+  if (!is_float_type(a->dtype))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: expected bfloat16, float16 or float32, got %s", mlops_dtype_name(a->dtype));
+  mlops_status st = check_side("q", a->q, a->head_dim);
+  if (st != MLOPS_OK) return st;
+  st = check_side("k", a->k, a->head_dim);
+  if (st != MLOPS_OK) return st;
+  if (a->q.heads + a->k.heads < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: no heads in q nor k");
+  if (a->pos_dtype != MLOPS_DTYPE_INT32 && a->pos_dtype != MLOPS_DTYPE_INT64)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected int32 or int64, got %s", mlops_dtype_name(a->pos_dtype));
+  if (!a->positions) return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: NULL pointer");
+  const int32_t* ms = a->mrope_section;
+  if (ms[0] || ms[1] || ms[2]) {
+    if (ms[0] < 0 || ms[1] < 0 || ms[2] < 0 || int64_t(ms[0]) + ms[1] + ms[2] != a->rotary_dim / 2)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "mrope_section: expected three values >= 0 summing to rotary_dim/2 = %lld, got (%d, %d, %d)",
+                  (long long)(a->rotary_dim / 2), ms[0], ms[1], ms[2]);
+    if (a->pos_row_stride < a->batch * a->seq)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: mrope rows overlap (row stride %lld < %lld tokens)",
+                  (long long)a->pos_row_stride, (long long)(a->batch * a->seq));
+  }
+  if (a->max_positions < 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)a->max_positions);
+  if (!a->cos_sin_cache && !a->inv_freq)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "cos_sin_cache: NULL and no inv_freq to compute cos/sin on the fly");
+  if (!std::isfinite(a->attention_scaling))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(a->attention_scaling));
+  if (a->tokens_per_cta < 0 || a->tokens_per_cta > 16)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens_per_cta: expected 0 (planner) or 1 ... 16, got %d", a->tokens_per_cta);
+  return MLOPS_OK;
+}
+
+Side make_side(const mlops_rope_tensor& t) {
+  return Side{t.x, t.out, t.heads, t.batch_stride, t.seq_stride, t.head_stride,
+              t.out_batch_stride, t.out_seq_stride, t.out_head_stride};
+}
+
+Params make_params(const mlops_rope_args& a, int tpc) {
+  Params p{};
+  p.batch = a.batch; p.seq = a.seq; p.tokens = a.batch * a.seq;
+  p.head_dim = int(a.head_dim); p.rotary_dim = int(a.rotary_dim); p.half = int(a.rotary_dim / 2);
+  p.q = make_side(a.q); p.k = make_side(a.k);
+  p.heads = int(a.q.heads + a.k.heads);
+  p.pos = a.positions; p.pos64 = a.pos_dtype == MLOPS_DTYPE_INT64; p.pos_row_stride = a.pos_row_stride;
+  p.mrope = a.mrope_section[0] || a.mrope_section[1] || a.mrope_section[2];
+  p.s0 = a.mrope_section[0]; p.s1 = a.mrope_section[1];
+  p.cache = a.cos_sin_cache; p.max_pos = a.max_positions;
+  p.inv_freq = a.inv_freq;
+  p.scaling = a.attention_scaling;
+  p.flag = a.out_of_range;
+  p.tpc = tpc;
+  const bool oop = (a.q.heads && a.q.out != a.q.x) || (a.k.heads && a.k.out != a.k.x);
+  p.tail = oop && a.rotary_dim < a.head_dim;
+  return p;
+}
+
+// 16-byte accesses are safe when every head start and every chunk boundary is 16-byte aligned.
+bool can_vectorize(const mlops_rope_args& a) {
+  const int64_t es = mlops_dtype_size(a.dtype), E = 16 / es;
+  const int64_t half = a.rotary_dim / 2;
+  if (a.layout == MLOPS_ROPE_NEOX ? half % E : a.rotary_dim % E) return false;
+  if (a.rotary_dim % E || (a.head_dim - a.rotary_dim) % E) return false;
+  for (const mlops_rope_tensor* t : {&a.q, &a.k}) {
+    if (!t->heads) continue;
+    if ((reinterpret_cast<uintptr_t>(t->x) | reinterpret_cast<uintptr_t>(t->out)) & 15u) return false;
+    const int64_t s[6] = {t->batch_stride, t->seq_stride, t->head_stride, t->out_batch_stride, t->out_seq_stride,
+                          t->out_head_stride};
+    for (int i = 0; i < 6; ++i)
+      if (s[i] % E) return false;
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace mlops::rope
+
+using namespace mlops::rope;
+
+extern "C" {
+
+int mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms) {
+  // ~4 items a thread (an item: 16 bytes of each half of a head), then fewer tokens a CTA
+  // while that leaves fewer than 2 CTAs an SM.
+  const int64_t items = heads * ((rotary_dim / 2 + 7) / 8);
+  int64_t tpc = (4 * kCtaThreads + items - 1) / (items > 0 ? items : 1);
+  tpc = tpc < 1 ? 1 : (tpc > 16 ? 16 : tpc);
+  const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
+  while (tpc > 1 && (tokens + tpc - 1) / tpc < want) tpc /= 2;
+  return int(tpc);
+}
+
+mlops_status mlops_rope_check(const mlops_rope_args* args) { return check(args); }
+
+mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
+  mlops_status st = check(args);
+  if (st != MLOPS_OK) return st;
+  int tpc = args->tokens_per_cta;
+  if (tpc == 0) {
+    int dev = 0, sms = 0;
+    // Attribute queries are host-side and cached by the runtime; no synchronization.
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    }
+    tpc = mlops_rope_plan(args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim, sms);
+  }
+  const Params p = make_params(*args, tpc);
+  cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_rope_host(const mlops_rope_args* args) {
+  mlops_status st = check(args);
+  if (st != MLOPS_OK) return st;
+  run_host(make_params(*args, 1), args->dtype, int(args->layout));
+  return MLOPS_OK;
+}
+
+static mlops_status check_cache(const float* inv_freq, int64_t half, float scaling, int64_t max_positions,
+                                float* cache) {
+  g_last_error.clear();
+  if (!inv_freq) return fail(MLOPS_ERR_INVALID_ARGUMENT, "inv_freq: NULL pointer");
+  if (!cache) return fail(MLOPS_ERR_INVALID_ARGUMENT, "cache: NULL pointer");
+  if (half < 1 || half > 128)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "inv_freq: expected 1 ... 128 frequencies, got %lld", (long long)half);
+  if (max_positions < 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)max_positions);
+  if (!std::isfinite(scaling))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(scaling));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_rope_cache(const float* inv_freq, int64_t half, float scaling, int64_t max_positions, float* cache,
+                              void* stream) {
+  mlops_status st = check_cache(inv_freq, half, scaling, max_positions, cache);
+  if (st != MLOPS_OK) return st;
+  cudaError_t err = launch_cache(inv_freq, half, scaling, max_positions, cache, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope cache launch failed: %s", cudaGetErrorString(err));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_rope_cache_host(const float* inv_freq, int64_t half, float scaling, int64_t max_positions,
+                                   float* cache) {
+  mlops_status st = check_cache(inv_freq, half, scaling, max_positions, cache);
+  if (st != MLOPS_OK) return st;
+  cache_host(inv_freq, half, scaling, max_positions, cache);
+  return MLOPS_OK;
+}
+
+const char* mlops_rope_last_error(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

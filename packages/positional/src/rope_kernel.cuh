@@ -1,0 +1,141 @@
+// The RoPE kernel family: <dtype, layout, vectorized>. A CTA takes tpc tokens: first it puts
+// their cos/sin (from the cache or computed, mrope rows picked per frequency) into shared
+// memory and checks their positions, then its 256 threads walk (token, head, chunk) items;
+// a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
+#pragma once
+#include "rope_launch.h"
+
+namespace mlops::rope {
+
+template <class T, int N>
+struct alignas(N * sizeof(T)) Vec {
+  T v[N];
+};
+
+// One access of N elements when the caller proved 16-byte alignment (VEC), else N scalar ones.
+template <class T, int N, bool VEC>
+__device__ __forceinline__ Vec<T, N> ldv(const T* p) {
+  if constexpr (VEC) {
+    return *reinterpret_cast<const Vec<T, N>*>(p);
+  } else {
+    Vec<T, N> v;
+#pragma unroll
+    for (int e = 0; e < N; ++e) v.v[e] = p[e];
+    return v;
+  }
+}
+template <class T, int N, bool VEC>
+__device__ __forceinline__ void stv(T* p, const Vec<T, N>& v) {
+  if constexpr (VEC) {
+    *reinterpret_cast<Vec<T, N>*>(p) = v;
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) p[e] = v.v[e];
+  }
+}
+
+template <class T, int LAYOUT, bool VEC>
+struct Geometry {
+  static constexpr int E = VEC ? int(16 / sizeof(T)) : 1;          // elements a 16-byte access holds
+  static constexpr int P = LAYOUT == kNeox ? E : (VEC ? E / 2 : 1); // pairs a rotation chunk holds
+  static constexpr int TE = E;                                      // elements a tail chunk holds
+};
+
+template <class T, int LAYOUT, bool VEC>
+__global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
+  using G = Geometry<T, LAYOUT, VEC>;
+  constexpr int P = G::P, TE = G::TE;
+  extern __shared__ float smem[];
+  const int rd = p.rotary_dim, half = p.half;
+  int* bad = reinterpret_cast<int*>(smem + p.tpc * rd);
+  const long long t0 = (long long)blockIdx.x * p.tpc;
+  const int ntok = (int)min((long long)p.tpc, p.tokens - t0);
+  if ((int)threadIdx.x < ntok) bad[threadIdx.x] = 0;
+  __syncthreads();
+  // Phase 1: cos / sin of the CTA's tokens; an out-of-range position is never dereferenced.
+  for (int idx = threadIdx.x; idx < ntok * half; idx += kCtaThreads) {
+    const int tok = idx / half, i = idx - tok * half;
+    if (!token_freq(p, t0 + tok, i, smem + tok * rd)) bad[tok] = 1;
+  }
+  __syncthreads();
+  if ((int)threadIdx.x < ntok && bad[threadIdx.x] && p.flag) *p.flag = 1;
+
+  // Phase 2: rotate.
+  const int rot_chunks = half / P;  // P pairs a chunk in both layouts
+  const int cph = rot_chunks + (p.tail ? (p.head_dim - rd) / TE : 0);
+  const int ipt = p.heads * cph;
+  const int hq = (int)p.q.heads;
+  for (int it = threadIdx.x; it < ntok * ipt; it += kCtaThreads) {
+    const int tok = it / ipt;
+    const int r = it - tok * ipt;
+    const int h = r / cph;
+    const int c = r - h * cph;
+    const long long t = t0 + tok;
+    const long long b = t / p.seq, s = t - b * p.seq;
+    const bool isq = h < hq;
+    const int hh = isq ? h : h - hq;
+    const T* in = static_cast<const T*>(isq ? p.q.x : p.k.x) +
+                  b * (isq ? p.q.bs : p.k.bs) + s * (isq ? p.q.ss : p.k.ss) + hh * (isq ? p.q.hs : p.k.hs);
+    T* out = static_cast<T*>(isq ? p.q.out : p.k.out) +
+             b * (isq ? p.q.obs : p.k.obs) + s * (isq ? p.q.oss : p.k.oss) + hh * (isq ? p.q.ohs : p.k.ohs);
+    const bool inplace = (const void*)out == (const void*)in;
+    if (c >= rot_chunks) {  // the pass-through tail of an out-of-place head
+      if (!inplace) {
+        const int off = rd + (c - rot_chunks) * TE;
+        stv<T, TE, VEC>(out + off, ldv<T, TE, VEC>(in + off));
+      }
+      continue;
+    }
+    const float* cs = smem + tok * rd;
+    if (LAYOUT == kNeox) {
+      const int j = c * P;
+      Vec<T, P> xa = ldv<T, P, VEC>(in + j), ya = ldv<T, P, VEC>(in + half + j);
+      if (!bad[tok]) {
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          float ox, oy;
+          rotate(Elem<T>::load(xa.v[e]), Elem<T>::load(ya.v[e]), cs[j + e], cs[half + j + e], &ox, &oy);
+          xa.v[e] = Elem<T>::store(ox);
+          ya.v[e] = Elem<T>::store(oy);
+        }
+      } else if (inplace) {
+        continue;
+      }
+      stv<T, P, VEC>(out + j, xa);
+      stv<T, P, VEC>(out + half + j, ya);
+    } else {
+      const int j = c * P;  // first pair
+      Vec<T, 2 * P> v = ldv<T, 2 * P, VEC>(in + 2 * j);
+      if (!bad[tok]) {
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          float ox, oy;
+          rotate(Elem<T>::load(v.v[2 * e]), Elem<T>::load(v.v[2 * e + 1]), cs[j + e], cs[half + j + e], &ox, &oy);
+          v.v[2 * e] = Elem<T>::store(ox);
+          v.v[2 * e + 1] = Elem<T>::store(oy);
+        }
+      } else if (inplace) {
+        continue;
+      }
+      stv<T, 2 * P, VEC>(out + 2 * j, v);
+    }
+  }
+}
+
+// Launches stay in the object that instantiates the template: since nvcc 12.8 a template's
+// launch stub is local to that object (-static-global-template-stub).
+template <class T>
+cudaError_t launch_t(const Params& p, bool vec, int layout, cudaStream_t s) {
+  const dim3 grid(unsigned((p.tokens + p.tpc - 1) / p.tpc));
+  const size_t smem = smem_bytes(p);
+  if (layout == kNeox) {
+    if (vec) rope_kernel<T, kNeox, true><<<grid, kCtaThreads, smem, s>>>(p);
+    else rope_kernel<T, kNeox, false><<<grid, kCtaThreads, smem, s>>>(p);
+  } else {
+    if (vec) rope_kernel<T, kGptj, true><<<grid, kCtaThreads, smem, s>>>(p);
+    else rope_kernel<T, kGptj, false><<<grid, kCtaThreads, smem, s>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace mlops::rope

@@ -1,0 +1,60 @@
+// The validated call, flattened for the kernels and the host emulation alike.
+#pragma once
+#include "mlops/rope.cuh"
+
+namespace mlops::rope {
+
+struct Side {
+  const void* x;
+  void* out;
+  long long heads;
+  long long bs, ss, hs;    // x strides (elements)
+  long long obs, oss, ohs; // out strides
+};
+
+struct Params {
+  long long batch, seq, tokens;
+  int head_dim, rotary_dim, half;
+  Side q, k;
+  int heads;               // q.heads + k.heads
+  const void* pos;
+  int pos64;
+  long long pos_row_stride;
+  int mrope, s0, s1;       // mrope sections 0 and 1 (section 2 is the rest)
+  const float* cache;
+  long long max_pos;
+  const float* inv_freq;
+  float scaling;
+  int* flag;
+  int tpc;                 // tokens per CTA
+  int tail;                // 1: some output is out of place and rotary_dim < head_dim: copy the tail
+};
+
+// Position of token t in row r (mrope rows 0..2), read as int64.
+template <class P>
+MLOPS_ROPE_HD long long load_pos(const Params& p, int row, long long t) {
+  return static_cast<long long>(static_cast<const P*>(p.pos)[row * p.pos_row_stride + t]);
+}
+
+MLOPS_ROPE_HD long long position(const Params& p, int row, long long t) {
+  return p.pos64 ? load_pos<long long>(p, row, t) : load_pos<int>(p, row, t);
+}
+
+// cos / sin of frequency i for token t into cs[i], cs[half + i]; false if the position is out of range.
+MLOPS_ROPE_HD bool token_freq(const Params& p, long long t, int i, float* cs) {
+  const int row = p.mrope ? mrope_row(i, p.s0, p.s1) : 0;
+  const long long pos = position(p, row, t);
+  if (pos < 0 || pos >= p.max_pos) return false;
+  float c, s;
+  if (p.cache) {
+    c = p.cache[pos * (2 * p.half) + i];
+    s = p.cache[pos * (2 * p.half) + p.half + i];
+  } else {
+    cos_sin(pos, p.inv_freq[i], p.scaling, &c, &s);
+  }
+  cs[i] = c;
+  cs[p.half + i] = s;
+  return true;
+}
+
+}  // namespace mlops::rope
