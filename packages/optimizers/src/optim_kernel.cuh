@@ -1,0 +1,177 @@
+// The multi-tensor update kernel: one CTA a chunk of MLOPS_OPTIM_CHUNK elements of one
+// tensor (the chunk map says which), each warp a unit of 256 elements at a time, each lane
+// elements 4l..4l+3 and 128+4l..128+4l+3 of the unit (so every 4-wide load is coalesced).
+// A unit is also an 8-bit quantization block: its absmax is a warp max.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "optim_layout.h"
+#include "optim_math.h"
+
+namespace mlops::optim {
+
+template <int BYTES> struct RawVec;
+template <> struct RawVec<16> { using type = uint4; };
+template <> struct RawVec<8> { using type = uint2; };
+template <> struct RawVec<4> { using type = uint32_t; };
+
+// Four consecutive elements (vec: one aligned load; else guarded scalar loads, 0 past n).
+template <class T>
+__device__ __forceinline__ void ld4(const T* p, int64_t i, int64_t n, bool vec, T out[4]) {
+  if (vec) {
+    using V = typename RawVec<sizeof(T) * 4>::type;
+    const V v = __ldg(reinterpret_cast<const V*>(p + i));
+    memcpy(out, &v, sizeof v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (i + e < n) out[e] = p[i + e];
+      else memset(&out[e], 0, sizeof(T));
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void st4(T* p, int64_t i, int64_t n, bool vec, const T in[4]) {
+  if (vec) {
+    using V = typename RawVec<sizeof(T) * 4>::type;
+    V v;
+    memcpy(&v, in, sizeof v);
+    *reinterpret_cast<V*>(p + i) = v;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (i + e < n) p[i + e] = in[e];
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void load8(const T* p, int64_t base, int lane, int64_t n, bool vec, float out[8]) {
+  T raw[8];
+  ld4(p, base + 4 * lane, n, vec, raw);
+  ld4(p, base + 128 + 4 * lane, n, vec, raw + 4);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) out[e] = to_f32(raw[e]);
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+
+// 8-bit state of one unit: codes -> values (load), values -> absmax, codes (store).
+__device__ __forceinline__ void load8_q(const uint8_t* q, const float* absmax, const float* map, int64_t base,
+                                        int lane, int64_t n, bool vec, float out[8]) {
+  uint8_t raw[8];
+  ld4(q, base + 4 * lane, n, vec, raw);
+  ld4(q, base + 128 + 4 * lane, n, vec, raw + 4);
+  const float am = absmax[base / MLOPS_OPTIM_QBLOCK];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) out[e] = map[raw[e]] * am;
+}
+
+__device__ __forceinline__ void store8_q(uint8_t* q, float* absmax, const float* map, int64_t base, int lane,
+                                         int64_t n, bool vec, const float in[8]) {
+  float am = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    if (base + unit_pos(lane, e) < n) am = fabs_max(am, in[e]);
+  am = warp_max(am);
+  uint8_t raw[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) raw[e] = quantize_nearest(map, qnormalize(in[e], am));
+  st4(q, base + 4 * lane, n, vec, raw);
+  st4(q, base + 128 + 4 * lane, n, vec, raw + 4);
+  if (lane == 0) absmax[base / MLOPS_OPTIM_QBLOCK] = am;
+}
+
+template <class PT, int ALGO>
+__device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Scalars& s, const mlops_optim_tensor& t,
+                                            int64_t base, int lane, bool vec, uint32_t key, const float* map1,
+                                            const float* map2) {
+  const int64_t n = t.numel;
+  const bool q8 = a.state_8bit != 0;
+  float p[8], g[8], m[8], v[8], vm[8];
+  if (t.master) load8(t.master, base, lane, n, vec, p);
+  else load8(static_cast<const PT*>(t.param), base, lane, n, vec, p);
+  load8(static_cast<const PT*>(t.grad), base, lane, n, vec, g);
+  const bool has_m = ALGO != MLOPS_OPTIM_SGD || a.beta1 != 0.0;
+  if (has_m) {
+    if (q8) load8_q(static_cast<const uint8_t*>(t.state1), t.absmax1, map1, base, lane, n, vec, m);
+    else load8(static_cast<const float*>(t.state1), base, lane, n, vec, m);
+  }
+  if (ALGO == MLOPS_OPTIM_ADAM) {
+    if (q8) load8_q(static_cast<const uint8_t*>(t.state2), t.absmax2, map2, base, lane, n, vec, v);
+    else load8(static_cast<const float*>(t.state2), base, lane, n, vec, v);
+    if (a.amsgrad) load8(t.state3, base, lane, n, vec, vm);
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    Elem x{p[e], prep_grad(g[e], a.grad_scale, a.clip_coef, a.maximize != 0), has_m ? m[e] : 0.0f,
+           ALGO == MLOPS_OPTIM_ADAM ? v[e] : 0.0f, ALGO == MLOPS_OPTIM_ADAM && a.amsgrad ? vm[e] : 0.0f};
+    update_elem<ALGO>(a, s, x);
+    p[e] = x.p; m[e] = x.m; v[e] = x.v; vm[e] = x.vm;
+  }
+  // stores
+  PT out[8];
+  const bool sr = a.stochastic_rounding != 0 && !t.master;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) from_f32(p[e], out[e], sr, sr ? sr_bits(key, base + unit_pos(lane, e)) : 0u);
+  st4(static_cast<PT*>(t.param), base + 4 * lane, n, vec, out);
+  st4(static_cast<PT*>(t.param), base + 128 + 4 * lane, n, vec, out + 4);
+  if (t.master) {
+    st4(t.master, base + 4 * lane, n, vec, p);
+    st4(t.master, base + 128 + 4 * lane, n, vec, p + 4);
+  }
+  if (has_m) {
+    if (q8) store8_q(static_cast<uint8_t*>(t.state1), t.absmax1, map1, base, lane, n, vec, m);
+    else {
+      st4(static_cast<float*>(t.state1), base + 4 * lane, n, vec, m);
+      st4(static_cast<float*>(t.state1), base + 128 + 4 * lane, n, vec, m + 4);
+    }
+  }
+  if (ALGO == MLOPS_OPTIM_ADAM) {
+    if (q8) store8_q(static_cast<uint8_t*>(t.state2), t.absmax2, map2, base, lane, n, vec, v);
+    else {
+      st4(static_cast<float*>(t.state2), base + 4 * lane, n, vec, v);
+      st4(static_cast<float*>(t.state2), base + 128 + 4 * lane, n, vec, v + 4);
+    }
+    if (a.amsgrad) {
+      st4(t.state3, base + 4 * lane, n, vec, vm);
+      st4(t.state3, base + 128 + 4 * lane, n, vec, vm + 4);
+    }
+  }
+}
+
+template <class PT, int ALGO>
+__global__ void __launch_bounds__(kThreads) step_kernel(const mlops_optim_args a) {
+  __shared__ float maps[2][256];
+  if (a.found_inf && *a.found_inf != 0.0f) return;  // GradScaler saw inf/nan: change nothing
+  const auto* tab = static_cast<const mlops_optim_tensor*>(a.table);
+  const int32_t* chunk_map = reinterpret_cast<const int32_t*>(tab + a.num_tensors);
+  const int64_t c = blockIdx.x;
+  const mlops_optim_tensor t = tab[chunk_map[c]];
+  if (a.state_8bit) {
+    maps[0][threadIdx.x] = a.qmap1[threadIdx.x];
+    maps[1][threadIdx.x] = a.qmap2[threadIdx.x];
+    __syncthreads();
+  }
+  const double lr = a.lr_device ? double(*a.lr_device) : a.lr;
+  const float step = *t.step;
+  const Scalars s = make_scalars(a, lr, double(step));
+  const uint32_t key = sr_key(a.seed, uint32_t(step), t.id);
+  const int64_t chunk_start = (c - t.first_chunk) * int64_t(MLOPS_OPTIM_CHUNK);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool aligned = (t.flags & kFlagAligned) != 0;
+  for (int u = warp; u < kUnitsPerChunk; u += kThreads / 32) {
+    const int64_t base = chunk_start + int64_t(u) * kUnitElems;
+    if (base >= t.numel) break;
+    update_unit<PT, ALGO>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, maps[0], maps[1]);
+  }
+}
+
+}  // namespace mlops::optim

@@ -1,0 +1,179 @@
+/* mlops-vocab: everything along the vocabulary axis. Embedding rows (with the inputs of the
+ * first RMSNorm), the BF16 LM head for 1 .. 8 tokens (with the statistics the sampler needs),
+ * and token sampling without a sort of the vocabulary, with probability mass counted in fixed
+ * point so a token depends on (logits, configuration, seed, step) alone.
+ *
+ * Plain C. Every call validates its arguments before launching anything; a failure returns a
+ * status and mlops_vocab_last_error() names the argument and what was expected. No call
+ * allocates or synchronizes. The GPU calls take device pointers (the embedding table may also
+ * be mapped pinned host memory: with unified addressing its host address is its device
+ * address); the _host calls are the host emulation on host pointers (the same arithmetic in
+ * the same order: the reference the GPU is compared with bit for bit). */
+#ifndef MLOPS_VOCAB_H
+#define MLOPS_VOCAB_H
+
+#include <stdint.h>
+#include "mlops/common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLOPS_VOCAB_ABI_VERSION 1
+
+/* ---- embed ------------------------------------------------------------------------------
+ * out[t, :] = float(table[ids[t], :]). Optional, for the first RMSNorm of the model:
+ *   xw[t, :]        = bf16(out[t, :] * w)  (w = norm_weight; the deferred-scalar form of the
+ *                      norm: the consumer multiplies by rms_r[t] later),
+ *   unit_sumsq[t, u] = the sum of squares of elements 256u .. 256u+255, in mlops-norm's fixed
+ *                      order (mlops/common/fixed_sum.h),
+ *   rms_r[t]        = 1 / sqrt(fold(unit_sumsq[t, :]) / hidden + eps): bit for bit the r that
+ *                      mlops_norm computes for the same row.
+ * An id outside [0, vocab) gives a zero row (and its sums, r = 1/sqrt(eps)) and sets
+ * *oov_flag to 1; the table is never read out of bounds. */
+typedef struct mlops_embed_args {
+  int64_t tokens;  /* T >= 1 */
+  int64_t hidden;  /* H >= 1 */
+  int64_t vocab;   /* V >= 1: rows of the table */
+  mlops_dtype id_dtype; const void* ids;                        /* INT32 or INT64 [T] */
+  mlops_dtype table_dtype; const void* table; int64_t table_stride; /* BF16, FP16, FP32 [V, H] */
+  float* out; int64_t out_stride;                               /* FP32 [T, H], optional */
+  mlops_dtype norm_weight_dtype; const void* norm_weight;       /* [H] contiguous; with xw */
+  uint16_t* xw; int64_t xw_stride;                              /* BF16 [T, H], optional */
+  float* unit_sumsq; int64_t unit_sumsq_stride;                 /* FP32 [T, ceil(H/256)], optional */
+  float* rms_r; float eps;                                      /* FP32 [T], optional */
+  int32_t* oov_flag;                                            /* set to 1 on an OOV id, optional */
+  int variant;                                                  /* -1: the planner picks */
+} mlops_embed_args;
+
+typedef struct mlops_embed_variant {
+  int index;
+  int warps_per_token; /* 1, 2, 4, 8 (a CTA is 256 threads: 8 / warps_per_token tokens) */
+  const char* name;    /* "w1" .. "w8" */
+} mlops_embed_variant;
+
+int mlops_embed_variants(mlops_embed_variant* out, int capacity);
+int mlops_embed_plan(int64_t tokens, int64_t hidden, int sm, int sms);
+mlops_status mlops_embed(const mlops_embed_args* args, void* stream);
+mlops_status mlops_embed_host(const mlops_embed_args* args);
+
+/* ---- lm_head ----------------------------------------------------------------------------
+ * logits[m, v] = ((x[m, :] . W[v, :]) * row_scale[m]) * logit_scale for M = 1 .. 8 tokens,
+ * x and W BF16, logits FP32. The dot product's order (the CUDA-core instances) is fixed: the
+ * hidden axis is cut into 8 segments of whole units of 256 (segment s = units
+ * [s*U/8, (s+1)*U/8)); lane l folds elements 8l .. 8l+7 of each unit of a segment with fmaf in
+ * index order, unit after unit; the 32 lane values add by the butterfly of fixed_sum.h; the 8
+ * segment values add in segment order. Warp s of a CTA owns segment s, so the logits do not
+ * depend on how the vocabulary rows are split over CTAs (the grid) nor on the variant.
+ * Epilogue statistics (optional, each cleared by the call first):
+ *   best[m]          = max over v of (key(logit) << 32) | (0xffffffff - v): the maximum and
+ *                      its lowest index (key: the order-preserving uint32 of a float,
+ *                      mlops_vocab_key below);
+ *   key_hist[m, b]   = how many logits of row m have key >> 24 == b (the first level of the
+ *                      sampler's radix select). */
+typedef struct mlops_lm_head_args {
+  int64_t tokens;   /* M, 1 .. 8 */
+  int64_t hidden;   /* H, a multiple of 8 */
+  int64_t vocab;    /* V >= 1, any */
+  const uint16_t* x; int64_t x_stride;            /* BF16 [M, H] */
+  const uint16_t* weight; int64_t weight_stride;  /* BF16 [V, H] */
+  float* logits; int64_t logits_stride;           /* FP32 [M, V] */
+  const float* row_scale;  /* FP32 [M]: the deferred RMSNorm scalar 1/rms, optional */
+  float logit_scale;       /* 1 for none */
+  uint64_t* best;          /* [M], optional */
+  uint32_t* key_hist;      /* [M, 256], optional */
+  int variant;             /* -1: the planner picks */
+} mlops_lm_head_args;
+
+typedef enum mlops_lm_head_kind {
+  MLOPS_LM_HEAD_CUDA_CORE = 0 /* fixed order above, every arch, bit for bit == host emulation */
+} mlops_lm_head_kind;
+
+typedef struct mlops_lm_head_variant {
+  int index;
+  mlops_lm_head_kind kind;
+  int min_sm;          /* lowest arch it runs on (major * 10 + minor) */
+  int ctas_per_sm;     /* 0: one CTA per tile of rows; else a grid of ctas_per_sm * SMs CTAs
+                          striding over the tiles */
+  const char* name;
+} mlops_lm_head_variant;
+
+int mlops_lm_head_variants(mlops_lm_head_variant* out, int capacity);
+int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms);
+mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream);
+mlops_status mlops_lm_head_host(const mlops_lm_head_args* args);
+
+/* ---- sample -----------------------------------------------------------------------------
+ * One token a row. Per row (its own configuration, seed and step):
+ *  1. penalties on the row's history h[0 .. len) (count c_v of token v in it), in place on
+ *     logits: repetition (z > 0 ? z / p : z * p, for c_v > 0), then
+ *     z - presence * (c_v > 0) - frequency * c_v;
+ *  2. greedy (temperature 0 or top_k 1): the lowest index of the maximum;
+ *  3. else weights W_v = rint(exp_det((z_v - max) / T) * 2^31) (integers, the max gets 2^31),
+ *     kept when key(z_v) >= the top_k-th largest key (ties kept), then when the weight of the
+ *     kept tokens with a larger key is < top_p * (their total) (ties kept), then when
+ *     W_v >= min_p * 2^31; the token is the first index whose running sum of kept weights in
+ *     index order exceeds floor(R * S / 2^64), S the kept total, R = 64 bits of
+ *     Philox4x32-10(key = seed, counter = step);
+ *  4. step += 1 (on the device).
+ * NaN and +inf logits set flags (bit 0 NaN, bit 1 +inf, bit 2 no logit above -inf); such a row
+ * falls back to greedy over its non-NaN logits. Nothing is read outside [0, vocab). */
+typedef struct mlops_sample_config {
+  float temperature;        /* >= 0; 0: greedy */
+  int32_t top_k;            /* >= 0; 0: off */
+  float top_p;              /* (0, 1]; 1: off */
+  float min_p;              /* [0, 1]; 0: off */
+  float repetition_penalty; /* > 0; 1: off */
+  float presence_penalty;   /* 0: off */
+  float frequency_penalty;  /* 0: off */
+  int32_t reserved;         /* 0 */
+} mlops_sample_config;
+
+#define MLOPS_SAMPLE_FLAG_NAN 1
+#define MLOPS_SAMPLE_FLAG_POSINF 2
+#define MLOPS_SAMPLE_FLAG_NO_FINITE 4
+
+typedef struct mlops_sample_args {
+  int64_t rows;   /* B >= 1 */
+  int64_t vocab;  /* V >= 1, any */
+  float* logits; int64_t logits_stride;     /* FP32 [B, V]; penalized in place */
+  const mlops_sample_config* configs;       /* [B] */
+  const uint64_t* seeds;                    /* [B] */
+  int64_t* steps;                           /* [B]; each advances by one */
+  const int32_t* history; int64_t history_stride; const int32_t* history_len; /* [B, L], [B]; optional */
+  int32_t* penalty_counts;  /* INT32 [B, V] workspace, zero before and after each call; with a history */
+  int32_t* tokens;          /* [B] */
+  float* logprobs;          /* [B], optional: log of the chosen token's kept mass / S (greedy: T = 1, no filter) */
+  int32_t* flags;           /* [B], optional */
+  int variant;              /* -1: the planner picks */
+} mlops_sample_args;
+
+typedef struct mlops_sample_variant {
+  int index;
+  int threads;  /* CTA size; one CTA a row */
+  const char* name;
+} mlops_sample_variant;
+
+int mlops_sample_variants(mlops_sample_variant* out, int capacity);
+int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms);
+/* Host-side validation of configurations (the device kernels also clamp, never fault). */
+mlops_status mlops_sample_check_configs(const mlops_sample_config* configs, int64_t rows);
+mlops_status mlops_sample(const mlops_sample_args* args, void* stream);
+mlops_status mlops_sample_host(const mlops_sample_args* args);
+/* Host emulation only: the kept integer weights of one row after steps 1 - 3 (weights[V],
+ * zero where not kept); returns the kept total S (0 for a greedy row). For tests and tools. */
+uint64_t mlops_sample_row_weights_host(const float* logits, int64_t vocab, const mlops_sample_config* config,
+                                       uint32_t* weights);
+
+/* The order-preserving key of a float (larger float -> larger key; NaN above +inf when positive). */
+static inline uint32_t mlops_vocab_key(uint32_t float_bits) {
+  return (float_bits & 0x80000000u) ? ~float_bits : (float_bits | 0x80000000u);
+}
+
+/* The message of the last failed call on this thread ("" if none). */
+const char* mlops_vocab_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,35 @@
+// What the lm_head kernels and their host emulation read of a call (a flat copy of
+// mlops_lm_head_args), passed to the kernel by value.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include "vocab_math.h"
+
+namespace mlops::vocab {
+
+struct LmHeadParams {
+  int tokens;      // M, 1 .. 8
+  int64_t hidden;  // H, multiple of 8
+  int64_t vocab;   // V
+  int units;       // ceil(H / 256)
+  const uint16_t* x; int64_t x_stride;
+  const uint16_t* weight; int64_t weight_stride;
+  float* logits; int64_t logits_stride;
+  const float* row_scale;
+  float logit_scale;
+  uint64_t* best;
+  uint32_t* key_hist;
+};
+
+LmHeadParams make_lm_head_params(const mlops_lm_head_args& a);
+
+void lm_head_host(const LmHeadParams& p);
+// grid: CTAs (each strides over tiles of 32 / MT rows, MT = tokens rounded up to 1, 2, 4, 8).
+cudaError_t lm_head_launch_cuda_core(const LmHeadParams& p, int64_t grid, void* stream);
+// Tiles of vocabulary rows the CUDA-core kernel cuts V into.
+inline int lm_head_tile_rows(int tokens) {
+  const int mt = tokens <= 1 ? 1 : tokens <= 2 ? 2 : tokens <= 4 ? 4 : 8;
+  return 32 / mt;
+}
+
+}  // namespace mlops::vocab

@@ -1,0 +1,287 @@
+// The sampler: one CTA a row (NT threads), no sort of the vocabulary.
+//   pass 1   max key, its lowest index, NaN / +inf flags (greedy rows stop here);
+//   top-k    radix select of the k-th largest key, one byte a pass (count histograms);
+//   top-p    radix select on fixed-point mass (64-bit mass histograms) among the top-k;
+//   draw     chunk sums of the kept weights, an exclusive scan, and the one thread whose chunk
+//            holds floor(R * S / 2^64) walks it in index order.
+// Every quantity is an integer or a value-defined threshold, so the token does not depend on
+// NT (the variant) or on the order threads meet elements. Penalties run first as two small
+// kernels over the history (count, then apply once per distinct token). Launches stay in this
+// file, the one that instantiates the templates (nvcc >= 12.8: template launch stubs are local).
+#include <cuda_runtime.h>
+
+#include "sample_params.h"
+
+namespace mlops::vocab {
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+
+template <int NT>
+struct Shared {
+  uint64_t red[NT / 32];
+  uint64_t scan[NT];
+  uint32_t cnt[256];
+  uint64_t mass[256];
+  uint32_t select_prefix, select_mask;
+  int done;
+  uint64_t bcast;
+};
+
+template <int NT>
+__device__ uint64_t block_max_u64(uint64_t v, Shared<NT>& sh) {
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    const uint64_t o = __shfl_xor_sync(kFull, v, off);
+    v = o > v ? o : v;
+  }
+  if ((threadIdx.x & 31) == 0) sh.red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  uint64_t r = sh.red[0];
+  for (int i = 1; i < NT / 32; ++i) r = sh.red[i] > r ? sh.red[i] : r;
+  __syncthreads();
+  return r;
+}
+
+template <int NT>
+__device__ uint64_t block_sum_u64(uint64_t v, Shared<NT>& sh) {
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) v += __shfl_xor_sync(kFull, v, off);
+  if ((threadIdx.x & 31) == 0) sh.red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  uint64_t r = 0;
+  for (int i = 0; i < NT / 32; ++i) r += sh.red[i];
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ float row_value(const float* z, int64_t v) { return z[v]; }
+
+template <int NT>
+__global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
+  __shared__ Shared<NT> sh;
+  const int64_t row = blockIdx.x;
+  const int tid = threadIdx.x;
+  const int64_t V = p.vocab;
+  const float* z = p.logits + row * p.logits_stride;
+  const mlops_sample_config cfg = sanitize(p.configs[row]);
+
+  // ---- pass 1: max, lowest argmax, flags
+  uint64_t best = 0;
+  int fl = 0;
+  for (int64_t v = tid; v < V; v += NT) {
+    const float x = row_value(z, v);
+    if (is_nan(x)) { fl |= MLOPS_SAMPLE_FLAG_NAN; continue; }
+    const uint32_t k = key_of(x);
+    if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+    const uint64_t b = pack_best(k, uint32_t(v));
+    best = b > best ? b : best;
+  }
+  const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
+  const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
+  best = block_max_u64<NT>(best, sh);
+  int flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
+  const uint32_t max_key = best_key(best);
+  if (best == 0 || max_key <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
+  const uint32_t argmax = best == 0 ? 0u : best_index(best);
+  const float m = float_of_key(max_key);
+
+  int32_t token = int32_t(argmax);
+  float logprob = __int_as_float(0x7fc00000);
+  if (flags || config_greedy(cfg)) {
+    if (p.logprobs && !flags) {  // log-softmax of the argmax at temperature 1, no filter
+      uint64_t s = 0;
+      for (int64_t v = tid; v < V; v += NT) s += sample_weight(row_value(z, v), m, 1.0f);
+      s = block_sum_u64<NT>(s, sh);
+      logprob = float(log(double(kWeightScale) / double(s)));
+    }
+  } else {
+    const float T = cfg.temperature;
+    // ---- top-k: the k-th largest key (ties at it are kept)
+    uint32_t tau = 0;
+    if (cfg.top_k > 0 && int64_t(cfg.top_k) < V) {
+      uint32_t prefix = 0, mask = 0;
+      uint32_t k_rem = uint32_t(cfg.top_k);
+#pragma unroll 1
+      for (int level = 3; level >= 0; --level) {
+        const int sh_bits = 8 * level;
+        for (int i = tid; i < 256; i += NT) sh.cnt[i] = 0;
+        __syncthreads();
+        for (int64_t v = tid; v < V; v += NT) {
+          const uint32_t k = key_of(row_value(z, v));
+          if ((k & mask) == prefix) atomicAdd(&sh.cnt[(k >> sh_bits) & 255u], 1u);
+        }
+        __syncthreads();
+        if (tid == 0) {
+          uint32_t cum = 0;
+          int bin = -1;
+          for (int b = 255; b >= 0; --b) {
+            if (cum + sh.cnt[b] >= k_rem) { bin = b; break; }
+            cum += sh.cnt[b];
+          }
+          // bin < 0 cannot happen (k < V, no NaN here); keep everything if it did
+          sh.select_prefix = bin < 0 ? 0u : prefix | (uint32_t(bin) << sh_bits);
+          sh.select_mask = bin < 0 ? 0u : mask | (255u << sh_bits);
+          // every key of the bin is kept when the bin holds exactly the remaining count
+          sh.done = bin < 0 || sh.cnt[bin] == k_rem - cum;
+          sh.bcast = k_rem - cum;
+        }
+        __syncthreads();
+        prefix = sh.select_prefix;
+        mask = sh.select_mask;
+        k_rem = uint32_t(sh.bcast);
+        const int done = sh.done;
+        __syncthreads();
+        if (done) break;
+      }
+      tau = prefix;
+    }
+    // ---- top-p: the smallest key whose mass above it (among the top-k) is below p * S_k
+    if (cfg.top_p < 1.0f) {
+      uint32_t prefix = 0, mask = 0;
+      uint64_t acc = 0;
+      double thr = 0.0;
+#pragma unroll 1
+      for (int level = 3; level >= 0; --level) {
+        const int sh_bits = 8 * level;
+        for (int i = tid; i < 256; i += NT) sh.mass[i] = 0;
+        __syncthreads();
+        uint64_t total = 0;
+        for (int64_t v = tid; v < V; v += NT) {
+          const float x = row_value(z, v);
+          const uint32_t k = key_of(x);
+          if (k < tau || (k & mask) != prefix) continue;
+          const uint32_t w = sample_weight(x, m, T);
+          if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&sh.mass[(k >> sh_bits) & 255u]), (unsigned long long)w);
+          total += w;
+        }
+        if (level == 3) thr = top_p_threshold(cfg.top_p, block_sum_u64<NT>(total, sh));
+        __syncthreads();
+        if (tid == 0) {
+          uint64_t cum = acc;
+          int bin = -1;
+          for (int b = 255; b >= 0; --b) {
+            if (double(cum + sh.mass[b]) >= thr) { bin = b; break; }
+            cum += sh.mass[b];
+          }
+          sh.select_prefix = bin < 0 ? prefix : prefix | (uint32_t(bin) << sh_bits);
+          sh.select_mask = bin < 0 ? mask : mask | (255u << sh_bits);
+          sh.bcast = cum;
+          sh.done = bin < 0;
+        }
+        __syncthreads();
+        prefix = sh.select_prefix;
+        mask = sh.select_mask;
+        acc = sh.bcast;
+        const int done = sh.done;
+        __syncthreads();
+        if (done) break;
+      }
+      if (prefix > tau) tau = prefix;
+    }
+    const bool use_min_p = cfg.min_p > 0.0f;
+    const double min_thr = min_p_threshold(cfg.min_p);
+    // ---- draw: chunk sums in index order, exclusive scan, one thread walks its chunk
+    const int64_t chunk = (V + NT - 1) / NT;
+    const int64_t c0 = int64_t(tid) * chunk;
+    const int64_t c1 = c0 + chunk < V ? c0 + chunk : V;
+    uint64_t mine = 0;
+    for (int64_t v = c0; v < c1; ++v) {
+      const float x = row_value(z, v);
+      if (key_of(x) < tau) continue;
+      const uint32_t w = sample_weight(x, m, T);
+      if (use_min_p && double(w) < min_thr) continue;
+      mine += w;
+    }
+    sh.scan[tid] = mine;
+    __syncthreads();
+    if (tid == 0) {  // sequential exclusive scan: NT additions, exact, tiny next to the passes
+      uint64_t run = 0;
+      for (int i = 0; i < NT; ++i) {
+        const uint64_t c = sh.scan[i];
+        sh.scan[i] = run;
+        run += c;
+      }
+      sh.bcast = scale_draw(draw64(p.seeds[row], p.steps[row]), run);
+      sh.red[0] = run;
+    }
+    __syncthreads();
+    const uint64_t target = sh.bcast, S = sh.red[0];
+    const uint64_t excl = sh.scan[tid];
+    __syncthreads();
+    if (tid == 0) sh.select_prefix = argmax;
+    __syncthreads();
+    if (mine && excl <= target && target < excl + mine) {
+      uint64_t run = excl;
+      for (int64_t v = c0; v < c1; ++v) {
+        const float x = row_value(z, v);
+        if (key_of(x) < tau) continue;
+        const uint32_t w = sample_weight(x, m, T);
+        if (use_min_p && double(w) < min_thr) continue;
+        run += w;
+        if (run > target) {
+          sh.select_prefix = uint32_t(v);
+          sh.bcast = w;
+          break;
+        }
+      }
+    }
+    __syncthreads();
+    token = int32_t(sh.select_prefix);
+    logprob = float(log(double(sh.bcast) / double(S)));
+  }
+  if (tid == 0) {
+    p.tokens[row] = token;
+    if (p.flags) p.flags[row] = flags;
+    if (p.logprobs) p.logprobs[row] = logprob;
+    p.steps[row] = p.steps[row] + 1;
+  }
+}
+
+// Penalties, step 1: count each history token (into a zeroed workspace).
+__global__ void penalty_count_kernel(SampleParams p) {
+  const int64_t row = blockIdx.y;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= history_length(p, row) || !config_has_penalty(sanitize(p.configs[row]))) return;
+  const int32_t t = p.history[row * p.history_stride + i];
+  if (t >= 0 && t < p.vocab) atomicAdd(p.penalty_counts + row * p.vocab + t, 1);
+}
+
+// Step 2: the one thread that takes a token's count back to zero applies the penalty once.
+__global__ void penalty_apply_kernel(SampleParams p) {
+  const int64_t row = blockIdx.y;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const mlops_sample_config cfg = sanitize(p.configs[row]);
+  if (i >= history_length(p, row) || !config_has_penalty(cfg)) return;
+  const int32_t t = p.history[row * p.history_stride + i];
+  if (t < 0 || t >= p.vocab) return;
+  const int32_t c = atomicExch(p.penalty_counts + row * p.vocab + t, 0);
+  if (c > 0) p.logits[row * p.logits_stride + t] = penalize(p.logits[row * p.logits_stride + t], c, cfg);
+}
+
+template <int NT>
+cudaError_t launch_nt(const SampleParams& p, cudaStream_t s) {
+  sample_kernel<NT><<<unsigned(p.rows), NT, 0, s>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t sample_launch(const SampleParams& p, int threads, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (p.history && p.history_stride > 0) {
+    const dim3 grid(unsigned((p.history_stride + 255) / 256), unsigned(p.rows));
+    penalty_count_kernel<<<grid, 256, 0, s>>>(p);
+    penalty_apply_kernel<<<grid, 256, 0, s>>>(p);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  switch (threads) {
+    case 256: return launch_nt<256>(p, s);
+    case 512: return launch_nt<512>(p, s);
+    case 1024: return launch_nt<1024>(p, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace mlops::vocab

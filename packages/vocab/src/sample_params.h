@@ -1,0 +1,53 @@
+// What the sampler kernels and their host emulation read of a call (a flat copy of
+// mlops_sample_args), and the per-row arithmetic both sides share.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include "vocab_math.h"
+
+namespace mlops::vocab {
+
+struct SampleParams {
+  int64_t rows, vocab;
+  float* logits; int64_t logits_stride;
+  const mlops_sample_config* configs;
+  const uint64_t* seeds;
+  int64_t* steps;
+  const int32_t* history; int64_t history_stride; const int32_t* history_len;
+  int32_t* penalty_counts;
+  int32_t* tokens;
+  float* logprobs;
+  int32_t* flags;
+};
+
+SampleParams make_sample_params(const mlops_sample_args& a);
+
+// Configurations live on the device, so the kernels cannot trust them: out-of-range values
+// become "off" (the host API rejects them before a launch when it can see them).
+MLOPS_HD mlops_sample_config sanitize(mlops_sample_config c) {
+  if (!(c.temperature > 0.0f) || c.temperature > 3.0e38f) c.temperature = 0.0f;
+  if (c.top_k < 0) c.top_k = 0;
+  if (!(c.top_p > 0.0f && c.top_p <= 1.0f)) c.top_p = 1.0f;
+  if (!(c.min_p >= 0.0f && c.min_p <= 1.0f)) c.min_p = 0.0f;
+  if (!(c.repetition_penalty > 0.0f) || c.repetition_penalty > 3.0e38f) c.repetition_penalty = 1.0f;
+  if (!(c.presence_penalty == c.presence_penalty)) c.presence_penalty = 0.0f;
+  if (!(c.frequency_penalty == c.frequency_penalty)) c.frequency_penalty = 0.0f;
+  return c;
+}
+
+// The float whose key this is (the inverse of key_of).
+MLOPS_HD float float_of_key(uint32_t k) { return bits_f32((k & 0x80000000u) ? (k ^ 0x80000000u) : ~k); }
+
+MLOPS_HD int64_t history_length(const SampleParams& p, int64_t row) {
+  if (!p.history) return 0;
+  int64_t n = p.history_len ? p.history_len[row] : 0;
+  if (n < 0) n = 0;
+  if (n > p.history_stride) n = p.history_stride;
+  return n;
+}
+
+void sample_host(const SampleParams& p);
+uint64_t sample_row_weights_host(const float* z, int64_t V, const mlops_sample_config& cfg, uint32_t* weights);
+cudaError_t sample_launch(const SampleParams& p, int threads, void* stream);
+
+}  // namespace mlops::vocab

@@ -1,0 +1,362 @@
+// The C API of mlops-vocab: validation (before any launch), the variant tables, the planners
+// and the entry points (GPU and host emulation) of embed, lm_head and sample.
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+#include "embed_params.h"
+#include "lm_head_params.h"
+#include "sample_params.h"
+
+namespace mlops::vocab {
+namespace {
+
+thread_local std::string g_last_error;
+
+mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+mlops_status fail(mlops_status s, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_last_error = buf;
+  return s;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool is_float_type(mlops_dtype t) {
+  return t == MLOPS_DTYPE_BF16 || t == MLOPS_DTYPE_FP16 || t == MLOPS_DTYPE_FP32;
+}
+
+struct Device {
+  int sm = 0, sms = 0;
+};
+// Attribute queries are host-side and cached by the runtime; no synchronization.
+bool current_device(Device* d) {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  d->sm = major * 10 + minor;
+  return true;
+}
+
+// ---- embed --------------------------------------------------------------------------------
+constexpr int64_t kMaxEmbedHidden = 131072;  // unit sums of 8 tokens in 16 KB of shared memory
+const mlops_embed_variant kEmbedVariants[] = {{0, 1, "w1"}, {1, 2, "w2"}, {2, 4, "w4"}, {3, 8, "w8"}};
+constexpr int kNumEmbed = 4;
+
+mlops_status check_embed(const mlops_embed_args* a) {
+  g_last_error.clear();
+  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->tokens < 1 || a->tokens > 0x7fffffff)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected 1 .. 2^31-1 tokens, got %lld", (long long)a->tokens);
+  if (a->hidden < 1 || a->hidden > kMaxEmbedHidden)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected a row length in [1, %lld], got %lld",
+                (long long)kMaxEmbedHidden, (long long)a->hidden);
+  if (a->vocab < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected at least one row, got %lld", (long long)a->vocab);
+  if (a->id_dtype != MLOPS_DTYPE_INT32 && a->id_dtype != MLOPS_DTYPE_INT64)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected int32 or int64, got %s", mlops_dtype_name(a->id_dtype));
+  if (!a->ids) return fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: NULL pointer");
+  if (!is_float_type(a->table_dtype))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected bfloat16, float16 or float32, got %s",
+                mlops_dtype_name(a->table_dtype));
+  if (!a->table) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL pointer");
+  if (a->table_stride < a->hidden && a->vocab > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: row stride %lld is smaller than the row (%lld)",
+                (long long)a->table_stride, (long long)a->hidden);
+  if (!a->out && !a->xw && !a->unit_sumsq && !a->rms_r)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: no output requested (out, xw, unit_sumsq and rms_r are all NULL)");
+  if (a->out && a->out_stride < a->hidden && a->tokens > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: row stride %lld is smaller than the row (%lld)",
+                (long long)a->out_stride, (long long)a->hidden);
+  if (a->xw) {
+    if (!a->norm_weight) return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: required with xw (bf16(x * w))");
+    if (!is_float_type(a->norm_weight_dtype))
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: expected bfloat16, float16 or float32, got %s",
+                  mlops_dtype_name(a->norm_weight_dtype));
+    if (a->xw_stride < a->hidden && a->tokens > 1)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "xw: row stride %lld is smaller than the row (%lld)",
+                  (long long)a->xw_stride, (long long)a->hidden);
+  } else if (a->norm_weight) {
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: given without xw");
+  }
+  const int64_t units = (a->hidden + kUnit - 1) / kUnit;
+  if (a->unit_sumsq && a->unit_sumsq_stride < units && a->tokens > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "unit_sumsq: row stride %lld is smaller than ceil(hidden / 256) = %lld",
+                (long long)a->unit_sumsq_stride, (long long)units);
+  if (a->rms_r && !(a->eps >= 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
+  if (a->variant < -1 || a->variant >= kNumEmbed)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumEmbed, a->variant);
+  return MLOPS_OK;
+}
+
+// ---- lm_head ------------------------------------------------------------------------------
+const mlops_lm_head_variant kLmHeadVariants[] = {
+    {0, MLOPS_LM_HEAD_CUDA_CORE, 50, 2, "cuda_core"},
+    {1, MLOPS_LM_HEAD_CUDA_CORE, 50, 0, "cuda_core_full_grid"},
+    {2, MLOPS_LM_HEAD_CUDA_CORE, 50, 1, "cuda_core_1cta"},
+};
+constexpr int kNumLmHead = 3;
+
+mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
+  g_last_error.clear();
+  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->tokens < 1 || a->tokens > 8)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT,
+                "x: the LM head takes 1 .. 8 tokens a call (decode); got %lld (use a GEMM for prefill)",
+                (long long)a->tokens);
+  if (a->hidden < 8 || a->hidden % 8)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a hidden size that is a positive multiple of 8, got %lld",
+                (long long)a->hidden);
+  if (a->vocab < 1 || a->vocab > 0x7fffffff)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected 1 .. 2^31-1 rows, got %lld", (long long)a->vocab);
+  if (!a->x) return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
+  if (!a->weight) return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: NULL pointer");
+  if (!a->logits) return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
+  if (a->x_stride < a->hidden && a->tokens > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than hidden %lld", (long long)a->x_stride,
+                (long long)a->hidden);
+  if (a->weight_stride < a->hidden && a->vocab > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: row stride %lld is smaller than hidden %lld",
+                (long long)a->weight_stride, (long long)a->hidden);
+  if (a->logits_stride < a->vocab && a->tokens > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
+                (long long)a->logits_stride, (long long)a->vocab);
+  // 16-byte loads of x and W (8 bf16): the kernels need them aligned
+  if (device) {
+    if (!aligned16(a->x) || a->x_stride % 8)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
+    if (!aligned16(a->weight) || a->weight_stride % 8)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT,
+                  "weight: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
+  }
+  if (a->variant < -1 || a->variant >= kNumLmHead)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumLmHead, a->variant);
+  return MLOPS_OK;
+}
+
+// ---- sample -------------------------------------------------------------------------------
+const mlops_sample_variant kSampleVariants[] = {{0, 256, "t256"}, {1, 512, "t512"}, {2, 1024, "t1024"}};
+constexpr int kNumSample = 3;
+
+mlops_status check_sample(const mlops_sample_args* a) {
+  g_last_error.clear();
+  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->rows < 1 || a->rows > 0x7fffffff)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: expected 1 .. 2^31-1 rows, got %lld", (long long)a->rows);
+  if (a->vocab < 1 || a->vocab > 0x7fffffff)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: expected a vocabulary of 1 .. 2^31-1, got %lld", (long long)a->vocab);
+  if (!a->logits) return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
+  if (a->logits_stride < a->vocab && a->rows > 1)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
+                (long long)a->logits_stride, (long long)a->vocab);
+  if (!a->configs) return fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
+  if (!a->seeds) return fail(MLOPS_ERR_INVALID_ARGUMENT, "seeds: NULL pointer");
+  if (!a->steps) return fail(MLOPS_ERR_INVALID_ARGUMENT, "steps: NULL pointer");
+  if (!a->tokens) return fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens: NULL pointer");
+  if (a->history) {
+    if (!a->history_len) return fail(MLOPS_ERR_INVALID_ARGUMENT, "history_len: required with a history");
+    if (a->history_stride < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "history: expected a row stride >= 1");
+    if (!a->penalty_counts)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "penalty_counts: a zeroed int32 [rows, vocab] workspace is required with a history");
+  }
+  if (a->variant < -1 || a->variant >= kNumSample)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumSample, a->variant);
+  return MLOPS_OK;
+}
+
+}  // namespace
+
+EmbedParams make_embed_params(const mlops_embed_args& a) {
+  EmbedParams p{};
+  p.tokens = a.tokens; p.hidden = a.hidden; p.vocab = a.vocab;
+  p.units = int((a.hidden + kUnit - 1) / kUnit);
+  p.id_dtype = a.id_dtype; p.table_dtype = a.table_dtype; p.w_dtype = a.norm_weight_dtype;
+  p.ids = a.ids; p.table = a.table; p.table_stride = a.table_stride;
+  p.out = a.out; p.out_stride = a.out_stride;
+  p.norm_weight = a.norm_weight;
+  p.xw = a.xw; p.xw_stride = a.xw_stride;
+  p.unit_sumsq = a.unit_sumsq; p.unit_sumsq_stride = a.unit_sumsq_stride;
+  p.rms_r = a.rms_r; p.eps = a.eps;
+  p.oov_flag = a.oov_flag;
+  const int es = mlops_dtype_size(a.table_dtype);
+  bool ok = aligned16(a.table) && (a.table_stride * es) % 16 == 0 && a.hidden % 8 == 0;
+  if (a.out) ok = ok && aligned16(a.out) && (a.out_stride * 4) % 16 == 0;
+  if (a.xw) ok = ok && aligned16(a.xw) && (a.xw_stride * 2) % 16 == 0;
+  p.vec_ok = ok;
+  return p;
+}
+
+LmHeadParams make_lm_head_params(const mlops_lm_head_args& a) {
+  LmHeadParams p{};
+  p.tokens = int(a.tokens); p.hidden = a.hidden; p.vocab = a.vocab;
+  p.units = int((a.hidden + kUnit - 1) / kUnit);
+  p.x = a.x; p.x_stride = a.x_stride;
+  p.weight = a.weight; p.weight_stride = a.weight_stride;
+  p.logits = a.logits; p.logits_stride = a.logits_stride;
+  p.row_scale = a.row_scale; p.logit_scale = a.logit_scale;
+  p.best = a.best; p.key_hist = a.key_hist;
+  return p;
+}
+
+SampleParams make_sample_params(const mlops_sample_args& a) {
+  SampleParams p{};
+  p.rows = a.rows; p.vocab = a.vocab;
+  p.logits = a.logits; p.logits_stride = a.logits_stride;
+  p.configs = a.configs; p.seeds = a.seeds; p.steps = a.steps;
+  p.history = a.history; p.history_stride = a.history_stride; p.history_len = a.history_len;
+  p.penalty_counts = a.penalty_counts;
+  p.tokens = a.tokens; p.logprobs = a.logprobs; p.flags = a.flags;
+  return p;
+}
+
+}  // namespace mlops::vocab
+
+using namespace mlops::vocab;
+using mlops::kUnit;
+
+extern "C" {
+
+const char* mlops_vocab_last_error(void) { return g_last_error.c_str(); }
+
+// ---- embed --------------------------------------------------------------------------------
+int mlops_embed_variants(mlops_embed_variant* out, int capacity) {
+  for (int i = 0; i < kNumEmbed && i < capacity; ++i) out[i] = kEmbedVariants[i];
+  return kNumEmbed;
+}
+
+int mlops_embed_plan(int64_t tokens, int64_t hidden, int sm, int sms) {
+  (void)sm;
+  const int64_t units = (hidden + kUnit - 1) / kUnit;
+  // a warp per 4 units, more warps a token while the grid is short of 2 CTAs an SM
+  int v = 0;
+  while (v < kNumEmbed - 1 && units > 4 * int64_t(kEmbedVariants[v].warps_per_token)) ++v;
+  while (v < kNumEmbed - 1 && (tokens * kEmbedVariants[v].warps_per_token + 7) / 8 < 2 * int64_t(sms > 0 ? sms : 1) &&
+         units >= kEmbedVariants[v + 1].warps_per_token)
+    ++v;
+  return v;
+}
+
+mlops_status mlops_embed(const mlops_embed_args* args, void* stream) {
+  mlops_status st = check_embed(args);
+  if (st != MLOPS_OK) return st;
+  int v = args->variant;
+  if (v < 0) {
+    Device d;
+    if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    v = mlops_embed_plan(args->tokens, args->hidden, d.sm, d.sms);
+  }
+  cudaError_t e = embed_launch(make_embed_params(*args), kEmbedVariants[v].warps_per_token, stream);
+  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "embed launch (%s) failed: %s", kEmbedVariants[v].name, cudaGetErrorString(e));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_embed_host(const mlops_embed_args* args) {
+  mlops_status st = check_embed(args);
+  if (st != MLOPS_OK) return st;
+  embed_host(make_embed_params(*args));
+  return MLOPS_OK;
+}
+
+// ---- lm_head ------------------------------------------------------------------------------
+int mlops_lm_head_variants(mlops_lm_head_variant* out, int capacity) {
+  for (int i = 0; i < kNumLmHead && i < capacity; ++i) out[i] = kLmHeadVariants[i];
+  return kNumLmHead;
+}
+
+int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms) {
+  (void)tokens; (void)hidden; (void)vocab; (void)sm; (void)sms;
+  return 0;  // the only kind of this release; its persistent grid (2 CTAs an SM) keeps the stats flush small
+}
+
+mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
+  mlops_status st = check_lm_head(args, true);
+  if (st != MLOPS_OK) return st;
+  Device d;
+  if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+  const int v = args->variant < 0 ? mlops_lm_head_plan(args->tokens, args->hidden, args->vocab, d.sm, d.sms) : args->variant;
+  const mlops_lm_head_variant& var = kLmHeadVariants[v];
+  if (d.sm < var.min_sm)
+    return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
+  const LmHeadParams p = make_lm_head_params(*args);
+  const int64_t tiles = (p.vocab + lm_head_tile_rows(p.tokens) - 1) / lm_head_tile_rows(p.tokens);
+  int64_t grid = var.ctas_per_sm == 0 ? tiles : int64_t(var.ctas_per_sm) * d.sms;
+  if (grid > tiles) grid = tiles;
+  if (grid > 0x7fffffff) grid = 0x7fffffff;
+  cudaError_t e = lm_head_launch_cuda_core(p, grid, stream);
+  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head launch (%s) failed: %s", var.name, cudaGetErrorString(e));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_lm_head_host(const mlops_lm_head_args* args) {
+  mlops_status st = check_lm_head(args, false);
+  if (st != MLOPS_OK) return st;
+  lm_head_host(make_lm_head_params(*args));
+  return MLOPS_OK;
+}
+
+// ---- sample -------------------------------------------------------------------------------
+int mlops_sample_variants(mlops_sample_variant* out, int capacity) {
+  for (int i = 0; i < kNumSample && i < capacity; ++i) out[i] = kSampleVariants[i];
+  return kNumSample;
+}
+
+int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
+  (void)rows; (void)sm; (void)sms;
+  return vocab >= 16384 ? 2 : vocab >= 2048 ? 1 : 0;
+}
+
+mlops_status mlops_sample_check_configs(const mlops_sample_config* c, int64_t rows) {
+  g_last_error.clear();
+  if (!c) return fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!(c[i].temperature >= 0.0f))
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "temperature: expected >= 0, got %g (row %lld)", double(c[i].temperature), (long long)i);
+    if (c[i].top_k < 0)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "top_k: expected >= 0 (0: off), got %d (row %lld)", c[i].top_k, (long long)i);
+    if (!(c[i].top_p > 0.0f && c[i].top_p <= 1.0f))
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "top_p: expected a value in (0, 1], got %g (row %lld)", double(c[i].top_p), (long long)i);
+    if (!(c[i].min_p >= 0.0f && c[i].min_p <= 1.0f))
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "min_p: expected a value in [0, 1], got %g (row %lld)", double(c[i].min_p), (long long)i);
+    if (!(c[i].repetition_penalty > 0.0f))
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "repetition_penalty: expected > 0, got %g (row %lld)",
+                  double(c[i].repetition_penalty), (long long)i);
+  }
+  return MLOPS_OK;
+}
+
+mlops_status mlops_sample(const mlops_sample_args* args, void* stream) {
+  mlops_status st = check_sample(args);
+  if (st != MLOPS_OK) return st;
+  int v = args->variant;
+  if (v < 0) {
+    Device d;
+    if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    v = mlops_sample_plan(args->rows, args->vocab, d.sm, d.sms);
+  }
+  cudaError_t e = sample_launch(make_sample_params(*args), kSampleVariants[v].threads, stream);
+  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "sample launch (%s) failed: %s", kSampleVariants[v].name, cudaGetErrorString(e));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_sample_host(const mlops_sample_args* args) {
+  mlops_status st = check_sample(args);
+  if (st != MLOPS_OK) return st;
+  sample_host(make_sample_params(*args));
+  return MLOPS_OK;
+}
+
+uint64_t mlops_sample_row_weights_host(const float* logits, int64_t vocab, const mlops_sample_config* config,
+                                       uint32_t* weights) {
+  return sample_row_weights_host(logits, vocab, *config, weights);
+}
+
+}  // extern "C"

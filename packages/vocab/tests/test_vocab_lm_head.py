@@ -1,0 +1,74 @@
+"""CPU: the LM head's host emulation against float64, the epilogue (row_scale, logit_scale) and its
+statistics (max, lowest argmax, key-byte counts) against torch on the same logits."""
+
+import pytest
+import torch
+from mlops_testing import assert_bits_equal, randn
+from vocab_reference import lm_head64
+
+import mlops.vocab as mv
+
+
+def keys(t: torch.Tensor) -> torch.Tensor:
+    b = t.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    return torch.where(b >= 0x80000000, (~b) & 0xFFFFFFFF, b | 0x80000000)
+
+
+@pytest.mark.parametrize("M", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("V,H", [(1001, 512), (37, 1000), (300, 4096), (5, 8)])
+def test_against_float64(M, V, H):
+    x = randn((M, H), torch.bfloat16, M * H)
+    w = randn((V, H), torch.bfloat16, V + H, scale=0.05)
+    y = mv.lm_head(x, w)
+    ref = lm_head64(x, w)
+    # fp32 fmaf chains of <= H/8 terms a lane, then 5 + 3 levels of additions: the error is below
+    # (H/8 + 8) * 2^-24 * sum |x w| (a first-order bound with margin for H <= 4096)
+    mag = x.double().abs() @ w.double().abs().T
+    err = (y.double() - ref).abs()
+    assert float((err / ((H / 8 + 8) * 2**-24 * mag + 1e-30)).max()) <= 1.0
+
+
+def test_epilogue_scales():
+    M, V, H = 4, 333, 768
+    x = randn((M, H), torch.bfloat16, 1)
+    w = randn((V, H), torch.bfloat16, 2, scale=0.05)
+    r = torch.tensor([0.5, 2.0, 1.25, 3.0])
+    plain = mv.lm_head(x, w)
+    scaled = mv.lm_head(x, w, row_scale=r, logit_scale=0.75)
+    assert_bits_equal(scaled, (plain * r[:, None]) * 0.75, "((dot * r) * logit_scale), two roundings in that order")
+
+
+@pytest.mark.parametrize("M", [1, 3, 8])
+def test_stats(M):
+    V, H = 2053, 256
+    x = randn((M, H), torch.bfloat16, 5)
+    w = randn((V, H), torch.bfloat16, 6, scale=0.1)
+    o = mv.lm_head(x, w, stats=True)
+    am = o.logits.argmax(1)  # torch's argmax is the first maximal index
+    assert torch.equal(o.argmax, am)
+    assert_bits_equal(o.max, o.logits.max(1).values, "max")
+    hist = torch.stack([torch.bincount((keys(o.logits[m]) >> 24), minlength=256) for m in range(M)]).to(torch.int32)
+    assert torch.equal(o.key_hist, hist)
+
+
+def test_argmax_ties_pick_lowest_index():
+    H = 64
+    x = torch.ones((1, H), dtype=torch.bfloat16)
+    w = torch.zeros((100, H), dtype=torch.bfloat16)
+    w[[17, 42, 99]] = 1.0
+    o = mv.lm_head(x, w, stats=True)
+    assert int(o.argmax[0]) == 17 and float(o.max[0]) == 64.0
+
+
+def test_one_dimensional_x():
+    x = randn(512, torch.bfloat16, 9)
+    w = randn((64, 512), torch.bfloat16, 10)
+    y = mv.lm_head(x, w)
+    assert y.shape == (64,)
+    assert_bits_equal(y, mv.lm_head(x[None], w)[0])
+
+
+def test_variants_listed_as_data():
+    vs = mv.lm_head_variants()
+    assert vs and all({"index", "name", "kind", "min_sm", "ctas_per_sm", "bitwise_host"} <= set(v) for v in vs)
+    assert [v["index"] for v in vs] == list(range(len(vs)))

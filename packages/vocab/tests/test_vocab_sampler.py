@@ -1,0 +1,152 @@
+"""CPU: the sampler's host emulation (the definition in mlops/vocab.h). Its exact integer masses
+against the float64 renormalised softmax of each mode, greedy == the lowest argmax, penalties as
+HF / OpenAI define them, NaN / inf flags, determinism in (logits, config, seed, step), the step
+advancing, and a statistical test of the draws against the exact masses."""
+
+import math
+
+import pytest
+import torch
+from mlops_testing import randn
+from vocab_reference import penalize64, softmax_masses
+
+import mlops.vocab as mv
+
+MODES = {
+    "temperature": dict(temperature=0.7),
+    "top_k": dict(temperature=1.0, top_k=20),
+    "top_p": dict(temperature=0.9, top_p=0.8),
+    "min_p": dict(temperature=1.0, min_p=0.05),
+    "top_k_top_p_min_p": dict(temperature=1.3, top_k=50, top_p=0.9, min_p=0.02),
+    "hot": dict(temperature=4.0, top_p=0.95),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("V", [1000, 32000, 4099])
+def test_masses_against_float64_softmax(mode, V):
+    z = randn(V, torch.float32, V, scale=3.0)
+    cfg = MODES[mode]
+    w, S = mv.row_weights(z, **cfg)
+    assert S == int(w.sum()) and S > 0
+    p = w.double() / S
+    ref = softmax_masses(z, **cfg)
+    # Same support (which tokens are kept) ...
+    assert torch.equal(p > 0, ref > 0) or _support_differs_only_below(p, ref, 2**-31)
+    # ... and the same probabilities: the weights are exp to ~2 ulp (2^-23 relative) quantised to
+    # 2^-31 of the top token's weight, so |p - ref| <= 4e-7 * ref + 2^-31 * V / S_rel.
+    tol = 4e-7 * ref + 2**-30
+    assert bool(((p - ref).abs() <= tol).all()), float((p - ref).abs().max())
+
+
+def _support_differs_only_below(p, ref, eps):
+    d = (p > 0) != (ref > 0)
+    return bool((ref[d] < eps).all() and (p[d] < eps).all())
+
+
+def test_ties_at_top_k_are_kept():
+    z = torch.tensor([1.0, 3.0, 2.0, 3.0, 2.0, 2.0, 0.0])
+    w, S = mv.row_weights(z, temperature=1.0, top_k=3)
+    assert (w > 0).tolist() == [False, True, True, True, True, True, False]
+
+
+def _sample(z, seed=0, step=0, logprobs=False, variant=None, **cfg):
+    s = mv.Sampler(z.shape[0], z.shape[1], device="cpu", seed=seed, variant=variant, **cfg)
+    s.steps.fill_(step)
+    return s(z.clone(), logprobs=logprobs), s
+
+
+def test_greedy_is_lowest_argmax():
+    z = randn((4, 1000), torch.float32, 1)
+    z[1, [10, 500, 999]] = 100.0
+    for cfg in (dict(temperature=0.0), dict(temperature=0.8, top_k=1)):
+        out, _ = _sample(z, **cfg)
+        assert out.tokens.tolist()[1] == 10
+        assert out.tokens.long().tolist() == [int(torch.argmax(z[i])) for i in range(4)]
+        assert out.flags.tolist() == [0, 0, 0, 0]
+
+
+def test_logprobs():
+    z = randn((3, 500), torch.float32, 2, scale=2.0)
+    out, _ = _sample(z, logprobs=True, temperature=0.0)
+    ref = torch.log_softmax(z.double(), -1).gather(1, out.tokens.long()[:, None])[:, 0]
+    assert torch.allclose(out.logprobs.double(), ref, atol=1e-6)
+    cfg = dict(temperature=0.8, top_k=40)
+    out, _ = _sample(z, logprobs=True, **cfg)
+    for i in range(3):
+        p = softmax_masses(z[i], **cfg)[out.tokens[i].long()]
+        assert math.isclose(float(out.logprobs[i]), math.log(float(p)), abs_tol=1e-6)
+
+
+def test_deterministic_in_seed_and_step_and_step_advances():
+    z = randn((8, 2000), torch.float32, 3, scale=2.0)
+    a, s = _sample(z, seed=[5] * 8, temperature=1.0)
+    # the same logits, seed and step in every row: the same token in every row
+    assert len(set(a.tokens.tolist())) == 1 or not torch.equal(z[0], z[1])
+    same = z[:1].expand(8, -1).contiguous()
+    b, s = _sample(same, seed=[5] * 8, temperature=1.0)
+    assert len(set(b.tokens.tolist())) == 1
+    assert s.steps.tolist() == [1] * 8
+    c = s(same.clone())  # step 1 now
+    assert s.steps.tolist() == [2] * 8
+    d, _ = _sample(same, seed=[5] * 8, step=1, temperature=1.0)
+    assert torch.equal(c.tokens, d.tokens)
+
+
+def test_rows_have_their_own_configs():
+    z = randn((3, 300), torch.float32, 4)
+    s = mv.Sampler(3, 300, device="cpu", configs=[dict(temperature=0.0), dict(temperature=1.0, top_k=1),
+                                                   dict(temperature=1.0, top_k=3)])
+    out = s(z.clone())
+    top3 = set(torch.topk(z[2], 3).indices.tolist())
+    assert out.tokens[0] == torch.argmax(z[0]) and out.tokens[1] == torch.argmax(z[1]) and int(out.tokens[2]) in top3
+
+
+def test_penalties_in_place_as_hf_and_openai():
+    z = randn((2, 100), torch.float32, 5, scale=2.0)
+    hist = torch.tensor([[3, 3, 7, -1, 150, 99], [1, 2, 3, 4, 5, 6]], dtype=torch.int32)
+    hlen = torch.tensor([5, 0], dtype=torch.int32)
+    s = mv.Sampler(2, 100, device="cpu", temperature=0.0, repetition_penalty=1.3, presence_penalty=0.5,
+                   frequency_penalty=0.25)
+    zz = z.clone()
+    s(zz, history=hist, history_len=hlen)
+    assert torch.equal(zz[0], penalize64(z[0], [3, 3, 7, -1, 150], 1.3, 0.5, 0.25))
+    assert torch.equal(zz[1], z[1])  # history_len 0: untouched
+    assert int(s.penalty_counts.abs().sum()) == 0  # the workspace is zero again
+
+
+def test_nan_and_inf_are_flagged_and_fall_back_to_greedy():
+    z = randn((4, 64), torch.float32, 6)
+    z[0, 5] = float("nan")
+    z[1, 9] = float("inf")
+    z[2] = float("-inf")
+    z[3, :] = float("nan")
+    out, _ = _sample(z, temperature=1.0, top_p=0.9)
+    assert out.flags.tolist() == [1, 2, 4, 1 | 4]
+    assert out.tokens.tolist()[1] == 9 and out.tokens.tolist()[2] == 0 and out.tokens.tolist()[3] == 0
+    zz = z[0].clone()
+    zz[5] = float("-inf")
+    assert out.tokens.tolist()[0] == int(torch.argmax(zz))
+
+
+@pytest.mark.parametrize("mode", ["temperature", "top_k_top_p_min_p"])
+def test_draws_match_exact_masses(mode):
+    """200000 draws (rows of the same logits, step = row index) on the host: chi-square against the
+    exact masses with the kept tokens as cells; the 1e-6 tail of chi-square (via Wilson-Hilferty)."""
+    V, N = 24, 200000
+    z = randn(V, torch.float32, 11, scale=1.5)
+    cfg = MODES[mode]
+    w, S = mv.row_weights(z, **cfg)
+    s = mv.Sampler(N, V, device="cpu", seed=[1234] * N, **cfg)
+    s.steps.copy_(torch.arange(N))
+    out = s(z[None].expand(N, V).contiguous())
+    counts = torch.bincount(out.tokens.long(), minlength=V).double()
+    p = w.double() / S
+    assert bool((counts[p == 0] == 0).all()), "a token without mass was drawn"
+    kept = p > 0
+    exp = p[kept] * N
+    chi2 = float(((counts[kept] - exp) ** 2 / exp).sum())
+    k = int(kept.sum()) - 1
+    # Wilson-Hilferty: chi2/k ~ N(1 - 2/(9k), 2/(9k))^3; z = 4.75 is the 1e-6 one-sided quantile
+    limit = k * (1 - 2 / (9 * k) + 4.75 * math.sqrt(2 / (9 * k))) ** 3
+    assert chi2 < limit, (chi2, limit)
