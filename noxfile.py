@@ -19,6 +19,11 @@ ROOT = pathlib.Path(__file__).parent.resolve()
 sys.path.insert(0, str(ROOT / "tools"))
 
 nox.options.sessions = ["tests"]
+nox.options.error_on_missing_interpreters = True  # a skipped session must not look like a pass
+# Interpreters pyenv keeps (this machine kind has 3.10 ... 3.13 there) are found without activation.
+for _bin in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin"))):
+    if _bin not in os.environ.get("PATH", ""):
+        os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + _bin
 nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "venv"
 
@@ -92,6 +97,20 @@ def tests(session):
     env = {"MLOPS_TEST_CUDA": o["cuda"]}
     session.run("python", "-m", "pytest", "-q", *[f"packages/{p}/tests" for p in packages()],
                 "cmake/tests", "tools/tests", env=env)
+
+
+@nox.session(python="3.11")
+def demo(session):
+    """Set up and run samples/demo.py: builds the packages (for this GPU if there is one, else one
+    arch and the CPU path), installs them with torch, runs the demo."""
+    o = _opts(session, cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH)
+    session.install(PINS["torch"][o["torch"]], *PINS["build"])
+    has_gpu = shutil.which("nvidia-smi") is not None
+    dist = ROOT / "build" / "demo-dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    _build_wheels(session, packages(), o["cuda"], "native" if has_gpu else CI_ARCHS, dist)
+    session.install("--no-deps", "--force-reinstall", *glob.glob(str(dist / "*.whl")))
+    session.run("python", str(ROOT / "samples" / "demo.py"))
 
 
 @nox.session(python="3.11")

@@ -18,11 +18,11 @@ thread_local std::string g_last_error;
 constexpr int kMaxHidden = 131072;   // 512 units: shared memory of the w1 variant stays < 48 KB
 constexpr size_t kSmemLimit = 48 * 1024;
 
+// The instances of norm_launch.cuh's launch_x, same order. "wN": N warps a row, 4 units kept in
+// registers, 2 CTAs an SM; "wNc2": 2 units kept, 4 CTAs an SM (64 registers).
 const mlops_norm_variant kVariants[] = {
-    {0, 1, 8, 4, "w1"},
-    {1, 2, 4, 4, "w2"},
-    {2, 4, 2, 4, "w4"},
-    {3, 8, 1, 4, "w8"},
+    {0, 1, 8, 4, "w1"},   {1, 2, 4, 4, "w2"},   {2, 4, 2, 4, "w4"}, {3, 8, 1, 4, "w8"},
+    {4, 2, 4, 2, "w2c2"}, {5, 4, 2, 2, "w4c2"}, {6, 8, 1, 2, "w8c2"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
@@ -168,15 +168,16 @@ int mlops_norm_variants(mlops_norm_variant* out, int capacity) {
 
 int mlops_norm_plan(int64_t rows, int64_t hidden, int sm, int sms) {
   (void)sm;
+  constexpr int kLast = 3;  // the planner walks w1 .. w8 (indices 0 .. 3)
   const int64_t units = (hidden + kUnit - 1) / kUnit;
   int v = 0;  // fewest warps that keep the row in registers
-  while (v < kNumVariants - 1 && units > int64_t(kVariants[v].warps_per_row) * kVariants[v].units_in_registers) ++v;
+  while (v < kLast && units > int64_t(kVariants[v].warps_per_row) * kVariants[v].units_in_registers) ++v;
   // Few rows: spread a row over more warps, while each warp keeps at least one unit.
   const int64_t ctas_wanted = 2 * int64_t(sms > 0 ? sms : 1);
-  while (v < kNumVariants - 1 && (rows + kVariants[v].rows_per_cta - 1) / kVariants[v].rows_per_cta < ctas_wanted &&
+  while (v < kLast && (rows + kVariants[v].rows_per_cta - 1) / kVariants[v].rows_per_cta < ctas_wanted &&
          units >= kVariants[v + 1].warps_per_row)
     ++v;
-  while (v < kNumVariants - 1 && smem_for(kVariants[v].warps_per_row, hidden) > kSmemLimit) ++v;
+  while (v < kLast && smem_for(kVariants[v].warps_per_row, hidden) > kSmemLimit) ++v;
   return v;
 }
 
@@ -199,7 +200,7 @@ mlops_status mlops_norm(const mlops_norm_args* args, void* stream) {
     v = mlops_norm_plan(args->rows, args->hidden, major * 10 + minor, sms);
   }
   const Params p = make_params(*args);
-  cudaError_t err = launch(p, args->x_dtype, kVariants[v].warps_per_row, static_cast<cudaStream_t>(stream));
+  cudaError_t err = launch(p, args->x_dtype, v, static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "launch of %s failed: %s", kVariants[v].name, cudaGetErrorString(err));
   return MLOPS_OK;
 }

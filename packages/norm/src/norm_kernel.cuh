@@ -11,7 +11,6 @@
 namespace mlops::norm {
 
 constexpr int kCtaThreads = 256;
-constexpr int kCap = 4;  // units a warp keeps in registers (32 floats a lane)
 
 // ---- 8 consecutive elements of a lane -----------------------------------------------------
 template <class T>
@@ -58,6 +57,33 @@ __device__ __forceinline__ void store8(T* row, int col0, int64_t n, bool vec, co
     for (int i = 0; i < 8; ++i)
       if (col0 + i < n) row[col0 + i] = Elem<T>::store(v[i]);
   }
+}
+
+// A lane's 8 raw elements, loaded now and converted later: issuing every unit's loads before
+// the first use keeps several 16-byte loads in flight a lane (without it a warp waits a DRAM
+// round trip per unit: 20 % of the copy bandwidth, measured on the H200).
+template <class T> struct Raw8 { uint4 q[sizeof(T) / 2]; };  // 8 elements as stored: 16 or 32 bytes
+
+template <class T>
+__device__ __forceinline__ void load_raw8(const T* row, int col0, int64_t n, bool vec, Raw8<T>& r) {
+  if (vec && col0 + 8 <= n) {
+#pragma unroll
+    for (int j = 0; j < int(sizeof(T)) / 2; ++j) r.q[j] = reinterpret_cast<const uint4*>(row + col0)[j];
+  } else {  // guarded element loads; missing elements are +0 (all-zero bits in every type)
+    T* e = reinterpret_cast<T*>(&r);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if (col0 + i < n) e[i] = row[col0 + i];
+      else memset(&e[i], 0, sizeof(T));
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void unpack8(const Raw8<T>& r, float out[8]) {
+  const T* e = reinterpret_cast<const T*>(&r);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = Elem<T>::load(e[i]);
 }
 
 // Weight and bias: their dtype is a run-time value (a uniform branch), not a template
@@ -151,14 +177,19 @@ __device__ __forceinline__ void fold_groups(const Params& p, const float* units,
   }
 }
 
-template <class XT, int WARPS>
-__global__ void __launch_bounds__(kCtaThreads) norm_kernel(Params p) {
+// WARPS: warps a row; kCap: units a warp keeps in registers (8 floats a lane each);
+// kMinCtas: CTAs an SM must hold (caps registers at 64K / (256 * kMinCtas)). Fewer kept units
+// and more resident CTAs trade register reuse for loads in flight; bench/bench_norm.py
+// --variants measures which wins where, and the planner follows it.
+template <class XT, int WARPS, int kCap, int kMinCtas>
+__global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
   constexpr int kRows = 8 / WARPS;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int slot = warp / WARPS, wr = warp % WARPS;
   const int64_t row = int64_t(blockIdx.x) * kRows + slot;
   const bool active = row < p.rows;
   const int U = p.units;
+  const int64_t H = p.hidden;
   const int tid_in_row = wr * 32 + lane;
   const bool is_layer = p.kind == MLOPS_NORM_LAYER;
   extern __shared__ float smem[];
@@ -166,18 +197,13 @@ __global__ void __launch_bounds__(kCtaThreads) norm_kernel(Params p) {
   float* mean_of = smem + (kRows + slot) * U;      // [kRows][U]: a group's mean (LayerNorm)
   float* r_of = smem + (2 * kRows + slot) * U;     // [kRows][U]: a group's 1/sqrt(var + eps)
   float* warp_amax = smem + 3 * kRows * U;         // [kRows][WARPS]
+  auto col_of = [&](int u) { return u * kUnit + lane * 8; };
+  auto mine = [&](int k) { return active && wr + k * WARPS < U; };  // unit k of this warp exists
 
-  // The warp's first kCap units stay in registers. v is only ever indexed by unrolled
-  // constants (a run-time index would move it to local memory); the unit loops themselves
-  // are not unrolled, so each phase's code exists once.
+  // The warp's units k < kCap (unit wr + k * WARPS) live in v; v is indexed by unrolled
+  // constants only (a run-time index would put it in local memory). Units past kCap * WARPS
+  // (rows longer than the variant keeps) are recomputed from memory by the tail loops.
   float v[kCap][8];
-  auto keep = [&](int it, const float (&e)[8]) {
-#pragma unroll
-    for (int k = 0; k < kCap; ++k)
-      if (k == it)
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[k][i] = e[i];
-  };
   auto fetch = [&](int it, int u, float (&e)[8]) {
     if (it < kCap) {
 #pragma unroll
@@ -186,18 +212,51 @@ __global__ void __launch_bounds__(kCtaThreads) norm_kernel(Params p) {
 #pragma unroll
           for (int i = 0; i < 8; ++i) e[i] = v[k][i];
     } else {
-      input_unit<XT>(p, row, u * kUnit + lane * 8, true, e);
+      input_unit<XT>(p, row, col_of(u), true, e);
     }
   };
-
-  // Phase A: read x (+ residual, + gate before); unit sums of v (LayerNorm) or v^2 (RMSNorm).
-#pragma unroll 1
-  for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
-    float e[8];
-    input_unit<XT>(p, row, u * kUnit + lane * 8, false, e);
-    keep(it, e);
+  auto unit_sum = [&](int u, const float (&e)[8]) {
     const float s = warp_butterfly32(is_layer ? lane_sum8(e) : lane_sumsq8(e));
     if (lane == 0) unit_sums[u] = s;
+  };
+
+  // Phase A: every load of the kept units first, then x (+ residual) (* silu(gate) before) and
+  // the unit sums of v (LayerNorm) or v^2 (RMSNorm).
+  {
+    Raw8<XT> rx[kCap], rr[kCap];
+#pragma unroll
+    for (int k = 0; k < kCap; ++k) {
+      if (!mine(k)) continue;
+      const int c = col_of(wr + k * WARPS);
+      load_raw8(row_ptr<XT>(p.x, row, p.x_stride), c, H, p.vec_ok, rx[k]);
+      if (p.residual) load_raw8(row_ptr<XT>(p.residual, row, p.residual_stride), c, H, p.vec_ok, rr[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kCap; ++k) {
+      if (!mine(k)) continue;
+      const int u = wr + k * WARPS, c = col_of(u);
+      unpack8(rx[k], v[k]);
+      if (p.residual) {
+        float r[8];
+        unpack8(rr[k], r);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[k][i] = Elem<XT>::round(v[k][i] + r[i]);
+        store8(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride, c, H, p.vec_ok, v[k]);
+      }
+      if (p.gate_mode == MLOPS_GATE_BEFORE) {
+        float z[8];
+        load8(row_ptr<XT>(p.gate, row, p.gate_stride), c, H, p.vec_ok, z);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[k][i] = (c + i < H) ? gate_before(v[k][i], z[i]) : 0.0f;
+      }
+      unit_sum(u, v[k]);
+    }
+  }
+#pragma unroll 1
+  for (int u = wr + kCap * WARPS; active && u < U; u += WARPS) {
+    float e[8];
+    input_unit<XT>(p, row, col_of(u), false, e);
+    unit_sum(u, e);
   }
   __syncthreads();
   if (active) {
@@ -215,11 +274,10 @@ __global__ void __launch_bounds__(kCtaThreads) norm_kernel(Params p) {
       float e[8];
       fetch(it, u, e);
       const float mean = mean_of[u / p.units_per_group];
-      const int col0 = u * kUnit + lane * 8;
+      const int c = col_of(u);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) e[i] = (col0 + i < p.hidden) ? e[i] - mean : 0.0f;
-      const float s = warp_butterfly32(lane_sumsq8(e));
-      if (lane == 0) unit_sums[u] = s;
+      for (int i = 0; i < 8; ++i) e[i] = (c + i < H) ? e[i] - mean : 0.0f;
+      unit_sum(u, e);
     }
     __syncthreads();
     if (active)
@@ -231,32 +289,44 @@ __global__ void __launch_bounds__(kCtaThreads) norm_kernel(Params p) {
   // pass only finds the row's amax (the values are recomputed, not stored).
   const bool fp8_dyn = p.quant == MLOPS_QUANT_FP8_DYNAMIC;
   float row_scale = (p.quant == MLOPS_QUANT_FP8_STATIC) ? *p.quant_scale : 1.0f;
+  auto out_unit = [&](int pass, int u, const float (&e)[8], const float (&w)[8], float& amax) {
+    const int g = u / p.units_per_group;
+    const float mean = is_layer ? mean_of[g] : 0.0f;
+    const float r = r_of[g];
+    const int c = col_of(u);
+    float b[8] = {}, z[8] = {}, y[8];
+    if (p.bias) load8_w(p.bias, p.w_dtype, c, H, p.vec_ok, b);
+    if (p.gate_mode == MLOPS_GATE_AFTER) load8(row_ptr<XT>(p.gate, row, p.gate_stride), c, H, p.vec_ok, z);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float n = is_layer ? (e[i] - mean) * r : e[i] * r;
+      y[i] = (c + i < H) ? epilogue<XT>(p, n, w[i], b[i], z[i]) : 0.0f;
+      amax = fmaxf(amax, fabsf(y[i]));
+    }
+    if (pass == 1) {
+      if (p.y) store8(static_cast<XT*>(p.y) + row * p.y_stride, c, H, p.vec_ok, y);
+      if (p.quant != MLOPS_QUANT_NONE) quant_unit<XT>(p, row, c, y, row_scale);
+    }
+  };
 #pragma unroll 1
   for (int pass = fp8_dyn ? 0 : 1; pass < 2; ++pass) {
     float amax = 0.0f;
-#pragma unroll 1
-    for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
-      float e[8];
-      fetch(it, u, e);
-      const int g = u / p.units_per_group;
-      const float mean = is_layer ? mean_of[g] : 0.0f;
-      const float r = r_of[g];
-      const int col0 = u * kUnit + lane * 8;
-      float w[8] = {}, b[8] = {}, z[8] = {};
-      if (p.weight) load8_w(p.weight, p.w_dtype, col0, p.hidden, p.vec_ok, w);
-      if (p.bias) load8_w(p.bias, p.w_dtype, col0, p.hidden, p.vec_ok, b);
-      if (p.gate_mode == MLOPS_GATE_AFTER)
-        load8(row_ptr<XT>(p.gate, row, p.gate_stride), col0, p.hidden, p.vec_ok, z);
+    float wv[kCap][8];  // the weights of the kept units, loaded before any is used
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const float n = is_layer ? (e[i] - mean) * r : e[i] * r;
-        e[i] = (col0 + i < p.hidden) ? epilogue<XT>(p, n, w[i], b[i], z[i]) : 0.0f;  // e becomes y
-        amax = fmaxf(amax, fabsf(e[i]));
-      }
-      if (pass == 1) {
-        if (p.y) store8(static_cast<XT*>(p.y) + row * p.y_stride, col0, p.hidden, p.vec_ok, e);
-        if (p.quant != MLOPS_QUANT_NONE) quant_unit<XT>(p, row, col0, e, row_scale);
-      }
+    for (int k = 0; k < kCap; ++k) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) wv[k][i] = 0.0f;
+      if (mine(k) && p.weight) load8_w(p.weight, p.w_dtype, col_of(wr + k * WARPS), H, p.vec_ok, wv[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kCap; ++k)
+      if (mine(k)) out_unit(pass, wr + k * WARPS, v[k], wv[k], amax);
+#pragma unroll 1
+    for (int u = wr + kCap * WARPS; active && u < U; u += WARPS) {
+      float e[8], w[8] = {};
+      input_unit<XT>(p, row, col_of(u), true, e);
+      if (p.weight) load8_w(p.weight, p.w_dtype, col_of(u), H, p.vec_ok, w);
+      out_unit(pass, u, e, w, amax);
     }
     if (pass == 0) {  // the row's amax; max is exact, so any order gives the same bits
 #pragma unroll

@@ -8,21 +8,25 @@
 
 namespace mlops::norm {
 
-template <class XT, int W>
-cudaError_t launch_w(const Params& p, cudaStream_t s) {
+template <class XT, int W, int CAP, int MINB>
+cudaError_t launch_v(const Params& p, cudaStream_t s) {
   const int rows_per_cta = 8 / W;
   const int64_t grid = (p.rows + rows_per_cta - 1) / rows_per_cta;
-  norm_kernel<XT, W><<<dim3(unsigned(grid)), kCtaThreads, norm_smem_bytes(W, p.units), s>>>(p);
+  norm_kernel<XT, W, CAP, MINB><<<dim3(unsigned(grid)), kCtaThreads, norm_smem_bytes(W, p.units), s>>>(p);
   return cudaGetLastError();
 }
 
+// The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
-cudaError_t launch_x(const Params& p, int warps, cudaStream_t s) {
-  switch (warps) {
-    case 1: return launch_w<XT, 1>(p, s);
-    case 2: return launch_w<XT, 2>(p, s);
-    case 4: return launch_w<XT, 4>(p, s);
-    case 8: return launch_w<XT, 8>(p, s);
+cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
+  switch (variant) {
+    case 0: return launch_v<XT, 1, 4, 2>(p, s);
+    case 1: return launch_v<XT, 2, 4, 2>(p, s);
+    case 2: return launch_v<XT, 4, 4, 2>(p, s);
+    case 3: return launch_v<XT, 8, 4, 2>(p, s);
+    case 4: return launch_v<XT, 2, 2, 4>(p, s);
+    case 5: return launch_v<XT, 4, 2, 4>(p, s);
+    case 6: return launch_v<XT, 8, 2, 4>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -174,7 +174,7 @@ def _norm_into_impl(x, weight, bias, residual, gate, scale, y, residual_out, q, 
     H = x.shape[-1]
     rows, x_stride = _rows_view("x", x)
     on_cuda = x.is_cuda
-    stream = torch.cuda.current_stream(x.device).cuda_stream if on_cuda else 0
+    stream = (_raw_stream(x.get_device()) if _raw_stream else torch.cuda.current_stream(x.device).cuda_stream) if on_cuda else 0
     wdt = _DTYPE[weight.dtype] if weight is not None else 0
     q_stride = 0 if q is None else _rows_view("q", q)[1] * q.element_size()
     qs_stride = 0 if (q_scale is None or quant == 3) else _rows_view("scale", q_scale)[1]
@@ -226,6 +226,45 @@ def _check_out(name: str, t: torch.Tensor, shape, dtype, device):
         _fail(name, "expected a contiguous last dimension")
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _fast_path(x, weight, residual, kind, eps, weight_offset):
+    """The common eager call (CUDA, contiguous rows, optional weight and residual, nothing else)
+    with the fewest checks that still keep it safe; None when the general path must decide
+    (it also raises the errors). Measured: bench/bench_norm.py's python_overhead case."""
+    if not (x.is_cuda and x.is_contiguous()) or _raw_stream is None:
+        return None
+    xdt = _DTYPE.get(x.dtype)
+    H = x.shape[-1] if x.dim() else 0
+    n = x.numel()
+    dev = x.get_device()
+    if xdt is None or n == 0 or dev != torch.cuda.current_device():
+        return None
+    wdt, wp = 0, 0
+    if weight is not None:
+        wdt = _DTYPE.get(weight.dtype)
+        if (wdt is None or weight.dim() != 1 or weight.shape[0] != H or not weight.is_contiguous()
+                or weight.get_device() != dev):
+            return None
+        wp = weight.data_ptr()
+    elif weight_offset:
+        return None
+    rp, ro, rop = 0, None, 0
+    if residual is not None:
+        if (residual.dtype != x.dtype or residual.shape != x.shape or not residual.is_contiguous()
+                or residual.get_device() != dev):
+            return None
+        rp = residual.data_ptr()
+        ro = torch.empty_like(x)
+        rop = ro.data_ptr()
+    y = torch.empty_like(x)
+    order = 0 if (kind == 0 and not weight_offset) else 1
+    C.run(True, _raw_stream(dev), n // H, H, 0, kind, 0, order, 0, eps, weight_offset, xdt, x.data_ptr(), H,
+          rp, H, rop, H, 0, 0, wdt, wp, 0, y.data_ptr(), H, 0, 0, 0, 0, 0, -1)
+    return y if residual is None else NormOutput(y, ro, None, None)
+
+
 def norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None, *,
          kind: str = "rms", eps: float = 1e-6, weight_offset: float = 0.0,
          residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None,
@@ -249,6 +288,12 @@ def norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[
 
     Returns y, or a NormOutput when there is a residual or a quantized output.
     """
+    if (bias is None and gate is None and quant is None and group_size is None and order is None and out is None
+            and residual_out is None and variant is None and return_y is None and isinstance(x, torch.Tensor)
+            and kind in _KIND and not torch.compiler.is_compiling()):
+        r = _fast_path(x, weight, residual, _KIND[kind], float(eps), float(weight_offset))
+        if r is not None:
+            return r
     order_s, quant_s, variant_i = _resolve(x, weight, bias, kind, order, gate, gate_position, quant, scale,
                                            group_size, variant, weight_offset)
     if residual is not None:

@@ -1,0 +1,141 @@
+"""GPU: every kernel variant against the host emulation, bit for bit, for every dtype pair and
+feature; CUDA-graph replay. Run once per build of the GPU suite (sm_90 SASS, and compute_61 /
+70 / 75 / 80 PTX JIT-compiled by the driver: nox -s gpu_build, ci/gpu_tests.py), so the sm_80+
+cvt.rn.bf16x2 path and the integer rounding below it are both held to the same bits."""
+
+import itertools
+
+import pytest
+import torch
+from mlops_testing import assert_bits_equal, gpu_arch_tag, randn, requires_cuda
+
+import mlops.norm as mn
+
+pytestmark = requires_cuda
+VARIANTS = [v["name"] for v in mn.norm_variants()]
+
+
+def both(fn, *tensors, **kw):
+    """fn on CUDA copies and on the CPU tensors (the host emulation); returns (gpu, cpu) outputs."""
+    cuda = [t.cuda() if isinstance(t, torch.Tensor) else t for t in tensors]
+    kw_cuda = {k: (v.cuda() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+    return fn(*cuda, **kw_cuda), fn(*tensors, **kw)
+
+
+def check(g, c, what):
+    if isinstance(g, torch.Tensor):
+        assert_bits_equal(g, c, what)
+        return
+    for name, a, b in zip(("y", "residual", "q", "scale"), g, c):
+        assert (a is None) == (b is None), what
+        if a is not None:
+            assert_bits_equal(a, b, f"{what}: {name}")
+
+
+@pytest.mark.parametrize("xdt,wdt", list(itertools.product((torch.bfloat16, torch.float16, torch.float32), repeat=2)))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_dtypes_and_shapes(xdt, wdt, variant):
+    # 20480 = 80 units: past every variant's registers (re-read path); 1000: a partial unit
+    for T, H in [(1, 256), (3, 1000), (17, 4096), (64, 8192), (5, 20480)]:
+        x, w = randn((T, H), xdt, T * H), randn(H, wdt, H)
+        for order in ("hf", "single"):
+            g, c = both(lambda x, w: mn.rms_norm(x, w, order=order, variant=variant), x, w)
+            check(g, c, f"rms {xdt} {wdt} {T}x{H} {order} {variant} [{gpu_arch_tag()}]")
+        b = randn(H, wdt, H + 1)
+        g, c = both(lambda x, w, b: mn.layer_norm(x, w, b, variant=variant), x, w, b)
+        check(g, c, f"layer {xdt} {wdt} {T}x{H} {variant} [{gpu_arch_tag()}]")
+
+
+FEATURES = {
+    "residual": lambda x, w, r, z, s, v: mn.rms_norm(x, w, residual=r, variant=v),
+    "one_plus_w": lambda x, w, r, z, s, v: mn.rms_norm(x, w, weight_offset=1.0, variant=v),
+    "no_weight": lambda x, w, r, z, s, v: mn.rms_norm(x, None, variant=v),
+    "gate_before": lambda x, w, r, z, s, v: mn.rms_norm(x, w, gate=z, gate_position="before", order="hf", variant=v),
+    "gate_after_hf": lambda x, w, r, z, s, v: mn.rms_norm(x, w, gate=z, gate_position="after", order="hf", variant=v),
+    "gate_after_groups": lambda x, w, r, z, s, v: mn.rms_norm(x, w, gate=z, group_size=1024, variant=v),
+    "layer_groups_residual": lambda x, w, r, z, s, v: mn.layer_norm(x, w, w, residual=r, group_size=512, variant=v),
+    "int8": lambda x, w, r, z, s, v: mn.rms_norm(x, w, quant="int8", return_y=True, variant=v),
+    "nvfp4": lambda x, w, r, z, s, v: mn.rms_norm(x, w, quant="nvfp4", return_y=True, variant=v),
+    "nvfp4_global": lambda x, w, r, z, s, v: mn.rms_norm(x, w, quant="nvfp4", scale=s, variant=v),
+    "fp8_static": lambda x, w, r, z, s, v: mn.rms_norm(x, w, residual=r, quant="fp8", scale=s, variant=v),
+    "fp8_dynamic": lambda x, w, r, z, s, v: mn.rms_norm(x, w, quant="fp8", return_y=True, variant=v),
+    "fp8_dynamic_layer": lambda x, w, r, z, s, v: mn.layer_norm(x, w, w, quant="fp8", variant=v),
+}
+
+
+@pytest.mark.parametrize("feature", list(FEATURES))
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_features(feature, variant, xdt):
+    # 12288 = 48 units: in registers for w8 only, re-read by the others
+    for T, H in [(7, 2048), (3, 12288)]:
+        x, r, z = randn((T, H), xdt, 1, 2.0), randn((T, H), xdt, 2), randn((T, H), xdt, 3, 3.0)
+        w = randn(H, xdt, 4)
+        s = torch.tensor(0.021, dtype=torch.float32)
+        fn = FEATURES[feature]
+        g, c = both(lambda x, w, r, z, s: fn(x, w, r, z, s, variant), x, w, r, z, s)
+        check(g, c, f"{feature} {xdt} {T}x{H} {variant} [{gpu_arch_tag()}]")
+
+
+def test_strided_rows_and_inplace_residual():
+    base = randn((6, 5000), torch.bfloat16, 5).cuda()
+    x = base[:, 8:4104]  # row stride 5000, 16-byte aligned start
+    w = randn(4096, torch.bfloat16, 6).cuda()
+    r = randn((6, 4096), torch.bfloat16, 7).cuda()
+    expect = mn.rms_norm(x.cpu(), w.cpu(), residual=r.cpu())
+    out = mn.rms_norm(x, w, residual=r, residual_out=r)  # vLLM's in-place residual update
+    assert_bits_equal(out.y, expect.y, "y")
+    assert_bits_equal(r, expect.residual, "residual updated in place")
+    xm = base[:, 3:4099]  # misaligned rows: the scalar path
+    assert_bits_equal(mn.rms_norm(xm, w), mn.rms_norm(xm.cpu(), w.cpu()), "misaligned rows")
+
+
+def test_inplace_output_over_x():
+    x = randn((9, 20480), torch.float16, 8).cuda()  # the re-read path reads x again: before y overwrites it
+    w = randn(20480, torch.float16, 9).cuda()
+    expect = mn.layer_norm(x.cpu(), w.cpu(), w.cpu())
+    mn.layer_norm(x, w, w, out=x)
+    assert_bits_equal(x, expect, "out=x")
+
+
+def test_cuda_graph_replay():
+    T, H = 32, 4096
+    x = randn((T, H), torch.bfloat16, 10).cuda()
+    r = randn((T, H), torch.bfloat16, 11).cuda()
+    w = randn(H, torch.bfloat16, 12).cuda()
+    s = torch.tensor([0.02], device="cuda")
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        mn.rms_norm(x, w, residual=r, quant="fp8", scale=s)  # warm up on the capture stream
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        out = mn.rms_norm(x, w, residual=r, quant="fp8", scale=s, return_y=True)
+    for seed in (13, 14):
+        x.copy_(randn((T, H), torch.bfloat16, seed))
+        s.fill_(0.01 * (seed - 12))
+        graph.replay()
+        torch.cuda.synchronize()
+        expect = mn.rms_norm(x.cpu(), w.cpu(), residual=r.cpu(), quant="fp8", scale=s.cpu(), return_y=True)
+        for name in ("y", "residual", "q"):
+            assert_bits_equal(getattr(out, name), getattr(expect, name), f"graph replay {name}")
+
+
+def test_planner_choice_is_valid():
+    for T, H in [(1, 4096), (2048, 4096), (16384, 8192), (4, 131072)]:
+        v = mn._ops.C.plan(T, H, 90, 132)
+        assert 0 <= v < len(VARIANTS)
+
+
+def test_sanitizer_subset():
+    """A small mixed workload, what ci/gpu_tests.py runs under compute-sanitizer memcheck/racecheck."""
+    for xdt in (torch.bfloat16, torch.float32):
+        x, r = randn((5, 1000), xdt, 20), randn((5, 1000), xdt, 21)
+        w = randn(1000, xdt, 22)
+        for v in VARIANTS:
+            g, c = both(lambda x, w, r: mn.layer_norm(x, w, w, residual=r, variant=v), x, w, r)
+            check(g, c, f"sanitizer subset {v}")
+        x2 = randn((3, 20480), xdt, 23)
+        w2 = randn(20480, xdt, 24)
+        g, c = both(lambda x, w: mn.rms_norm(x, w, quant="fp8", variant="w1"), x2, w2)
+        check(g, c, "sanitizer re-read path")
