@@ -16,7 +16,11 @@ MLOPS_HD float load_elem(const f16* p, int64_t i) { return f16_to_f32(p[i].bits)
 MLOPS_HD float load_elem(const float* p, int64_t i) { return p[i]; }
 
 // ---- keys ---------------------------------------------------------------------------------
-MLOPS_HD uint32_t key_of(float f) { return mlops_vocab_key(f32_bits(f)); }
+// The same map as mlops_vocab_key in the C header (a plain C inline, host only: not callable here).
+MLOPS_HD uint32_t key_of(float f) {
+  const uint32_t b = f32_bits(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
 MLOPS_HD bool is_nan(float f) { return (f32_bits(f) & 0x7fffffffu) > 0x7f800000u; }
 constexpr uint32_t kKeyNegInf = 0x007fffffu;  // key_of(-inf)
 constexpr uint32_t kKeyPosInf = 0xff800000u;  // key_of(+inf)

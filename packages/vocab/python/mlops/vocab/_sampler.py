@@ -119,11 +119,13 @@ class Sampler:
         self.variant = resolve_variant("variant", variant, _VARIANTS)
         if configs is not None and config:
             fail("configs", "give either configs=[...] per row or keyword values for all rows, not both")
-        if configs is None:
-            configs = [dict(config)] * batch
-        if len(configs) != batch:
-            fail("configs", f"expected {batch} per-row configurations, got {len(configs)}")
-        self.configs = pack_configs(configs).to(self.device)
+        if configs is None:  # one configuration for every row: packed (and checked) once
+            packed = pack_configs([dict(config)]).expand(batch, 8).contiguous()
+        else:
+            if len(configs) != batch:
+                fail("configs", f"expected {batch} per-row configurations, got {len(configs)}")
+            packed = pack_configs(configs)
+        self.configs = packed.to(self.device)
         if isinstance(seed, int):
             seeds = [seed + i for i in range(batch)]
         else:

@@ -1,0 +1,160 @@
+/* The C API from plain C: the host emulations against double-precision references, error statuses
+ * and messages, and, where a GPU is present, the GPU calls against the host emulation bit for bit.
+ * Prints "N passed, M failed". */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlops/vocab.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (cond) {                                   \
+      ++passed;                                   \
+    } else {                                      \
+      ++failed;                                   \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+      printf(__VA_ARGS__);                        \
+      printf("\n");                               \
+    }                                             \
+  } while (0)
+
+enum { V = 1001, H = 512, M = 3, B = 2 };
+
+static float frand(unsigned* s) {
+  *s = *s * 1664525u + 1013904223u;
+  return ((*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
+}
+static uint16_t to_bf16(float f) { /* truncation is fine for test data: the value is what it is */
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint16_t table[V * H], xs[M * H];
+static float out[M * H], out2[M * H], logits[M * V], logits2[M * V], zs[B * V];
+
+int main(void) {
+  unsigned seed = 7;
+  for (int i = 0; i < V * H; ++i) table[i] = to_bf16(frand(&seed) * 0.1f);
+  for (int i = 0; i < M * H; ++i) xs[i] = to_bf16(frand(&seed));
+
+  /* embed: rows, rms_r, OOV */
+  int32_t ids[M] = {0, 1000, 1001};
+  float r[M], r2[M];
+  int32_t oov = 0;
+  mlops_embed_args e;
+  memset(&e, 0, sizeof e);
+  e.tokens = M; e.hidden = H; e.vocab = V;
+  e.id_dtype = MLOPS_DTYPE_INT32; e.ids = ids;
+  e.table_dtype = MLOPS_DTYPE_BF16; e.table = table; e.table_stride = H;
+  e.out = out; e.out_stride = H; e.rms_r = r; e.eps = 1e-6f; e.oov_flag = &oov; e.variant = -1;
+  CHECK(mlops_embed_host(&e) == MLOPS_OK, "embed host: %s", mlops_vocab_last_error());
+  CHECK(out[5] == from_bf16(table[5]) && out[H + 3] == from_bf16(table[1000 * H + 3]), "embed rows");
+  CHECK(oov == 1 && out[2 * H] == 0.0f, "OOV id: flag and zero row");
+  double ss = 0;
+  for (int i = 0; i < H; ++i) ss += (double)out[i] * out[i];
+  CHECK(fabs(r[0] - 1.0 / sqrt(ss / H + 1e-6)) < 1e-5 * r[0], "embed rms_r %g", r[0]);
+
+  /* lm_head: host emulation against double, stats */
+  uint64_t best[M];
+  uint32_t hist[M * 256];
+  mlops_lm_head_args l;
+  memset(&l, 0, sizeof l);
+  l.tokens = M; l.hidden = H; l.vocab = V;
+  l.x = xs; l.x_stride = H; l.weight = table; l.weight_stride = H;
+  l.logits = logits; l.logits_stride = V; l.logit_scale = 1.0f; l.best = best; l.key_hist = hist; l.variant = -1;
+  CHECK(mlops_lm_head_host(&l) == MLOPS_OK, "lm_head host: %s", mlops_vocab_last_error());
+  double worst = 0;
+  for (int m = 0; m < M; ++m)
+    for (int v = 0; v < V; ++v) {
+      double s = 0, mag = 0;
+      for (int k = 0; k < H; ++k) {
+        s += (double)from_bf16(xs[m * H + k]) * from_bf16(table[v * H + k]);
+        mag += fabs((double)from_bf16(xs[m * H + k]) * from_bf16(table[v * H + k]));
+      }
+      double err = fabs(logits[m * V + v] - s) / (mag + 1e-30);
+      if (err > worst) worst = err;
+    }
+  CHECK(worst < 1e-5, "lm_head relative error %g", worst);
+  uint32_t am = 0xffffffffu - (uint32_t)(best[0] & 0xffffffffu);
+  for (int v = 0; v < V; ++v) CHECK(logits[v] <= logits[am], "argmax %u is a max (v=%d)", am, v);
+  uint32_t total = 0;
+  for (int b = 0; b < 256; ++b) total += hist[b];
+  CHECK(total == V, "histogram counts every logit (%u)", total);
+
+  /* errors, named */
+  l.tokens = 9;
+  CHECK(mlops_lm_head_host(&l) == MLOPS_ERR_INVALID_ARGUMENT && strncmp(mlops_vocab_last_error(), "x:", 2) == 0,
+        "M = 9 -> %s", mlops_vocab_last_error());
+  l.tokens = M;
+  l.hidden = 500;
+  CHECK(mlops_lm_head_host(&l) == MLOPS_ERR_INVALID_ARGUMENT, "hidden 500 -> %s", mlops_vocab_last_error());
+  l.hidden = H;
+  mlops_sample_config bad = {1.0f, 0, 0.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0};
+  CHECK(mlops_sample_check_configs(&bad, 1) == MLOPS_ERR_INVALID_ARGUMENT && strncmp(mlops_vocab_last_error(), "top_p:", 6) == 0,
+        "top_p 0 -> %s", mlops_vocab_last_error());
+  bad.top_p = 1.0f; bad.top_k = -2;
+  CHECK(mlops_sample_check_configs(&bad, 1) == MLOPS_ERR_INVALID_ARGUMENT && strncmp(mlops_vocab_last_error(), "top_k:", 6) == 0,
+        "top_k -2 -> %s", mlops_vocab_last_error());
+
+  /* sample: greedy = argmax, a top-k draw lands in the top k */
+  for (int i = 0; i < B * V; ++i) zs[i] = frand(&seed) * 4.0f;
+  mlops_sample_config cfg[B] = {{0.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0}, {1.0f, 5, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0}};
+  uint64_t seeds[B] = {1, 2};
+  int64_t steps[B] = {0, 0};
+  int32_t toks[B], flags[B];
+  mlops_sample_args s;
+  memset(&s, 0, sizeof s);
+  s.rows = B; s.vocab = V; s.logits = zs; s.logits_stride = V; s.configs = cfg; s.seeds = seeds; s.steps = steps;
+  s.tokens = toks; s.flags = flags; s.variant = -1;
+  CHECK(mlops_sample_host(&s) == MLOPS_OK, "sample host: %s", mlops_vocab_last_error());
+  int g = 0, above = 0;
+  for (int v = 1; v < V; ++v) if (zs[v] > zs[g]) g = v;
+  for (int v = 0; v < V; ++v) above += zs[V + v] > zs[V + toks[1]];
+  CHECK(toks[0] == g, "greedy token %d, argmax %d", toks[0], g);
+  CHECK(above < 5, "top-5 draw has %d larger logits", above);
+  CHECK(steps[0] == 1 && steps[1] == 1, "steps advanced");
+
+  /* The GPU, when there is one: the same bits as the host emulation */
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    CHECK(mlops_lm_head(&l, NULL) == MLOPS_ERR_CUDA, "no GPU: CUDA error status");
+    printf("no GPU: GPU checks skipped\n");
+  } else {
+    void *dt, *dx, *dl, *dids, *dout, *dr;
+    cudaMalloc(&dt, sizeof table); cudaMalloc(&dx, sizeof xs); cudaMalloc(&dl, sizeof logits);
+    cudaMalloc(&dids, sizeof ids); cudaMalloc(&dout, sizeof out); cudaMalloc(&dr, sizeof r);
+    cudaMemcpy(dt, table, sizeof table, cudaMemcpyHostToDevice);
+    cudaMemcpy(dx, xs, sizeof xs, cudaMemcpyHostToDevice);
+    cudaMemcpy(dids, ids, sizeof ids, cudaMemcpyHostToDevice);
+    mlops_embed_args de = e;
+    de.ids = dids; de.table = dt; de.out = (float*)dout; de.rms_r = (float*)dr; de.oov_flag = NULL;
+    CHECK(mlops_embed(&de, NULL) == MLOPS_OK, "embed gpu: %s", mlops_vocab_last_error());
+    cudaMemcpy(out2, dout, sizeof out2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(r2, dr, sizeof r2, cudaMemcpyDeviceToHost);
+    CHECK(memcmp(out, out2, sizeof out) == 0 && memcmp(r, r2, sizeof r) == 0, "embed gpu bits == host");
+    mlops_lm_head_variant vs[8];
+    int nv = mlops_lm_head_variants(vs, 8);
+    for (int v = 0; v < nv; ++v) {
+      if (vs[v].kind != MLOPS_LM_HEAD_CUDA_CORE) continue;
+      mlops_lm_head_args dlh = l;
+      dlh.x = dx; dlh.weight = dt; dlh.logits = dl; dlh.best = NULL; dlh.key_hist = NULL; dlh.variant = v;
+      CHECK(mlops_lm_head(&dlh, NULL) == MLOPS_OK, "lm_head gpu %s: %s", vs[v].name, mlops_vocab_last_error());
+      cudaMemcpy(logits2, dl, sizeof logits2, cudaMemcpyDeviceToHost);
+      CHECK(memcmp(logits, logits2, sizeof logits) == 0, "lm_head %s bits == host", vs[v].name);
+    }
+    cudaFree(dt); cudaFree(dx); cudaFree(dl); cudaFree(dids); cudaFree(dout); cudaFree(dr);
+  }
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
