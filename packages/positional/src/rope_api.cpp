@@ -53,6 +53,9 @@ mlops_status check(const mlops_rope_args* a) {
   if (a->batch < 1 || a->seq < 1)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected at least one token, got batch %lld x seq %lld",
                 (long long)a->batch, (long long)a->seq);
+  if (a->batch * a->seq > 0x7fffffffLL || a->batch > 0x7fffffffLL || a->seq > 0x7fffffffLL)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected fewer than 2^31 tokens, got batch %lld x seq %lld",
+                (long long)a->batch, (long long)a->seq);
   if (a->head_dim < 64 || a->head_dim > 256)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 ... 256, got %lld", (long long)a->head_dim);
   if (a->rotary_dim < 2 || a->rotary_dim > a->head_dim || a->rotary_dim % 2)
@@ -87,6 +90,9 @@ mlops_status check(const mlops_rope_args* a) {
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(a->attention_scaling));
   if (a->tokens_per_cta < 0 || a->tokens_per_cta > 16)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens_per_cta: expected 0 (planner) or 1 ... 16, got %d", a->tokens_per_cta);
+  if (a->heads_per_cta < 0 || a->heads_per_cta > a->q.heads + a->k.heads)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "heads_per_cta: expected 0 (all) or 1 ... %lld, got %d",
+                (long long)(a->q.heads + a->k.heads), a->heads_per_cta);
   return MLOPS_OK;
 }
 
@@ -95,7 +101,7 @@ Side make_side(const mlops_rope_tensor& t) {
               t.out_batch_stride, t.out_seq_stride, t.out_head_stride};
 }
 
-Params make_params(const mlops_rope_args& a, int tpc) {
+Params make_params(const mlops_rope_args& a, int tpc, int hpc) {
   Params p{};
   p.batch = a.batch; p.seq = a.seq; p.tokens = a.batch * a.seq;
   p.head_dim = int(a.head_dim); p.rotary_dim = int(a.rotary_dim); p.half = int(a.rotary_dim / 2);
@@ -109,6 +115,7 @@ Params make_params(const mlops_rope_args& a, int tpc) {
   p.scaling = a.attention_scaling;
   p.flag = a.out_of_range;
   p.tpc = tpc;
+  p.hpc = hpc > 0 ? hpc : p.heads;
   const bool oop = (a.q.heads && a.q.out != a.q.x) || (a.k.heads && a.k.out != a.k.x);
   p.tail = oop && a.rotary_dim < a.head_dim;
   return p;
@@ -138,15 +145,25 @@ using namespace mlops::rope;
 
 extern "C" {
 
-int mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms) {
-  // ~4 items a thread (an item: 16 bytes of each half of a head), then fewer tokens a CTA
-  // while that leaves fewer than 2 CTAs an SM.
-  const int64_t items = heads * ((rotary_dim / 2 + 7) / 8);
+void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
+                     int* heads_per_cta) {
+  // An item: 16 bytes of each half of a head (bf16: 8 pairs). Big problems: ~4 items a thread,
+  // all heads a CTA, a few tokens a CTA (fewer while that leaves < 2 CTAs an SM). Small ones
+  // (decode): one item a thread, a token's heads spread over CTAs, so every load is issued at
+  // once and the kernel costs one DRAM round trip after the cos/sin read.
+  const int64_t chunks = (rotary_dim / 2 + 7) / 8;
+  const int64_t items = heads * chunks;
+  const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
   int64_t tpc = (4 * kCtaThreads + items - 1) / (items > 0 ? items : 1);
   tpc = tpc < 1 ? 1 : (tpc > 16 ? 16 : tpc);
-  const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
   while (tpc > 1 && (tokens + tpc - 1) / tpc < want) tpc /= 2;
-  return int(tpc);
+  int64_t hpc = heads;
+  if (tpc == 1 && tokens * items <= want * kCtaThreads) {
+    hpc = kCtaThreads / (chunks > 0 ? chunks : 1);
+    hpc = hpc < 1 ? 1 : (hpc > heads ? heads : hpc);
+  }
+  if (tokens_per_cta) *tokens_per_cta = int(tpc);
+  if (heads_per_cta) *heads_per_cta = int(hpc);
 }
 
 mlops_status mlops_rope_check(const mlops_rope_args* args) { return check(args); }
@@ -154,7 +171,7 @@ mlops_status mlops_rope_check(const mlops_rope_args* args) { return check(args);
 mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
-  int tpc = args->tokens_per_cta;
+  int tpc = args->tokens_per_cta, hpc = args->heads_per_cta;
   if (tpc == 0) {
     int dev = 0, sms = 0;
     // Attribute queries are host-side and cached by the runtime; no synchronization.
@@ -163,9 +180,9 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
       cudaGetLastError();
       return fail(MLOPS_ERR_CUDA, "no CUDA device available");
     }
-    tpc = mlops_rope_plan(args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim, sms);
+    mlops_rope_plan(args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim, sms, &tpc, &hpc);
   }
-  const Params p = make_params(*args, tpc);
+  const Params p = make_params(*args, tpc, hpc);
   cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));
   return MLOPS_OK;
@@ -174,7 +191,7 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
 mlops_status mlops_rope_host(const mlops_rope_args* args) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
-  run_host(make_params(*args, 1), args->dtype, int(args->layout));
+  run_host(make_params(*args, 1, 0), args->dtype, int(args->layout));
   return MLOPS_OK;
 }
 

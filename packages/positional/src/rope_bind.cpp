@@ -25,7 +25,7 @@ void run(bool device, uintptr_t stream, int64_t batch, int64_t seq, int64_t head
          int64_t qoss, int64_t qohs, uintptr_t kx, uintptr_t ko, int64_t kh, int64_t kbs, int64_t kss, int64_t khs,
          int64_t kobs, int64_t koss, int64_t kohs, int pos_dtype, uintptr_t positions, int64_t pos_row_stride,
          int s0, int s1, int s2, uintptr_t cache, int64_t max_positions, uintptr_t inv_freq, float scaling,
-         uintptr_t flag, int tokens_per_cta) {
+         uintptr_t flag, int tokens_per_cta, int heads_per_cta) {
   mlops_rope_args a{};
   a.batch = batch; a.seq = seq; a.head_dim = head_dim; a.rotary_dim = rotary_dim;
   a.layout = mlops_rope_layout(layout); a.dtype = mlops_dtype(dtype);
@@ -37,6 +37,7 @@ void run(bool device, uintptr_t stream, int64_t batch, int64_t seq, int64_t head
   a.inv_freq = static_cast<const float*>(ptr(inv_freq)); a.attention_scaling = scaling;
   a.out_of_range = static_cast<int32_t*>(ptr(flag));
   a.tokens_per_cta = tokens_per_cta;
+  a.heads_per_cta = heads_per_cta;
   mlops_status st = device ? mlops_rope(&a, ptr(stream)) : mlops_rope_host(&a);
   if (st != MLOPS_OK) raise(st);
 }
@@ -56,5 +57,9 @@ NB_MODULE(_C, m) {
   m.doc() = "mlops-positional native module (C API bindings)";
   m.def("run", &run);
   m.def("cache", &cache);
-  m.def("plan", &mlops_rope_plan);
+  m.def("plan", [](int64_t tokens, int64_t heads, int64_t rotary_dim, int sms) {
+    int tpc = 0, hpc = 0;
+    mlops_rope_plan(tokens, heads, rotary_dim, sms, &tpc, &hpc);
+    return nb::make_tuple(tpc, hpc);
+  });
 }

@@ -47,10 +47,22 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
   constexpr int P = G::P, TE = G::TE;
   extern __shared__ float smem[];
   const int rd = p.rotary_dim, half = p.half;
-  int* bad = reinterpret_cast<int*>(smem + p.tpc * rd);
+  long long* base = reinterpret_cast<long long*>(smem + p.tpc * rd);  // [tpc][4]: q in, q out, k in, k out
+  int* bad = reinterpret_cast<int*>(base + 4 * p.tpc);
   const long long t0 = (long long)blockIdx.x * p.tpc;
   const int ntok = (int)min((long long)p.tpc, p.tokens - t0);
-  if ((int)threadIdx.x < ntok) bad[threadIdx.x] = 0;
+  const int h0 = blockIdx.y * p.hpc;
+  const int nh = min(p.hpc, p.heads - h0);
+  if ((int)threadIdx.x < ntok) {
+    const int tok = threadIdx.x;
+    const long long t = t0 + tok;
+    const long long b = t / p.seq, s = t - b * p.seq;  // once a token, not once an item
+    bad[tok] = 0;
+    base[4 * tok + 0] = b * p.q.bs + s * p.q.ss;
+    base[4 * tok + 1] = b * p.q.obs + s * p.q.oss;
+    base[4 * tok + 2] = b * p.k.bs + s * p.k.ss;
+    base[4 * tok + 3] = b * p.k.obs + s * p.k.oss;
+  }
   __syncthreads();
   // Phase 1: cos / sin of the CTA's tokens; an out-of-range position is never dereferenced.
   for (int idx = threadIdx.x; idx < ntok * half; idx += kCtaThreads) {
@@ -58,26 +70,25 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
     if (!token_freq(p, t0 + tok, i, smem + tok * rd)) bad[tok] = 1;
   }
   __syncthreads();
-  if ((int)threadIdx.x < ntok && bad[threadIdx.x] && p.flag) *p.flag = 1;
+  if ((int)threadIdx.x < ntok && bad[threadIdx.x] && p.flag && blockIdx.y == 0) *p.flag = 1;
 
-  // Phase 2: rotate.
+  // Phase 2: (token, head, chunk) items, the chunk fastest so a warp reads contiguous bytes.
   const int rot_chunks = half / P;  // P pairs a chunk in both layouts
   const int cph = rot_chunks + (p.tail ? (p.head_dim - rd) / TE : 0);
-  const int ipt = p.heads * cph;
+  const int ipt = nh * cph;
   const int hq = (int)p.q.heads;
   for (int it = threadIdx.x; it < ntok * ipt; it += kCtaThreads) {
     const int tok = it / ipt;
     const int r = it - tok * ipt;
-    const int h = r / cph;
-    const int c = r - h * cph;
-    const long long t = t0 + tok;
-    const long long b = t / p.seq, s = t - b * p.seq;
+    const int hl = r / cph;
+    const int c = r - hl * cph;
+    const int h = h0 + hl;
     const bool isq = h < hq;
-    const int hh = isq ? h : h - hq;
-    const T* in = static_cast<const T*>(isq ? p.q.x : p.k.x) +
-                  b * (isq ? p.q.bs : p.k.bs) + s * (isq ? p.q.ss : p.k.ss) + hh * (isq ? p.q.hs : p.k.hs);
-    T* out = static_cast<T*>(isq ? p.q.out : p.k.out) +
-             b * (isq ? p.q.obs : p.k.obs) + s * (isq ? p.q.oss : p.k.oss) + hh * (isq ? p.q.ohs : p.k.ohs);
+    const long long hh = isq ? h : h - hq;
+    const T* in = static_cast<const T*>(isq ? p.q.x : p.k.x) + base[4 * tok + (isq ? 0 : 2)] +
+                  hh * (isq ? p.q.hs : p.k.hs);
+    T* out = static_cast<T*>(isq ? p.q.out : p.k.out) + base[4 * tok + (isq ? 1 : 3)] +
+             hh * (isq ? p.q.ohs : p.k.ohs);
     const bool inplace = (const void*)out == (const void*)in;
     if (c >= rot_chunks) {  // the pass-through tail of an out-of-place head
       if (!inplace) {
@@ -87,10 +98,12 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
       continue;
     }
     const float* cs = smem + tok * rd;
+    const bool rotate_it = !bad[tok];
+    if (!rotate_it && inplace) continue;  // left unrotated
     if (LAYOUT == kNeox) {
       const int j = c * P;
       Vec<T, P> xa = ldv<T, P, VEC>(in + j), ya = ldv<T, P, VEC>(in + half + j);
-      if (!bad[tok]) {
+      if (rotate_it) {
 #pragma unroll
         for (int e = 0; e < P; ++e) {
           float ox, oy;
@@ -98,15 +111,13 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
           xa.v[e] = Elem<T>::store(ox);
           ya.v[e] = Elem<T>::store(oy);
         }
-      } else if (inplace) {
-        continue;
       }
       stv<T, P, VEC>(out + j, xa);
       stv<T, P, VEC>(out + half + j, ya);
     } else {
       const int j = c * P;  // first pair
       Vec<T, 2 * P> v = ldv<T, 2 * P, VEC>(in + 2 * j);
-      if (!bad[tok]) {
+      if (rotate_it) {
 #pragma unroll
         for (int e = 0; e < P; ++e) {
           float ox, oy;
@@ -114,8 +125,6 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
           v.v[2 * e] = Elem<T>::store(ox);
           v.v[2 * e + 1] = Elem<T>::store(oy);
         }
-      } else if (inplace) {
-        continue;
       }
       stv<T, 2 * P, VEC>(out + 2 * j, v);
     }
@@ -126,7 +135,7 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
 // launch stub is local to that object (-static-global-template-stub).
 template <class T>
 cudaError_t launch_t(const Params& p, bool vec, int layout, cudaStream_t s) {
-  const dim3 grid(unsigned((p.tokens + p.tpc - 1) / p.tpc));
+  const dim3 grid(unsigned((p.tokens + p.tpc - 1) / p.tpc), unsigned((p.heads + p.hpc - 1) / p.hpc));
   const size_t smem = smem_bytes(p);
   if (layout == kNeox) {
     if (vec) rope_kernel<T, kNeox, true><<<grid, kCtaThreads, smem, s>>>(p);

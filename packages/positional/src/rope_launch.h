@@ -21,7 +21,10 @@ inline cudaError_t launch(const Params& p, mlops_dtype t, bool vec, int layout, 
   }
 }
 
-inline size_t smem_bytes(const Params& p) { return sizeof(float) * size_t(p.tpc) * p.rotary_dim + sizeof(int) * p.tpc; }
+// cos/sin of each token, then 4 base offsets (q in/out, k in/out) and a bad flag a token.
+inline size_t smem_bytes(const Params& p) {
+  return sizeof(float) * size_t(p.tpc) * p.rotary_dim + sizeof(long long) * 4 * p.tpc + sizeof(int) * p.tpc;
+}
 
 void run_host(const Params& p, mlops_dtype t, int layout);
 void cache_host(const float* inv_freq, long long half, float scaling, long long max_pos, float* cache);

@@ -26,7 +26,8 @@ struct Params {
   const float* inv_freq;
   float scaling;
   int* flag;
-  int tpc;                 // tokens per CTA
+  int tpc;                 // tokens per CTA (grid.x covers the tokens)
+  int hpc;                 // heads per CTA (grid.y covers q heads then k heads)
   int tail;                // 1: some output is out of place and rotary_dim < head_dim: copy the tail
 };
 

@@ -266,10 +266,10 @@ def test_c_api_validation_reached_through_bindings():
     f = torch.ones(64)
     with pytest.raises(ValueError, match="^rotary_dim:"):
         C.run(False, 0, 1, 2, 128, 63, 0, 3, q.data_ptr(), q.data_ptr(), 1, 0, 128, 128, 0, 128, 128,
-              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0)
+              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0)
     with pytest.raises(ValueError, match="^head_dim:"):
         C.run(False, 0, 1, 2, 32, 32, 0, 3, q.data_ptr(), q.data_ptr(), 1, 0, 128, 128, 0, 128, 128,
-              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0)
+              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0)
 
 
 def test_rotary_embedding_module_cache_and_compile_registration():
@@ -297,7 +297,7 @@ def test_opcheck_and_compile_fullgraph():
     cache = P.build_cos_sin_cache(_inv_freq(128), 16)
     from mlops.positional import _ops
 
-    common = (pos, cache, None, None, 1, 6, 128, 128, 0, 0, [0, 0, 0], 16, 1.0, False, 0)
+    common = (pos, cache, None, None, 1, 6, 128, 128, 0, 0, [0, 0, 0], 16, 1.0, False, [0, 0])
     torch.library.opcheck(_ops._rope_out, (q, k, torch.empty_like(q), torch.empty_like(k), *common))
     torch.library.opcheck(_ops._rope_inplace, (q.clone(), k.clone(), *common))
 

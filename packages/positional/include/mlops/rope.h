@@ -48,7 +48,7 @@ typedef struct mlops_rope_tensor {
 } mlops_rope_tensor;
 
 typedef struct mlops_rope_args {
-  int64_t batch, seq;   /* tokens = batch * seq (a flattened token layout: batch = 1) */
+  int64_t batch, seq;   /* tokens = batch * seq < 2^31 (a flattened token layout: batch = 1) */
   int64_t head_dim;     /* 64 ... 256 */
   int64_t rotary_dim;   /* even, 2 ... head_dim; values past it pass through */
   mlops_rope_layout layout;
@@ -66,7 +66,8 @@ typedef struct mlops_rope_args {
   float attention_scaling;    /* on the fly only (the cache holds it already); 1 for most types */
 
   int32_t* out_of_range;      /* optional flag, set to 1 when a position was out of range */
-  int tokens_per_cta;         /* 0: the planner picks; else 1 ... 16 */
+  int tokens_per_cta;         /* 0: the planner picks both; else 1 ... 16 */
+  int heads_per_cta;          /* with tokens_per_cta: 0 = all heads; else 1 ... q.heads + k.heads */
 } mlops_rope_args;
 
 /* GPU: enqueues on stream (a cudaStream_t; NULL = the legacy default stream). */
@@ -86,8 +87,11 @@ mlops_status mlops_rope_cache(const float* inv_freq, int64_t half, float scaling
 mlops_status mlops_rope_cache_host(const float* inv_freq, int64_t half, float scaling, int64_t max_positions,
                                    float* cache);
 
-/* The tokens a CTA handles for this shape on a device with sms SMs (what tokens_per_cta = 0 uses). */
-int mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms);
+/* The split the planner picks (tokens_per_cta = 0) for a shape on a device with sms SMs: tokens a
+ * CTA and heads a CTA (heads: q.heads + k.heads). Few tokens (decode) spread their heads over
+ * CTAs so every thread issues its loads at once; many tokens take all heads, a few tokens a CTA. */
+void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
+                     int* heads_per_cta);
 
 /* The message of the last failed call on this thread ("" if none). */
 const char* mlops_rope_last_error(void);

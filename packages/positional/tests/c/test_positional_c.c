@@ -110,7 +110,13 @@ int main(void) {
   a.mrope_section[0] = 10;
   CHECK(mlops_rope_host(&a) == MLOPS_ERR_INVALID_ARGUMENT && strstr(mlops_rope_last_error(), "mrope_section"),
         "mrope sections -> %s", mlops_rope_last_error());
-  CHECK(mlops_rope_plan(1, 40, 128, 132) == 1 && mlops_rope_plan(32768, 40, 128, 132) >= 2, "planner");
+  {
+    int tpc = 0, hpc = 0;
+    mlops_rope_plan(1, 40, 128, 132, &tpc, &hpc);
+    CHECK(tpc == 1 && hpc == 32, "planner decode: %d tokens x %d heads a CTA", tpc, hpc);
+    mlops_rope_plan(32768, 40, 128, 132, &tpc, &hpc);
+    CHECK(tpc >= 2 && hpc == 40, "planner prefill: %d tokens x %d heads a CTA", tpc, hpc);
+  }
 
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -131,6 +137,7 @@ int main(void) {
     for (int tpc = 0; tpc <= 4; tpc += 2) {
       mlops_rope_args d = base_args(dq, dqo, dk, dko, dp, df);
       d.tokens_per_cta = tpc;
+      d.heads_per_cta = tpc == 2 ? 5 : 0;
       CHECK(mlops_rope(&d, NULL) == MLOPS_OK, "gpu: %s", mlops_rope_last_error());
       cudaMemcpy(qo2, dqo, sizeof qo2, cudaMemcpyDeviceToHost);
       cudaMemcpy(ko2, dko, sizeof ko2, cudaMemcpyDeviceToHost);

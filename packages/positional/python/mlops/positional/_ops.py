@@ -165,16 +165,16 @@ def _ptr(t: Optional[torch.Tensor]) -> int:
 
 def _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch: int, seq: int,
          head_dim: int, rotary_dim: int, layout: int, pos_row_stride: int, section: Sequence[int],
-         max_positions: int, scaling: float, head_first: bool, tokens_per_cta: int) -> None:
+         max_positions: int, scaling: float, head_first: bool, split: list[int]) -> None:
     if q.is_cuda and q.device.index is not None and q.device.index != torch.cuda.current_device():
         with torch.cuda.device(q.device.index):
             return _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim,
                         rotary_dim, layout, pos_row_stride, section, max_positions, scaling, head_first,
-                        tokens_per_cta)
+                        split)
     C.run(q.is_cuda, _stream(q), batch, seq, head_dim, rotary_dim, layout, _DTYPE[q.dtype],
           *_side(q, q_out, head_first), *_side(k, k_out, head_first),
           _POS_DTYPE[positions.dtype], positions.data_ptr(), pos_row_stride, section[0], section[1], section[2],
-          _ptr(cos_sin_cache), max_positions, _ptr(inv_freq), scaling, _ptr(out_of_range), tokens_per_cta)
+          _ptr(cos_sin_cache), max_positions, _ptr(inv_freq), scaling, _ptr(out_of_range), split[0], split[1])
 
 
 @torch.library.custom_op("mlops_positional::rope_", mutates_args=("q", "k", "out_of_range"),
@@ -183,14 +183,14 @@ def _rope_inplace(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.T
                   cos_sin_cache: Optional[torch.Tensor], inv_freq: Optional[torch.Tensor],
                   out_of_range: Optional[torch.Tensor], batch: int, seq: int, head_dim: int, rotary_dim: int,
                   layout: int, pos_row_stride: int, section: list[int], max_positions: int, scaling: float,
-                  head_first: bool, tokens_per_cta: int) -> None:
+                  head_first: bool, split: list[int]) -> None:
     _run(q, k, q, k, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim, layout,
-         pos_row_stride, section, max_positions, scaling, head_first, tokens_per_cta)
+         pos_row_stride, section, max_positions, scaling, head_first, split)
 
 
 @_rope_inplace.register_fake
 def _(q, k, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim, layout,
-      pos_row_stride, section, max_positions, scaling, head_first, tokens_per_cta):
+      pos_row_stride, section, max_positions, scaling, head_first, split):
     return None
 
 
@@ -200,14 +200,14 @@ def _rope_out(q: torch.Tensor, k: Optional[torch.Tensor], q_out: torch.Tensor, k
               positions: torch.Tensor, cos_sin_cache: Optional[torch.Tensor], inv_freq: Optional[torch.Tensor],
               out_of_range: Optional[torch.Tensor], batch: int, seq: int, head_dim: int, rotary_dim: int,
               layout: int, pos_row_stride: int, section: list[int], max_positions: int, scaling: float,
-              head_first: bool, tokens_per_cta: int) -> None:
+              head_first: bool, split: list[int]) -> None:
     _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim,
-         layout, pos_row_stride, section, max_positions, scaling, head_first, tokens_per_cta)
+         layout, pos_row_stride, section, max_positions, scaling, head_first, split)
 
 
 @_rope_out.register_fake
 def _(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim,
-      layout, pos_row_stride, section, max_positions, scaling, head_first, tokens_per_cta):
+      layout, pos_row_stride, section, max_positions, scaling, head_first, split):
     return None
 
 
@@ -225,7 +225,7 @@ def apply_rope(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.Tens
                rotary_dim: Optional[int] = None, interleaved: bool = False,
                mrope_section: Optional[Sequence[int]] = None, head_first: bool = False, inplace: bool = False,
                out_q: Optional[torch.Tensor] = None, out_k: Optional[torch.Tensor] = None,
-               out_of_range: Optional[torch.Tensor] = None, tokens_per_cta: int = 0):
+               out_of_range: Optional[torch.Tensor] = None, tokens_per_cta: int = 0, heads_per_cta: int = 0):
     """Rotate q and k (either may be a strided view of a fused qkv tensor) by their positions.
 
     q, k: [tokens, heads, head_dim] or [batch, seq, heads, head_dim] ([batch, heads, seq,
@@ -237,12 +237,14 @@ def apply_rope(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.Tens
     rotary_dim pass through. A position outside [0, max_positions) leaves its token unrotated
     and sets out_of_range (int32 [1], when given) to 1: nothing is read outside the cache.
 
+    tokens_per_cta / heads_per_cta: the CTA split (0: the planner's; every split gives the same bits).
+
     Returns (q_out, k_out): q and k themselves with inplace=True.
     """
     c = _prepare(q, k, positions, cos_sin_cache, inv_freq, attention_scaling, max_positions, rotary_dim,
                  interleaved, mrope_section, head_first, out_of_range)
     args = (positions, cos_sin_cache, inv_freq, out_of_range, c.batch, c.seq, c.head_dim, c.rotary_dim, c.layout,
-            c.pos_row_stride, c.section, c.max_positions, c.scaling, c.head_first, int(tokens_per_cta))
+            c.pos_row_stride, c.section, c.max_positions, c.scaling, c.head_first, [int(tokens_per_cta), int(heads_per_cta)])
     if inplace:
         if out_q is not None or out_k is not None:
             _fail("inplace", "True does not take out_q / out_k")

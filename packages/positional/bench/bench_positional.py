@@ -1,0 +1,147 @@
+"""mlops-positional against its peers, side by side in one process on the same inputs (H200
+tables in docs/performance.md): Hugging Face's apply_rotary_pos_emb eager and under
+torch.compile, on Llama-3-8B's shape (32 q heads + 8 kv heads, head_dim 128, bf16).
+L2 is flushed before every timed call. One JSON line per case.
+
+    python packages/positional/bench/bench_positional.py [--quick] [--tune]
+
+Bytes counted: q and k read once and written once (the minimum any RoPE moves); the cos/sin
+reads (HF: bf16 [T, 128] twice; mlops: an fp32 cache row per token, L2-resident across heads)
+are not counted. Targets (issue 3): T=4096 <= 25 us; >= 85 % of copy bandwidth at T=32768;
+decode (T = 1 ... 32) within 2 us of an empty kernel's launch-to-end time.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "testing"))
+from mlops_bench import Bench  # noqa: E402
+
+import mlops.positional as mp  # noqa: E402
+
+HQ, HK, D = 32, 8, 128
+
+
+def rotate_half(x):  # transformers.models.llama.modeling_llama
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def hf_apply(q, k, cos, sin, unsqueeze_dim=1):  # transformers' apply_rotary_pos_emb, verbatim
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+
+def hf_cos_sin(inv_freq, position_ids, dtype):  # LlamaRotaryEmbedding.forward (attention_scaling 1)
+    freqs = position_ids[..., None].float() * inv_freq
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def empty_kernel_time(b: Bench) -> tuple[float, float]:
+    """(event-timed seconds, host seconds a call) of the emptiest kernel torch launches: a 0-cycle spin."""
+    t_ev = b.time(lambda: torch.cuda._sleep(0), flush=False, reps=500)
+    torch.cuda.synchronize()
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        torch.cuda._sleep(0)
+    torch.cuda.synchronize()
+    return t_ev, (time.perf_counter() - t0) / n
+
+
+def host_time(fn, n=2000) -> float:
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="T = 1 and 4096 only")
+    ap.add_argument("--tune", action="store_true", help="also time every tokens_per_cta (planner tuning)")
+    a = ap.parse_args()
+    b = Bench("positional")
+    b.header()
+    dt = torch.bfloat16
+    inv_freq, _, _ = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})
+    inv_freq = inv_freq.cuda()
+    max_pos = 131072
+    cache = mp.build_cos_sin_cache(inv_freq, max_pos)
+    t_empty, host_empty = empty_kernel_time(b)
+    b.record(case="empty kernel", impl="torch.cuda._sleep(0)", seconds=t_empty, host_us_per_call=round(host_empty * 1e6, 2))
+    hf_c = torch.compile(hf_apply, dynamic=False)
+    Ts = [1, 4096] if a.quick else [1, 32, 4096, 32768]
+    for T in Ts:
+        # q / k as views of a fused qkv projection output, as a model produces them
+        qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=dt)
+        q = qkv[:, : HQ * D].view(T, HQ, D)
+        k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
+        pos = torch.randint(0, max_pos, (T,), device="cuda")
+        # HF's layout: [1, heads, T, D] tensors (contiguous, as after its transpose) and cos/sin [1, T, D]
+        qh = q.transpose(0, 1).contiguous()[None]
+        kh = k.transpose(0, 1).contiguous()[None]
+        cos, sin = hf_cos_sin(inv_freq, pos[None], dt)
+        io = 2 * T * (HQ + HK) * D * 2
+        shape = f"T={T} {HQ}+{HK}x{D} bf16"
+        fns = {
+            "mlops": lambda: mp.apply_rope(q, k, pos, cache, inplace=True),
+            "mlops_out": lambda: mp.apply_rope(q, k, pos, cache),
+            "mlops_on_the_fly": lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True),
+            "hf_eager": lambda: hf_apply(qh, kh, cos, sin),
+            "hf_compiled": lambda: hf_c(qh, kh, cos, sin),
+            "hf_eager_with_cos_sin": lambda: hf_apply(qh, kh, *hf_cos_sin(inv_freq, pos[None], dt)),
+        }
+        t = b.time_interleaved(fns, reps=100 if T >= 4096 else 300)
+        peer = t["hf_compiled"]
+        b.record(case="rope q+k", shape=shape, impl="mlops (in place, cache)", seconds=t["mlops"], bytes=io,
+                 peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer, eager_peer_us=round(t["hf_eager"] * 1e6, 2),
+                 over_empty_kernel_us=round((t["mlops"] - t_empty) * 1e6, 2))
+        b.record(case="rope q+k", shape=shape, impl="mlops (out of place, cache)", seconds=t["mlops_out"], bytes=io,
+                 peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
+        b.record(case="rope q+k", shape=shape, impl="mlops (in place, on the fly)", seconds=t["mlops_on_the_fly"],
+                 bytes=io, peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
+        b.record(case="rope q+k", shape=shape, impl="HF apply_rotary_pos_emb (eager)", seconds=t["hf_eager"], bytes=io)
+        b.record(case="rope q+k", shape=shape, impl="compile(HF apply_rotary_pos_emb)", seconds=peer, bytes=io)
+        b.record(case="rope q+k", shape=shape, impl="HF cos/sin + apply (eager)", seconds=t["hf_eager_with_cos_sin"],
+                 bytes=io)
+        if T <= 32:  # decode: what a Python caller pays a call, besides the GPU time
+            b.record(case="rope host overhead", shape=shape, impl="mlops eager call",
+                     seconds=host_time(fns["mlops"]), empty_kernel_host_us=round(host_empty * 1e6, 2))
+        if a.tune:
+            plan = mp._ops.C.plan(T, HQ + HK, D, torch.cuda.get_device_properties(0).multi_processor_count)
+            for tpc, hpc in ((1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (1, 32), (1, 16), (1, 8)):
+                tt = b.time(lambda: mp.apply_rope(q, k, pos, cache, inplace=True, tokens_per_cta=tpc,
+                                                  heads_per_cta=hpc), reps=100)
+                b.record(case="rope tune", shape=shape, impl=f"mlops tokens_per_cta={tpc} heads_per_cta={hpc}",
+                         seconds=tt, bytes=io, planner=list(plan))
+        del qkv, q, k, qh, kh, cos, sin
+        torch.cuda.empty_cache()
+    # the issue's targets, from the rows above
+    rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}
+    verdict = {}
+    for T in Ts:
+        r = rows.get((f"T={T} {HQ}+{HK}x{D} bf16", "mlops (in place, cache)"))
+        if r is None:
+            continue
+        if T == 4096:
+            verdict["T4096_le_25us"] = r["us"] <= 25.0
+        if T == 32768:
+            verdict["T32768_ge_85pct_copy_bw"] = r["frac_copy_bw"] >= 0.85
+        if T <= 32:
+            verdict[f"T{T}_within_2us_of_empty_kernel"] = r["over_empty_kernel_us"] <= 2.0
+    b.record(case="targets (issue 3)", impl="mlops", **verdict)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""GPU: the kernels against the host emulation bit for bit, for every dtype, layout, vector /
+scalar path, cache / on-the-fly path, tokens-per-CTA choice, in place and out of place; mrope
+and out-of-range positions; the cache builder; CUDA-graph capture with positions (and dynamic
+inv_freq) in device memory; torch.compile(fullgraph=True); a kernel compiled by NVRTC (cupy)
+from mlops/rope.cuh. Run under each build of nox -s gpu_build (sm_90 and the compute_61 / 70 /
+75 / 80 PTX builds: the bf16 store takes cvt.rn.bf16x2 from sm_80, the integer rounding below)."""
+
+import pytest
+import torch
+from mlops_testing import assert_bits_equal, gpu_arch_tag, randn, requires_cuda
+
+import mlops.positional as P
+
+pytestmark = requires_cuda
+
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _inv_freq(rd, theta=10000.0):
+    return 1.0 / (theta ** (torch.arange(0, rd, 2, dtype=torch.int64).float() / rd))
+
+
+def _both(fn):
+    """fn(device) on the GPU and on the CPU (host emulation); returns (gpu, cpu) results."""
+    return fn("cuda"), fn("cpu")
+
+
+def _check(gpu, cpu, what):
+    for i, (g, c) in enumerate(zip(gpu, cpu)):
+        if g is None:
+            assert c is None
+            continue
+        assert_bits_equal(g, c, f"{what} [{i}] ({gpu_arch_tag()})")
+
+
+# (hq, hk, head_dim, rotary_dim): Llama-3 8B GQA, MQA, head_dim 64 / 80 (partial, Phi-2) / 256
+# (GPT-J partial), and rotary_dim 66 (half 33: no 16-byte chunk fits, the scalar path).
+SHAPES = [(32, 8, 128, 128), (8, 1, 64, 64), (6, 2, 80, 32), (4, 4, 256, 64), (3, 1, 96, 66)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("on_the_fly", [False, True])
+def test_kernel_equals_host_emulation(dtype, interleaved, shape, on_the_fly):
+    hq, hk, D, rd = shape
+    T = 300
+    f = _inv_freq(rd, 500000.0)
+    pos = torch.randint(0, 65536, (T,), generator=torch.Generator().manual_seed(D + rd))
+    q0, k0 = randn((T, hq, D), dtype, seed=1), randn((T, hk, D), dtype, seed=2)
+
+    def run(dev):
+        q, k = q0.to(dev), k0.to(dev)
+        if on_the_fly:
+            return P.apply_rope(q, k, pos.to(dev), inv_freq=f.to(dev), attention_scaling=1.25,
+                                interleaved=interleaved)
+        cache = P.build_cos_sin_cache(f, 65536, 1.25, device=dev)
+        return P.apply_rope(q, k, pos.to(dev), cache, interleaved=interleaved)
+
+    _check(*_both(run), f"{dtype} {shape} interleaved={interleaved} on_the_fly={on_the_fly}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tpc,hpc", [(1, 0), (3, 0), (16, 0), (0, 0), (1, 5), (2, 19), (4, 1)])
+@pytest.mark.parametrize("layout", ["tokens", "bshd", "bhsd", "fused_inplace", "misaligned"])
+def test_layouts_and_cta_splits(dtype, tpc, hpc, layout):
+    """Every token layout and CTA split (tokens and heads a CTA; the planner's for (0, 0)) gives
+    the host emulation's bits; 'misaligned' shifts the
+    tensors by one element so the 16-byte path is refused and the scalar path runs."""
+    B, S, hq, hk, D = 3, 77, 16, 4, 128
+    T = B * S
+    f = _inv_freq(D)
+    pos = torch.randint(0, 8192, (B, S), generator=torch.Generator().manual_seed(tpc + hpc + 5)).int()
+    base = randn((T * (hq + 2 * hk) * D + 1,), dtype, seed=tpc + hpc + 7)
+
+    def run(dev):
+        cache = P.build_cos_sin_cache(f, 8192, device=dev)
+        buf = base.to(dev).clone()
+        p = pos.to(dev)
+        if layout == "misaligned":
+            qkv = buf[1:].view(T, (hq + 2 * hk) * D)
+        else:
+            qkv = buf[:-1].view(T, (hq + 2 * hk) * D)
+        q = qkv[:, : hq * D].view(T, hq, D)
+        k = qkv[:, hq * D:(hq + hk) * D].view(T, hk, D)
+        if layout in ("tokens", "misaligned"):
+            return P.apply_rope(q, k, p.view(-1), cache, tokens_per_cta=tpc, heads_per_cta=hpc)
+        if layout == "bshd":
+            return P.apply_rope(q.reshape(B, S, hq, D), k.reshape(B, S, hk, D), p, cache, tokens_per_cta=tpc, heads_per_cta=hpc)
+        if layout == "bhsd":
+            qh = q.reshape(B, S, hq, D).transpose(1, 2)
+            kh = k.reshape(B, S, hk, D).transpose(1, 2)
+            return P.apply_rope(qh, kh, p, cache, head_first=True, tokens_per_cta=tpc, heads_per_cta=hpc)
+        P.apply_rope(q, k, p.view(-1), cache, inplace=True, tokens_per_cta=tpc, heads_per_cta=hpc)
+        return (qkv,)  # q, k rotated and v untouched, in the one buffer
+
+    _check(*_both(run), f"{layout} tpc={tpc} hpc={hpc} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_mrope_and_out_of_range(dtype):
+    T, D = 200, 128
+    f = _inv_freq(D, 1000000.0)
+    pos = torch.randint(0, 4096, (3, T), generator=torch.Generator().manual_seed(3))
+    pos[1, 17], pos[0, 50], pos[2, 199] = 4096, -5, 1 << 40  # three tokens with one bad row each
+    q0, k0 = randn((T, 12, D), dtype, seed=3), randn((T, 2, D), dtype, seed=4)
+
+    def run(dev):
+        flag = torch.zeros(1, dtype=torch.int32, device=dev)
+        cache = P.build_cos_sin_cache(f, 4096, device=dev)
+        a = P.apply_rope(q0.to(dev), k0.to(dev), pos.to(dev), cache, mrope_section=[16, 24, 24], out_of_range=flag)
+        q, k = q0.to(dev).clone(), k0.to(dev).clone()  # in place: never q0 itself (.to("cpu") would be)
+        P.apply_rope(q, k, pos.to(dev), inv_freq=f.to(dev), max_positions=4096, mrope_section=[16, 24, 24],
+                     inplace=True)
+        return (*a, q, k, flag)
+
+    gpu, cpu = _both(run)
+    _check(gpu, cpu, f"mrope {dtype}")
+    assert int(gpu[-1]) == 1
+    for t in (17, 50, 199):
+        assert torch.equal(gpu[0][t].cpu(), q0[t]) and torch.equal(gpu[2][t].cpu(), q0[t])
+
+
+def test_cache_builder_gpu_equals_host():
+    for rd, scale in ((128, 1.0), (64, 1.2079441541679836), (256, 1.0)):
+        f = _inv_freq(rd, 1e6)
+        assert_bits_equal(P.build_cos_sin_cache(f, 200000, scale, device="cuda"),
+                          P.build_cos_sin_cache(f, 200000, scale, device="cpu"), f"cache rd={rd}")
+
+
+def test_large_grid():
+    """70000 tokens, 2 heads: many CTAs, the last one partial."""
+    T = 70001
+    f = _inv_freq(64)
+    pos = torch.randint(0, 1 << 20, (T,), generator=torch.Generator().manual_seed(9))
+    q0 = randn((T, 2, 64), torch.bfloat16, seed=9)
+    gpu, cpu = _both(lambda dev: P.apply_rope(q0.to(dev), None, pos.to(dev), inv_freq=f.to(dev))[:1])
+    _check(gpu, cpu, "large grid")
+
+
+def test_cuda_graph_replay_reads_positions_and_inv_freq_from_device_memory():
+    """Captured once; new positions (continuous batching) and a new inv_freq (dynamic NTK's
+    in-place update) written into the same buffers are what each replay uses."""
+    T, D = 64, 128
+    f = _inv_freq(D).cuda()
+    cache = P.build_cos_sin_cache(f, 4096)
+    q_in = randn((T, 8, D), torch.bfloat16, seed=10, device="cuda")
+    k_in = randn((T, 2, D), torch.bfloat16, seed=11, device="cuda")
+    pos = torch.zeros(T, dtype=torch.int64, device="cuda")
+    q_out, k_out = torch.empty_like(q_in), torch.empty_like(k_in)
+    q2, k2 = torch.empty_like(q_in), torch.empty_like(k_in)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            P.apply_rope(q_in, k_in, pos, cache, out_q=q_out, out_k=k_out)
+            P.apply_rope(q_in, k_in, pos, inv_freq=f, out_q=q2, out_k=k2)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        P.apply_rope(q_in, k_in, pos, cache, out_q=q_out, out_k=k_out)
+        P.apply_rope(q_in, k_in, pos, inv_freq=f, out_q=q2, out_k=k2)
+    for step in range(3):
+        new_pos = torch.randperm(4096, generator=torch.Generator().manual_seed(step))[:T]
+        pos.copy_(new_pos.cuda())
+        f.copy_(_inv_freq(D, 10000.0 * (step + 1)).cuda())
+        g.replay()
+        torch.cuda.synchronize()
+        eq, ek = P.apply_rope(q_in.cpu(), k_in.cpu(), new_pos, cache.cpu())
+        assert_bits_equal(q_out, eq, f"graph cache q step {step}")
+        assert_bits_equal(k_out, ek, f"graph cache k step {step}")
+        fq, fk = P.apply_rope(q_in.cpu(), k_in.cpu(), new_pos, inv_freq=f.cpu())
+        assert_bits_equal(q2, fq, f"graph on-the-fly q step {step}")
+        assert_bits_equal(k2, fk, f"graph on-the-fly k step {step}")
+
+
+def test_dynamic_module_on_gpu_follows_cpu():
+    cfg = dict(head_dim=128, max_position_embeddings=2048,
+               rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0})
+    g, c = P.RotaryEmbedding(cfg, device="cuda"), P.RotaryEmbedding(cfg)
+    for length in (100, 3000, 5000, 1000):
+        q = randn((length, 4, 128), torch.bfloat16, seed=length)
+        pos = torch.arange(length)
+        a, _ = g(q.cuda(), None, pos.cuda())
+        b, _ = c(q, None, pos)
+        assert_bits_equal(a, b, f"dynamic length {length}")
+
+
+def test_torch_compile_fullgraph():
+    T, D = 48, 128
+    cache = P.build_cos_sin_cache(_inv_freq(D), 1024, device="cuda")
+    q = randn((T, 8, D), torch.bfloat16, seed=12, device="cuda")
+    k = randn((T, 2, D), torch.bfloat16, seed=13, device="cuda")
+    pos = torch.randint(0, 1024, (T,), device="cuda")
+
+    def f(q, k, pos):
+        a, b = P.apply_rope(q, k, pos, cache)
+        return a.float().sum(-1), b
+
+    def g(q, k, pos):
+        P.apply_rope(q, k, pos, cache, inplace=True)
+        return q * 1
+
+    eager = f(q, k, pos)
+    comp = torch.compile(f, fullgraph=True)(q, k, pos)
+    assert_bits_equal(comp[0], eager[0], "compile out-of-place")
+    assert_bits_equal(comp[1], eager[1], "compile k")
+    qc = q.clone()
+    out = torch.compile(g, fullgraph=True)(qc, k.clone(), pos)
+    ref, _ = P.apply_rope(q, k, pos, cache)
+    assert_bits_equal(out, ref, "compile in place")
+    assert_bits_equal(qc, ref, "compile in place mutates q")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_nvrtc_kernel_from_rope_cuh_gives_the_same_bits(dtype, interleaved):
+    """A kernel built at run time by NVRTC (cupy) from mlops/rope.cuh == the host emulation."""
+    cupy = pytest.importorskip("cupy")
+    from positional_nvrtc import INCLUDE, KERNEL_SOURCE
+
+    T, H, D, rd = 97, 6, 128, 96
+    f = _inv_freq(rd, 500000.0)
+    pos = torch.randint(0, 1 << 20, (T,), generator=torch.Generator().manual_seed(14))
+    x = randn((T, H, D), dtype, seed=15)
+    want, _ = P.apply_rope(x, None, pos, inv_freq=f, attention_scaling=1.1, rotary_dim=rd, interleaved=interleaved)
+    mod = cupy.RawModule(code=KERNEL_SOURCE, options=(f"-I{INCLUDE}", "--std=c++17"))
+    name = {torch.bfloat16: "rope_bf16", torch.float16: "rope_f16", torch.float32: "rope_f32"}[dtype]
+    kern = mod.get_function(name)
+    xd = x.cuda()
+    yd = torch.empty_like(xd)
+    pd, fd = pos.cuda(), f.cuda()
+    with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        kern((T,), (64,), (cupy.uint64(xd.data_ptr()), cupy.uint64(yd.data_ptr()), cupy.uint64(pd.data_ptr()),
+                           cupy.uint64(fd.data_ptr()), cupy.float32(1.1), cupy.int32(H), cupy.int32(D),
+                           cupy.int32(rd), cupy.int32(1 if interleaved else 0)))
+    torch.cuda.synchronize()
+    assert_bits_equal(yd, want, f"nvrtc {dtype} interleaved={interleaved}")
+    # and the mlops kernel agrees with both
+    got, _ = P.apply_rope(xd, None, pd, inv_freq=fd, attention_scaling=1.1, rotary_dim=rd, interleaved=interleaved)
+    assert_bits_equal(got, want, "mlops kernel")
