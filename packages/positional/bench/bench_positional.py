@@ -66,14 +66,61 @@ def host_time(fn, n=2000) -> float:
     return (time.perf_counter() - t0) / n
 
 
+def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, host_empty: float, hf_c,
+             tune: bool):
+    """One T: every implementation on the same inputs, interleaved, L2 flushed."""
+    dt = torch.bfloat16
+    # q / k as views of a fused qkv projection output, as a model produces them
+    qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=dt)
+    q = qkv[:, : HQ * D].view(T, HQ, D)
+    k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
+    pos = torch.randint(0, max_pos, (T,), device="cuda")
+    # HF's layout: [1, heads, T, D] tensors (contiguous, as after its transpose) and cos/sin [1, T, D]
+    qh = q.transpose(0, 1).contiguous()[None]
+    kh = k.transpose(0, 1).contiguous()[None]
+    cos, sin = hf_cos_sin(inv_freq, pos[None], dt)
+    io = 2 * T * (HQ + HK) * D * 2
+    shape = f"T={T} {HQ}+{HK}x{D} bf16"
+    fns = {
+        "mlops": lambda: mp.apply_rope(q, k, pos, cache, inplace=True),
+        "mlops_out": lambda: mp.apply_rope(q, k, pos, cache),
+        "mlops_on_the_fly": lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True),
+        "hf_eager": lambda: hf_apply(qh, kh, cos, sin),
+        "hf_compiled": lambda: hf_c(qh, kh, cos, sin),
+        "hf_eager_with_cos_sin": lambda: hf_apply(qh, kh, *hf_cos_sin(inv_freq, pos[None], dt)),
+    }
+    t = b.time_interleaved(fns, reps=100 if T >= 4096 else 300)
+    peer = t["hf_compiled"]
+    b.record(case="rope q+k", shape=shape, impl="mlops (in place, cache)", seconds=t["mlops"], bytes=io,
+             peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer, eager_peer_us=round(t["hf_eager"] * 1e6, 2),
+             over_empty_kernel_us=round((t["mlops"] - t_empty) * 1e6, 2))
+    b.record(case="rope q+k", shape=shape, impl="mlops (out of place, cache)", seconds=t["mlops_out"], bytes=io,
+             peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
+    b.record(case="rope q+k", shape=shape, impl="mlops (in place, on the fly)", seconds=t["mlops_on_the_fly"],
+             bytes=io, peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
+    b.record(case="rope q+k", shape=shape, impl="HF apply_rotary_pos_emb (eager)", seconds=t["hf_eager"], bytes=io)
+    b.record(case="rope q+k", shape=shape, impl="compile(HF apply_rotary_pos_emb)", seconds=peer, bytes=io)
+    b.record(case="rope q+k", shape=shape, impl="HF cos/sin + apply (eager)", seconds=t["hf_eager_with_cos_sin"],
+             bytes=io)
+    if T <= 32:  # decode: what a Python caller pays a call, besides the GPU time
+        b.record(case="rope host overhead", shape=shape, impl="mlops eager call",
+                 seconds=host_time(fns["mlops"]), empty_kernel_host_us=round(host_empty * 1e6, 2))
+    if tune:
+        plan = mp._ops.C.plan(T, HQ + HK, D, torch.cuda.get_device_properties(0).multi_processor_count)
+        for tpc, hpc in ((1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (1, 32), (1, 16), (1, 8)):
+            tt = b.time(lambda tpc=tpc, hpc=hpc: mp.apply_rope(q, k, pos, cache, inplace=True, tokens_per_cta=tpc,
+                                                                heads_per_cta=hpc), reps=100)
+            b.record(case="rope tune", shape=shape, impl=f"mlops tokens_per_cta={tpc} heads_per_cta={hpc}",
+                     seconds=tt, bytes=io, planner=list(plan))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="T = 1 and 4096 only")
-    ap.add_argument("--tune", action="store_true", help="also time every tokens_per_cta (planner tuning)")
+    ap.add_argument("--tune", action="store_true", help="also time CTA splits (planner tuning)")
     a = ap.parse_args()
     b = Bench("positional")
     b.header()
-    dt = torch.bfloat16
     inv_freq, _, _ = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})
     inv_freq = inv_freq.cuda()
     max_pos = 131072
@@ -83,50 +130,8 @@ def main():
     hf_c = torch.compile(hf_apply, dynamic=False)
     Ts = [1, 4096] if a.quick else [1, 32, 4096, 32768]
     for T in Ts:
-        # q / k as views of a fused qkv projection output, as a model produces them
-        qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=dt)
-        q = qkv[:, : HQ * D].view(T, HQ, D)
-        k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
-        pos = torch.randint(0, max_pos, (T,), device="cuda")
-        # HF's layout: [1, heads, T, D] tensors (contiguous, as after its transpose) and cos/sin [1, T, D]
-        qh = q.transpose(0, 1).contiguous()[None]
-        kh = k.transpose(0, 1).contiguous()[None]
-        cos, sin = hf_cos_sin(inv_freq, pos[None], dt)
-        io = 2 * T * (HQ + HK) * D * 2
-        shape = f"T={T} {HQ}+{HK}x{D} bf16"
-        fns = {
-            "mlops": lambda: mp.apply_rope(q, k, pos, cache, inplace=True),
-            "mlops_out": lambda: mp.apply_rope(q, k, pos, cache),
-            "mlops_on_the_fly": lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True),
-            "hf_eager": lambda: hf_apply(qh, kh, cos, sin),
-            "hf_compiled": lambda: hf_c(qh, kh, cos, sin),
-            "hf_eager_with_cos_sin": lambda: hf_apply(qh, kh, *hf_cos_sin(inv_freq, pos[None], dt)),
-        }
-        t = b.time_interleaved(fns, reps=100 if T >= 4096 else 300)
-        peer = t["hf_compiled"]
-        b.record(case="rope q+k", shape=shape, impl="mlops (in place, cache)", seconds=t["mlops"], bytes=io,
-                 peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer, eager_peer_us=round(t["hf_eager"] * 1e6, 2),
-                 over_empty_kernel_us=round((t["mlops"] - t_empty) * 1e6, 2))
-        b.record(case="rope q+k", shape=shape, impl="mlops (out of place, cache)", seconds=t["mlops_out"], bytes=io,
-                 peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
-        b.record(case="rope q+k", shape=shape, impl="mlops (in place, on the fly)", seconds=t["mlops_on_the_fly"],
-                 bytes=io, peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
-        b.record(case="rope q+k", shape=shape, impl="HF apply_rotary_pos_emb (eager)", seconds=t["hf_eager"], bytes=io)
-        b.record(case="rope q+k", shape=shape, impl="compile(HF apply_rotary_pos_emb)", seconds=peer, bytes=io)
-        b.record(case="rope q+k", shape=shape, impl="HF cos/sin + apply (eager)", seconds=t["hf_eager_with_cos_sin"],
-                 bytes=io)
-        if T <= 32:  # decode: what a Python caller pays a call, besides the GPU time
-            b.record(case="rope host overhead", shape=shape, impl="mlops eager call",
-                     seconds=host_time(fns["mlops"]), empty_kernel_host_us=round(host_empty * 1e6, 2))
-        if a.tune:
-            plan = mp._ops.C.plan(T, HQ + HK, D, torch.cuda.get_device_properties(0).multi_processor_count)
-            for tpc, hpc in ((1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (1, 32), (1, 16), (1, 8)):
-                tt = b.time(lambda: mp.apply_rope(q, k, pos, cache, inplace=True, tokens_per_cta=tpc,
-                                                  heads_per_cta=hpc), reps=100)
-                b.record(case="rope tune", shape=shape, impl=f"mlops tokens_per_cta={tpc} heads_per_cta={hpc}",
-                         seconds=tt, bytes=io, planner=list(plan))
-        del qkv, q, k, qh, kh, cos, sin
-        torch.cuda.empty_cache()
+        run_case(b, T, inv_freq, cache, max_pos, t_empty, host_empty, hf_c, a.tune)
+        torch.cuda.empty_cache()  # the case's tensors died with it
     # the issue's targets, from the rows above
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}
     verdict = {}

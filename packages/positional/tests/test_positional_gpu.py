@@ -26,7 +26,8 @@ def _both(fn):
 
 
 def _check(gpu, cpu, what):
-    for i, (g, c) in enumerate(zip(gpu, cpu)):
+    assert len(gpu) == len(cpu), what
+    for i, (g, c) in enumerate(zip(gpu, cpu)):  # noqa: B905 (lengths checked; strict= needs 3.10)
         if g is None:
             assert c is None
             continue
