@@ -76,6 +76,9 @@ mlops_status check_args(const mlops_optim_args* a) {
   if (a->num_chunks > 0x7fffffff)
     return fail(MLOPS_ERR_UNSUPPORTED, "num_chunks: %lld chunks exceed one grid", (long long)a->num_chunks);
   if (a->num_tensors > 0 && !a->table) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL");
+  if (a->variant < -1 || a->variant >= MLOPS_OPTIM_NUM_VARIANTS)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d",
+                MLOPS_OPTIM_NUM_VARIANTS, a->variant);
   return MLOPS_OK;
 }
 
@@ -133,6 +136,14 @@ mlops_status mlops_optim_table_build(const mlops_optim_tensor* tensors, int64_t 
 
 mlops_status mlops_optim_check(const mlops_optim_args* args) { return check_args(args); }
 
+// Adam's update holds the most live values: without a register cap it does not spill (ptxas -v,
+// nvcc 13.0, sm_90); SGD and Lion fit 3 CTAs an SM without spilling. Not yet measured on the
+// H200: bench/bench_optimizers.py times both variants and this choice follows it.
+int mlops_optim_plan(int algo, int state_8bit) {
+  (void)state_8bit;
+  return algo == MLOPS_OPTIM_ADAM ? MLOPS_OPTIM_VARIANT_OCC2 : MLOPS_OPTIM_VARIANT_OCC3;
+}
+
 mlops_status mlops_optim_step(const mlops_optim_args* args, void* stream) {
   mlops_status st = check_args(args);
   if (st != MLOPS_OK) return st;
@@ -141,7 +152,8 @@ mlops_status mlops_optim_step(const mlops_optim_args* args, void* stream) {
   cudaError_t err = launch_increment_steps(*args, s);
   if (err != cudaSuccess) return cuda_fail(err, "step counter launch");
   if (args->num_chunks == 0) return MLOPS_OK;
-  err = launch_step(*args, s);
+  const int variant = args->variant >= 0 ? args->variant : mlops_optim_plan(args->algo, args->state_8bit);
+  err = launch_step(*args, variant, s);
   if (err != cudaSuccess) return cuda_fail(err, "update launch");
   return MLOPS_OK;
 }

@@ -77,7 +77,7 @@ int64_t build_table(uintptr_t out, int64_t out_bytes, int dtype, const U& param,
 void step(bool device, uintptr_t stream, int algo, int dtype, bool decoupled, bool amsgrad, bool maximize,
           bool nesterov, bool q8, bool sr, uint32_t seed, double lr, uintptr_t lr_device, double beta1, double beta2,
           double eps, double weight_decay, uintptr_t grad_scale, uintptr_t found_inf, uintptr_t clip_coef,
-          uintptr_t qmap1, uintptr_t qmap2, uintptr_t table, int64_t num_tensors, int64_t num_chunks) {
+          uintptr_t qmap1, uintptr_t qmap2, uintptr_t table, int64_t num_tensors, int64_t num_chunks, int variant) {
   mlops_optim_args a{};
   a.algo = mlops_optim_algo(algo);
   a.dtype = mlops_dtype(dtype);
@@ -102,6 +102,7 @@ void step(bool device, uintptr_t stream, int algo, int dtype, bool decoupled, bo
   a.table = ptr<const void>(table);
   a.num_tensors = num_tensors;
   a.num_chunks = num_chunks;
+  a.variant = variant;
   check(device ? mlops_optim_step(&a, ptr(stream)) : mlops_optim_step_host(&a));
 }
 
@@ -140,4 +141,6 @@ NB_MODULE(_C, m) {
   m.def("norm_partials", &norm_partials);
   m.def("norm_finalize", &norm_finalize);
   m.def("dynamic_map", &dynamic_map);
+  m.def("plan", &mlops_optim_plan);
+  m.attr("VARIANTS") = nb::make_tuple("occ3", "occ2");
 }

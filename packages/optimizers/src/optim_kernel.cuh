@@ -89,12 +89,12 @@ __device__ __forceinline__ void store8_q(uint8_t* q, float* absmax, const float*
   if (lane == 0) absmax[base / MLOPS_OPTIM_QBLOCK] = am;
 }
 
-template <class PT, int ALGO>
+template <class PT, int ALGO, bool Q8>
 __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Scalars& s, const mlops_optim_tensor& t,
                                             int64_t base, int lane, bool vec, uint32_t key, const float* map1,
                                             const float* map2) {
   const int64_t n = t.numel;
-  const bool q8 = a.state_8bit != 0;
+  constexpr bool q8 = Q8;  // a template argument: the fp32-state path carries no 8-bit registers
   float p[8], g[8], m[8], v[8], vm[8];
   if (t.master) load8(t.master, base, lane, n, vec, p);
   else load8(static_cast<const PT*>(t.param), base, lane, n, vec, p);
@@ -147,15 +147,19 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
   }
 }
 
-template <class PT, int ALGO>
-__global__ void __launch_bounds__(kThreads) step_kernel(const mlops_optim_args a) {
+// MIN_CTAS: the CTAs an SM must hold (ptxas caps registers to fit them). Variant "occ3" (3:
+// <= 85 registers) has more warps to hide DRAM latency; Adam then spills ~30 bytes a thread
+// (ptxas -v, nvcc 13.0, sm_90). Variant "occ2" (1: no cap, ~116 registers, 2 CTAs an SM) does
+// not spill. Both are kept as data (mlops_optim_variants); the bench measures them.
+template <class PT, int ALGO, bool Q8, int MIN_CTAS>
+__global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_optim_args a) {
   __shared__ float maps[2][256];
   if (a.found_inf && *a.found_inf != 0.0f) return;  // GradScaler saw inf/nan: change nothing
   const auto* tab = static_cast<const mlops_optim_tensor*>(a.table);
   const int32_t* chunk_map = reinterpret_cast<const int32_t*>(tab + a.num_tensors);
   const int64_t c = blockIdx.x;
   const mlops_optim_tensor t = tab[chunk_map[c]];
-  if (a.state_8bit) {
+  if (Q8) {
     maps[0][threadIdx.x] = a.qmap1[threadIdx.x];
     maps[1][threadIdx.x] = a.qmap2[threadIdx.x];
     __syncthreads();
@@ -170,7 +174,7 @@ __global__ void __launch_bounds__(kThreads) step_kernel(const mlops_optim_args a
   for (int u = warp; u < kUnitsPerChunk; u += kThreads / 32) {
     const int64_t base = chunk_start + int64_t(u) * kUnitElems;
     if (base >= t.numel) break;
-    update_unit<PT, ALGO>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, maps[0], maps[1]);
+    update_unit<PT, ALGO, Q8>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, maps[0], maps[1]);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "optim_launch.cuh"
 
 namespace mlops::optim {
-cudaError_t launch_step_bf16(const mlops_optim_args& a, cudaStream_t s) { return launch_step_t<bf16_t>(a, s); }
+cudaError_t launch_step_bf16(const mlops_optim_args& a, int variant, cudaStream_t s) {
+  return launch_step_t<bf16_t>(a, variant, s);
+}
 }  // namespace mlops::optim

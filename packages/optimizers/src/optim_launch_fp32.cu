@@ -1,5 +1,7 @@
 #include "optim_launch.cuh"
 
 namespace mlops::optim {
-cudaError_t launch_step_fp32(const mlops_optim_args& a, cudaStream_t s) { return launch_step_t<float>(a, s); }
+cudaError_t launch_step_fp32(const mlops_optim_args& a, int variant, cudaStream_t s) {
+  return launch_step_t<float>(a, variant, s);
+}
 }  // namespace mlops::optim

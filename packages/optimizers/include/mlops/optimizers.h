@@ -72,7 +72,17 @@ typedef struct mlops_optim_args {
   const float* qmap2;      /* 8-bit: 256 ascending values (unsigned dynamic map) */
   const void* table;       /* mlops_optim_table_build's output (device memory for _step) */
   int64_t num_tensors, num_chunks;
+  int variant;             /* -1: the planner's; 0: "occ3", 1: "occ2" (MLOPS_OPTIM_VARIANT_*); same bits */
 } mlops_optim_args;
+
+/* Kernel variants (the same arithmetic, so the same bits): how many 256-thread CTAs an SM
+ * must hold, which caps registers. occ3: 3 (<= 85 registers, more warps in flight, Adam spills
+ * a little); occ2: no cap (Adam ~116 registers, 2 CTAs an SM, no spills). */
+#define MLOPS_OPTIM_VARIANT_OCC3 0
+#define MLOPS_OPTIM_VARIANT_OCC2 1
+#define MLOPS_OPTIM_NUM_VARIANTS 2
+/* The variant the planner picks (algo: mlops_optim_algo, state_8bit: 0/1). */
+int mlops_optim_plan(int algo, int state_8bit);
 
 /* Bytes of the table for n tensors and the chunks they need. */
 int64_t mlops_optim_table_bytes(const mlops_optim_tensor* tensors, int64_t n, int64_t* num_chunks);

@@ -61,11 +61,16 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
     # torch.amp.GradScaler passes grad_scale / found_inf instead of unscaling (as for fused=True)
     _step_supports_amp_scaling = True
 
-    def __init__(self, params, defaults: dict, *, max_grad_norm: Optional[float] = None, seed: int = 0):
+    def __init__(self, params, defaults: dict, *, max_grad_norm: Optional[float] = None, seed: int = 0,
+                 variant: Optional[str] = None):
         if max_grad_norm is not None and not (isinstance(max_grad_norm, (int, float)) and max_grad_norm > 0):
             _fail("max_grad_norm", f"expected None or a number > 0, got {max_grad_norm!r}")
         if not (isinstance(seed, int) and 0 <= seed < 2**32):
             _fail("seed", f"expected an integer in [0, 2**32), got {seed!r}")
+        if variant is not None and variant not in C.VARIANTS:
+            _fail("variant", f"expected None or one of {C.VARIANTS}, got {variant!r}")
+        # kernel variant (the same bits, different occupancy); None: the library's planner
+        self.variant = -1 if variant is None else C.VARIANTS.index(variant)
         self.max_grad_norm = max_grad_norm
         self.seed = seed
         self.last_grad_norm: Optional[torch.Tensor] = None
@@ -271,7 +276,7 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
                 bool(group.get("maximize", False)), a.get("nesterov", False), q8, sr, self.seed, float(lr), lr_dev,
                 float(a["beta1"]), float(a["beta2"]), float(a.get("eps", 0.0)), float(group["weight_decay"]),
                 ptr(grad_scale), ptr(found_inf), ptr(clip), qmap1, qmap2, t.table.data_ptr(), t.num_tensors,
-                t.num_chunks)
+                t.num_chunks, self.variant)
         if on_cuda and t.device.index != torch.cuda.current_device():
             with torch.cuda.device(t.device):
                 C.step(*args)

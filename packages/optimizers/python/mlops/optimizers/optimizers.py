@@ -21,11 +21,11 @@ class _AdamBase(MultiTensorOptimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  maximize=False, master_weights=False, stochastic_rounding=False, state_8bit=False,
-                 max_grad_norm: Optional[float] = None, seed: int = 0):
+                 max_grad_norm: Optional[float] = None, seed: int = 0, variant=None):
         defaults = dict(lr=lr, betas=tuple(betas) if isinstance(betas, list) else betas, eps=eps,
                         weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize, master_weights=master_weights,
                         stochastic_rounding=stochastic_rounding, state_8bit=state_8bit)
-        super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed)
+        super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed, variant=variant)
 
     def _check_group(self, group):
         check_lr(group["lr"])
@@ -66,10 +66,10 @@ class SGD(MultiTensorOptimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, master_weights=False, stochastic_rounding=False,
-                 max_grad_norm: Optional[float] = None, seed: int = 0):
+                 max_grad_norm: Optional[float] = None, seed: int = 0, variant=None):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
                         maximize=maximize, master_weights=master_weights, stochastic_rounding=stochastic_rounding)
-        super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed)
+        super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed, variant=variant)
 
     def _check_group(self, group):
         check_lr(group["lr"])
@@ -94,10 +94,10 @@ class Lion(MultiTensorOptimizer):
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False,
                  master_weights=False, stochastic_rounding=False, max_grad_norm: Optional[float] = None,
-                 seed: int = 0):
+                 seed: int = 0, variant=None):
         defaults = dict(lr=lr, betas=tuple(betas) if isinstance(betas, list) else betas, weight_decay=weight_decay,
                         maximize=maximize, master_weights=master_weights, stochastic_rounding=stochastic_rounding)
-        super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed)
+        super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed, variant=variant)
 
     def _check_group(self, group):
         check_lr(group["lr"])
