@@ -103,8 +103,16 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {0, MLOPS_LM_HEAD_CUDA_CORE, 50, 2, "cuda_core"},
     {1, MLOPS_LM_HEAD_CUDA_CORE, 50, 0, "cuda_core_full_grid"},
     {2, MLOPS_LM_HEAD_CUDA_CORE, 50, 1, "cuda_core_1cta"},
+    {3, MLOPS_LM_HEAD_MMA_BF16_K16, 80, 2, "mma_m16n8k16_bf16"},
+    {4, MLOPS_LM_HEAD_MMA_F16_K8, 75, 2, "mma_m16n8k8_f16"},
 };
-constexpr int kNumLmHead = 3;
+constexpr int kNumLmHead = 5;
+
+// The arch an instance's code was generated for: the CUDA-core kernel has a body everywhere.
+int code_arch_of(const mlops_lm_head_variant& v) {
+  if (v.kind == MLOPS_LM_HEAD_CUDA_CORE) return 1000;
+  return lm_head_mma_code_arch(v.kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : 1);
+}
 
 mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
   g_last_error.clear();
@@ -272,9 +280,19 @@ int mlops_lm_head_variants(mlops_lm_head_variant* out, int capacity) {
   return kNumLmHead;
 }
 
+int mlops_lm_head_variant_runs(int index) {
+  if (index < 0 || index >= kNumLmHead) return 0;
+  Device d;
+  if (!current_device(&d)) return 0;
+  const mlops_lm_head_variant& v = kLmHeadVariants[index];
+  return d.sm >= v.min_sm && code_arch_of(v) >= v.min_sm;
+}
+
 int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms) {
   (void)tokens; (void)hidden; (void)vocab; (void)sm; (void)sms;
-  return 0;  // the only kind of this release; its persistent grid (2 CTAs an SM) keeps the stats flush small
+  // The CUDA-core instance (bit for bit with the host, persistent grid of 2 CTAs an SM) everywhere
+  // until the bench shows a tensor-core instance faster on some (arch, M): it enters the plan then.
+  return 0;
 }
 
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
@@ -286,12 +304,18 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   const mlops_lm_head_variant& var = kLmHeadVariants[v];
   if (d.sm < var.min_sm)
     return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
+  if (code_arch_of(var) < var.min_sm)
+    return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs code built for sm_%d or newer; this build's is for sm_%d",
+                var.name, var.min_sm, code_arch_of(var));
   const LmHeadParams p = make_lm_head_params(*args);
-  const int64_t tiles = (p.vocab + lm_head_tile_rows(p.tokens) - 1) / lm_head_tile_rows(p.tokens);
+  const bool cc = var.kind == MLOPS_LM_HEAD_CUDA_CORE;
+  const int rows = cc ? lm_head_tile_rows(p.tokens) : lm_head_mma_tile_rows();
+  const int64_t tiles = (p.vocab + rows - 1) / rows;
   int64_t grid = var.ctas_per_sm == 0 ? tiles : int64_t(var.ctas_per_sm) * d.sms;
   if (grid > tiles) grid = tiles;
   if (grid > 0x7fffffff) grid = 0x7fffffff;
-  cudaError_t e = lm_head_launch_cuda_core(p, grid, stream);
+  cudaError_t e = cc ? lm_head_launch_cuda_core(p, grid, stream)
+                     : lm_head_launch_mma(p, var.kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : 1, grid, stream);
   if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head launch (%s) failed: %s", var.name, cudaGetErrorString(e));
   return MLOPS_OK;
 }

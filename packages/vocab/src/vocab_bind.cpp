@@ -102,7 +102,8 @@ nb::list lm_head_variants() {
     nb::dict d;
     d["index"] = v[i].index;
     d["name"] = v[i].name;
-    d["kind"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE ? "cuda_core" : "?";
+    d["kind"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE ? "cuda_core"
+                : v[i].kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? "mma_m16n8k16_bf16" : "mma_m16n8k8_f16";
     d["min_sm"] = v[i].min_sm;
     d["ctas_per_sm"] = v[i].ctas_per_sm;
     d["bitwise_host"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE;
@@ -139,5 +140,6 @@ NB_MODULE(_C, m) {
   m.def("sample_variants", &sample_variants);
   m.def("embed_plan", &mlops_embed_plan);
   m.def("lm_head_plan", &mlops_lm_head_plan);
+  m.def("lm_head_variant_runs", &mlops_lm_head_variant_runs);
   m.def("sample_plan", &mlops_sample_plan);
 }

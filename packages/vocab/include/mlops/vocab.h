@@ -86,7 +86,11 @@ typedef struct mlops_lm_head_args {
 } mlops_lm_head_args;
 
 typedef enum mlops_lm_head_kind {
-  MLOPS_LM_HEAD_CUDA_CORE = 0 /* fixed order above, every arch, bit for bit == host emulation */
+  MLOPS_LM_HEAD_CUDA_CORE = 0,      /* fixed order above, every arch, bit for bit == host emulation */
+  MLOPS_LM_HEAD_MMA_BF16_K16 = 1,   /* mma m16n8k16 BF16 (sm_80+): the MMA's own order within a
+                                       segment; within the float64 bound of docs/vocab.md */
+  MLOPS_LM_HEAD_MMA_F16_K8 = 2      /* mma m16n8k8 FP16 converted from BF16 in registers (sm_75+):
+                                       exact conversion for |x|, |w| < 65504 */
 } mlops_lm_head_kind;
 
 typedef struct mlops_lm_head_variant {
@@ -99,8 +103,12 @@ typedef struct mlops_lm_head_variant {
 } mlops_lm_head_variant;
 
 int mlops_lm_head_variants(mlops_lm_head_variant* out, int capacity);
+/* 1 when the variant can run on the current device with this build (the device's arch and the
+ * arch its code was generated for are both >= min_sm), else 0. */
+int mlops_lm_head_variant_runs(int index);
 int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms);
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream);
+/* The host emulation of the CUDA-core order (args->variant is not used). */
 mlops_status mlops_lm_head_host(const mlops_lm_head_args* args);
 
 /* ---- sample -----------------------------------------------------------------------------

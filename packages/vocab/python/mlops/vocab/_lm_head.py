@@ -29,6 +29,11 @@ def lm_head_variants() -> list[dict]:
     return [dict(v) for v in _VARIANTS]
 
 
+def lm_head_variant_runs(variant) -> bool:
+    """Whether a variant (name or index) can run on the current CUDA device with this build."""
+    return bool(C.lm_head_variant_runs(resolve_variant("variant", variant, _VARIANTS)))
+
+
 def decode_best(best: torch.Tensor):
     """(max, argmax) from the packed (key << 32) | (0xffffffff - index) values."""
     key = (best >> 32) & 0xFFFFFFFF
