@@ -21,9 +21,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "testing"))
-from mlops_bench import Bench  # noqa: E402
-
 import mlops.optimizers as mo  # noqa: E402
+from mlops_bench import Bench  # noqa: E402
 
 
 def make(n_tensors, numel, dtype, seed=0):
@@ -72,8 +71,6 @@ def case_fp32(b, n_tensors, numel, reps):
                  peer_seconds=t["torch_fused"] if k.startswith("mlops") else None)
     b.record(case=case, impl="mlops_best_vs_foreach", seconds=t[best], bytes=nbytes, peer_seconds=t["torch_foreach"],
              variant=best)
-    del ours, fused, foreach, fns, ps
-    free()
 
 
 def case_bf16_master(b, n_tensors, numel, reps):
@@ -102,8 +99,6 @@ def case_bf16_master(b, n_tensors, numel, reps):
     t2 = b.time(sr.step, flush=True, reps=reps)
     b.record(case=f"adamw bf16 stochastic rounding {n_tensors}x{numel}", impl="mlops", seconds=t2,
              bytes=(2 + 2 + 8) * n + (2 + 8) * n)
-    del ours, fused, masters, mgrads, grads, ps, sr
-    free()
 
 
 def case_8bit(b, n_tensors, numel, reps):
@@ -122,8 +117,6 @@ def case_8bit(b, n_tensors, numel, reps):
              target_ratio=0.30)
     b.record(case=case, impl="mlops_fp32", seconds=t["mlops_fp32"], bytes=28 * n, peer_seconds=t["torch_fused"])
     b.record(case=case, impl="torch_fused", seconds=t["torch_fused"], bytes=28 * n, state_bytes=state_bytes(fused))
-    del q8, fp, fused, ps
-    free()
 
 
 def case_many_small(b, n_tensors, numel, reps):
@@ -135,10 +128,10 @@ def case_many_small(b, n_tensors, numel, reps):
     fns = {"mlops": ours.step, "torch_fused": fused.step, "torch_foreach": foreach.step}
     t = b.time_interleaved(fns, flush=True, reps=reps)
     case = f"adamw fp32 {n_tensors}x{numel}"
-    for k in fns:
+    for k, fn in fns.items():
         b.record(case=case, impl=k, seconds=t[k], bytes=28 * n,
                  peer_seconds=t["torch_foreach"] if k != "torch_foreach" else None,
-                 wall_us=round(wall(fns[k]) * 1e6, 1), target_speedup_vs_foreach=3.0 if k == "mlops" else None)
+                 wall_us=round(wall(fn) * 1e6, 1), target_speedup_vs_foreach=3.0 if k == "mlops" else None)
 
     # the table cache: gradients reallocated every step (zero_grad(set_to_none=True)) force a rebuild:
     # host lists -> pinned buffer -> async copy, no synchronization
@@ -155,8 +148,6 @@ def case_many_small(b, n_tensors, numel, reps):
     ta = b.time(realloc_only, flush=True, reps=max(5, reps // 4))
     b.record(case=case, impl="mlops_table_rebuilt_each_step", seconds=tr, bytes=28 * n,
              grad_realloc_us=round(ta * 1e6, 1), wall_us=round(wall(rebuild_step, 5) * 1e6, 1))
-    del ours, fused, foreach, ps
-    free()
 
 
 def case_clip(b, n_tensors, numel, reps):
@@ -169,8 +160,6 @@ def case_clip(b, n_tensors, numel, reps):
     # ours: read g for the norm, read + write g for the scale (torch the same)
     b.record(case=case, impl="mlops_clip", seconds=t["mlops_clip"], bytes=12 * n, peer_seconds=t["torch_clip_foreach"])
     b.record(case=case, impl="torch_clip_foreach", seconds=t["torch_clip_foreach"], bytes=12 * n)
-    del ps
-    free()
 
 
 def main():
@@ -181,11 +170,11 @@ def main():
     b.header()
     big = 1_000_000 if a.quick else 10_000_000  # 100 tensors: 1.0e8 / 1.0e9 params
     reps = 10 if a.quick else 30
-    case_fp32(b, 100, big, reps)
-    case_bf16_master(b, 100, big, reps)
-    case_8bit(b, 100, big, reps)
-    case_many_small(b, 1000 if a.quick else 10_000, 4096, 3 * reps)
-    case_clip(b, 100, big, reps)
+    # each case's tensors die with its frame; free() hands the memory back before the next
+    for case, args in ((case_fp32, (100, big)), (case_bf16_master, (100, big)), (case_8bit, (100, big)),
+                       (case_many_small, (1000 if a.quick else 10_000, 4096)), (case_clip, (100, big))):
+        case(b, *args, 3 * reps if case is case_many_small else reps)
+        free()
 
 
 if __name__ == "__main__":

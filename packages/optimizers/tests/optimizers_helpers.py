@@ -4,7 +4,6 @@ bit-level comparisons of two optimizers' trajectories."""
 from __future__ import annotations
 
 import torch
-
 from mlops_testing import assert_bits_equal
 
 

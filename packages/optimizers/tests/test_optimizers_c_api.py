@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 
 def _run(cmd, **kw):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=False, **kw)
     assert r.returncode == 0, f"{' '.join(map(str, cmd))}\n{r.stdout}\n{r.stderr}"
     return r.stdout
 

@@ -1,9 +1,8 @@
 """CPU (CI): bad input raises ValueError naming the argument, before anything changes."""
 
+import mlops.optimizers as mo
 import pytest
 import torch
-
-import mlops.optimizers as mo
 
 
 def p_(n=16, dtype=torch.float32, device="cpu"):

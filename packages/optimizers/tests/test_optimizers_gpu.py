@@ -5,10 +5,9 @@ stochastic rounding (reproducible, unbiased, GPU == CPU), the global norm (GPU =
 Under nox -s gpu_tests these run once per build (sm_90 SASS, and compute_61 / 70 / 75 / 80 PTX
 through the driver JIT), so the pre-sm_80 bf16 rounding path is compared too."""
 
+import mlops.optimizers as mo
 import pytest
 import torch
-
-import mlops.optimizers as mo
 from mlops_testing import assert_bits_equal, gpu_arch_tag, requires_cuda
 
 pytestmark = requires_cuda
@@ -46,20 +45,20 @@ def compare(opt_c, ps_c, opt_g, ps_g, what):
 
 
 CONFIGS = {
-    "adamw": (mo.AdamW, dict(lr=1e-2, weight_decay=0.1)),
-    "adam_l2_amsgrad_maximize": (mo.Adam, dict(lr=1e-2, weight_decay=0.05, amsgrad=True, maximize=True)),
-    "adamw_8bit": (mo.AdamW, dict(lr=1e-2, state_8bit=True)),
-    "adamw_clip": (mo.AdamW, dict(lr=1e-2, max_grad_norm=5.0)),
-    "sgd_nesterov": (mo.SGD, dict(lr=1e-2, momentum=0.9, nesterov=True, weight_decay=0.01)),
-    "sgd_dampening": (mo.SGD, dict(lr=1e-2, momentum=0.9, dampening=0.3)),
-    "sgd_plain": (mo.SGD, dict(lr=1e-2)),
-    "lion": (mo.Lion, dict(lr=1e-3, weight_decay=0.1)),
+    "adamw": (mo.AdamW, {"lr": 1e-2, "weight_decay": 0.1}),
+    "adam_l2_amsgrad_maximize": (mo.Adam, {"lr": 1e-2, "weight_decay": 0.05, "amsgrad": True, "maximize": True}),
+    "adamw_8bit": (mo.AdamW, {"lr": 1e-2, "state_8bit": True}),
+    "adamw_clip": (mo.AdamW, {"lr": 1e-2, "max_grad_norm": 5.0}),
+    "sgd_nesterov": (mo.SGD, {"lr": 1e-2, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+    "sgd_dampening": (mo.SGD, {"lr": 1e-2, "momentum": 0.9, "dampening": 0.3}),
+    "sgd_plain": (mo.SGD, {"lr": 1e-2}),
+    "lion": (mo.Lion, {"lr": 1e-3, "weight_decay": 0.1}),
 }
 PRECISIONS = {
     "fp32": (torch.float32, {}),
-    "bf16_master": (torch.bfloat16, dict(master_weights=True)),
-    "fp16_master": (torch.float16, dict(master_weights=True)),
-    "bf16_sr": (torch.bfloat16, dict(stochastic_rounding=True)),
+    "bf16_master": (torch.bfloat16, {"master_weights": True}),
+    "fp16_master": (torch.float16, {"master_weights": True}),
+    "bf16_sr": (torch.bfloat16, {"stochastic_rounding": True}),
     "bf16_rne": (torch.bfloat16, {}),
 }
 

@@ -5,10 +5,9 @@ torch.nn.utils.clip_grad_norm_ and float64."""
 
 import math
 
+import mlops.optimizers as mo
 import pytest
 import torch
-
-import mlops.optimizers as mo
 from mlops_testing import assert_bits_equal
 from optimizers_helpers import assert_same, clone_params, grads_for, make_params, run
 

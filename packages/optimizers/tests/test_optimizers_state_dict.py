@@ -5,10 +5,9 @@ CPU AdamW, whose arithmetic is the same)."""
 
 import io
 
+import mlops.optimizers as mo
 import pytest
 import torch
-
-import mlops.optimizers as mo
 from optimizers_helpers import assert_same, clone_params, make_params, run
 
 SIZES = [(64, 32), (4096,), (48,)]

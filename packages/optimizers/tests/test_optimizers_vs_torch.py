@@ -8,10 +8,9 @@ follows. torch's scalar tail (size % 16 elements, mixed double/float arithmetic)
 non-fused single-tensor path (lerp_, addcdiv_, Sleef sqrt) differ in the last bits:
 there the tolerance is 5e-5 relative after 100 steps (a few float ulps a step, compounded)."""
 
+import mlops.optimizers as mo
 import pytest
 import torch
-
-import mlops.optimizers as mo
 from optimizers_helpers import assert_same, clone_params, make_params, max_rel, run
 
 ALIGNED = [(64, 32), (4096,), (16,), (40000,), (3, 5, 16)]
@@ -63,7 +62,7 @@ def test_close_to_torch(case, path):
     sizes = RAGGED if path == "fused_ragged" else ALIGNED + RAGGED
     ps = make_params(sizes)
     qs = clone_params(ps)
-    kw = {"fused_ragged": dict(fused=True), "single_tensor": dict(foreach=False), "foreach": dict(foreach=True)}[path]
+    kw = {"fused_ragged": {"fused": True}, "single_tensor": {"foreach": False}, "foreach": {"foreach": True}}[path]
     run(ours(ps), ps, 100)
     run(theirs(qs, **kw), qs, 100)
     assert max_rel(ps, qs) < 5e-5

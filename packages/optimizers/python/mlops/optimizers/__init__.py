@@ -8,4 +8,4 @@ from .clip import clip_grad_norm_
 from .optimizers import SGD, Adam, AdamW, Lion
 
 __version__ = "0.1.0"
-__all__ = ["AdamW", "Adam", "SGD", "Lion", "Adafactor", "clip_grad_norm_", "MultiTensorOptimizer", "dynamic_map"]
+__all__ = ["SGD", "Adafactor", "Adam", "AdamW", "Lion", "MultiTensorOptimizer", "clip_grad_norm_", "dynamic_map"]

@@ -4,8 +4,6 @@ algorithm and which state tensors they keep."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from . import _tables
@@ -61,8 +59,8 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
     # torch.amp.GradScaler passes grad_scale / found_inf instead of unscaling (as for fused=True)
     _step_supports_amp_scaling = True
 
-    def __init__(self, params, defaults: dict, *, max_grad_norm: Optional[float] = None, seed: int = 0,
-                 variant: Optional[str] = None):
+    def __init__(self, params, defaults: dict, *, max_grad_norm: float | None = None, seed: int = 0,
+                 variant: str | None = None):
         if max_grad_norm is not None and not (isinstance(max_grad_norm, (int, float)) and max_grad_norm > 0):
             _fail("max_grad_norm", f"expected None or a number > 0, got {max_grad_norm!r}")
         if not (isinstance(seed, int) and 0 <= seed < 2**32):
@@ -73,7 +71,7 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         self.variant = -1 if variant is None else C.VARIANTS.index(variant)
         self.max_grad_norm = max_grad_norm
         self.seed = seed
-        self.last_grad_norm: Optional[torch.Tensor] = None
+        self.last_grad_norm: torch.Tensor | None = None
         self._cache: dict = {}
         self._clip_buffers: dict = {}
         super().__init__(params, defaults)
@@ -187,11 +185,15 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
     def _group_tables(self, gi: int, group: dict, first_id: int):
         """The tables of a group, rebuilt only when the set of gradients or their addresses changed."""
         params = group["params"]
+        cached = self._cache.get(gi)
         try:
-            key = [ptr(g) if (g := p.grad) is not None else 0 for p in params]
+            # the per-step cost of a cached table: one data_ptr() a gradient (DTensor groups: of the local shard)
+            if cached is not None and not cached[2]:
+                key = [g.data_ptr() if (g := p.grad) is not None else 0 for p in params]
+            else:
+                key = [ptr(g) if (g := p.grad) is not None else 0 for p in params]
         except RuntimeError:  # a gradient without storage (sparse): _validate names it
             key = None
-        cached = self._cache.get(gi)
         if cached is not None and cached[0] == key:
             return cached[1]
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
@@ -220,7 +222,10 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             rows.setdefault("_keep", []).append((p, p.grad, st))
         dev = local(with_grad[0][1]).device if with_grad else None
         tables = [Table(dev, dt, rows) for dt, rows in buckets.items()]
-        self._cache[gi] = (key, tables)
+        has_dtensor = any(getattr(p, "_local_tensor", None) is not None for _, p in with_grad)
+        if has_dtensor:
+            key = [ptr(g) if (g := p.grad) is not None else 0 for p in params]
+        self._cache[gi] = (key, tables, has_dtensor)
         return tables
 
     # ---- step ------------------------------------------------------------------------------
@@ -229,8 +234,8 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         raise NotImplementedError
 
     @torch.no_grad()
-    def step(self, closure=None, *, grad_scale: Optional[torch.Tensor] = None,
-             found_inf: Optional[torch.Tensor] = None):
+    def step(self, closure=None, *, grad_scale: torch.Tensor | None = None,
+             found_inf: torch.Tensor | None = None):
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -284,7 +289,7 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             C.step(*args)
 
 
-def _on(t: Optional[torch.Tensor], device) -> Optional[torch.Tensor]:
+def _on(t: torch.Tensor | None, device) -> torch.Tensor | None:
     if t is None:
         return None
     if not isinstance(t, torch.Tensor):

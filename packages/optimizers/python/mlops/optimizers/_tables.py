@@ -28,7 +28,7 @@ def ptr(t) -> int:
 class Table:
     """A built table: `table` is a uint8 tensor on the tensors' device."""
 
-    __slots__ = ("table", "host", "num_tensors", "num_chunks", "device", "dtype", "rows")
+    __slots__ = ("device", "dtype", "host", "num_chunks", "num_tensors", "rows", "table")
 
     def __init__(self, device: torch.device, dtype: torch.dtype, rows: dict):
         self.device = device

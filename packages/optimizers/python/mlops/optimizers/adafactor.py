@@ -36,8 +36,8 @@ class Adafactor(torch.optim.Optimizer):
         if not decay_rate < 0:
             _fail("decay_rate", f"expected < 0, got {decay_rate!r}")
         check_nonneg("weight_decay", weight_decay)
-        defaults = dict(lr=lr, eps=tuple(eps), clip_threshold=clip_threshold, decay_rate=decay_rate, beta1=beta1,
-                        weight_decay=weight_decay, scale_parameter=scale_parameter, relative_step=relative_step)
+        defaults = {"lr": lr, "eps": tuple(eps), "clip_threshold": clip_threshold, "decay_rate": decay_rate, "beta1": beta1,
+                        "weight_decay": weight_decay, "scale_parameter": scale_parameter, "relative_step": relative_step}
         super().__init__(params, defaults)
 
     @staticmethod

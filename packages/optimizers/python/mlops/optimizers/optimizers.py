@@ -10,9 +10,16 @@ norm is left in .last_grad_norm), seed."""
 
 from __future__ import annotations
 
-from typing import Optional
-
-from ._base import ALGO_ADAM, ALGO_LION, ALGO_SGD, MultiTensorOptimizer, _fail, check_betas, check_lr, check_nonneg
+from ._base import (
+    ALGO_ADAM,
+    ALGO_LION,
+    ALGO_SGD,
+    MultiTensorOptimizer,
+    _fail,
+    check_betas,
+    check_lr,
+    check_nonneg,
+)
 
 
 class _AdamBase(MultiTensorOptimizer):
@@ -21,10 +28,10 @@ class _AdamBase(MultiTensorOptimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  maximize=False, master_weights=False, stochastic_rounding=False, state_8bit=False,
-                 max_grad_norm: Optional[float] = None, seed: int = 0, variant=None):
-        defaults = dict(lr=lr, betas=tuple(betas) if isinstance(betas, list) else betas, eps=eps,
-                        weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize, master_weights=master_weights,
-                        stochastic_rounding=stochastic_rounding, state_8bit=state_8bit)
+                 max_grad_norm: float | None = None, seed: int = 0, variant=None):
+        defaults = {"lr": lr, "betas": tuple(betas) if isinstance(betas, list) else betas, "eps": eps,
+                        "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize, "master_weights": master_weights,
+                        "stochastic_rounding": stochastic_rounding, "state_8bit": state_8bit}
         super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed, variant=variant)
 
     def _check_group(self, group):
@@ -40,7 +47,7 @@ class _AdamBase(MultiTensorOptimizer):
 
     def _launch_args(self, group):
         b1, b2 = group["betas"]
-        return dict(beta1=b1, beta2=b2, eps=group["eps"], decoupled=self._decoupled, amsgrad=bool(group["amsgrad"]))
+        return {"beta1": b1, "beta2": b2, "eps": group["eps"], "decoupled": self._decoupled, "amsgrad": bool(group["amsgrad"])}
 
 
 class AdamW(_AdamBase):
@@ -66,9 +73,9 @@ class SGD(MultiTensorOptimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False, master_weights=False, stochastic_rounding=False,
-                 max_grad_norm: Optional[float] = None, seed: int = 0, variant=None):
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
-                        maximize=maximize, master_weights=master_weights, stochastic_rounding=stochastic_rounding)
+                 max_grad_norm: float | None = None, seed: int = 0, variant=None):
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay, "nesterov": nesterov,
+                        "maximize": maximize, "master_weights": master_weights, "stochastic_rounding": stochastic_rounding}
         super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed, variant=variant)
 
     def _check_group(self, group):
@@ -83,7 +90,7 @@ class SGD(MultiTensorOptimizer):
         return {"s1": "momentum_buffer" if group["momentum"] != 0 else None}
 
     def _launch_args(self, group):
-        return dict(beta1=group["momentum"], beta2=group["dampening"], nesterov=bool(group["nesterov"]))
+        return {"beta1": group["momentum"], "beta2": group["dampening"], "nesterov": bool(group["nesterov"])}
 
 
 class Lion(MultiTensorOptimizer):
@@ -93,10 +100,10 @@ class Lion(MultiTensorOptimizer):
     _algo = ALGO_LION
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False,
-                 master_weights=False, stochastic_rounding=False, max_grad_norm: Optional[float] = None,
+                 master_weights=False, stochastic_rounding=False, max_grad_norm: float | None = None,
                  seed: int = 0, variant=None):
-        defaults = dict(lr=lr, betas=tuple(betas) if isinstance(betas, list) else betas, weight_decay=weight_decay,
-                        maximize=maximize, master_weights=master_weights, stochastic_rounding=stochastic_rounding)
+        defaults = {"lr": lr, "betas": tuple(betas) if isinstance(betas, list) else betas, "weight_decay": weight_decay,
+                        "maximize": maximize, "master_weights": master_weights, "stochastic_rounding": stochastic_rounding}
         super().__init__(params, defaults, max_grad_norm=max_grad_norm, seed=seed, variant=variant)
 
     def _check_group(self, group):
@@ -109,4 +116,4 @@ class Lion(MultiTensorOptimizer):
 
     def _launch_args(self, group):
         b1, b2 = group["betas"]
-        return dict(beta1=b1, beta2=b2)
+        return {"beta1": b1, "beta2": b2}
