@@ -46,7 +46,9 @@ def hf_cos_sin(inv_freq, position_ids, dtype):  # LlamaRotaryEmbedding.forward (
 
 def empty_kernel_time(b: Bench) -> tuple[float, float]:
     """(event-timed seconds, host seconds a call) of the emptiest kernel torch launches: a 0-cycle spin."""
-    t_ev = b.time(lambda: torch.cuda._sleep(0), flush=False, reps=500)
+    # flushed like the cases it is compared with, so the launch sits behind the flush in the queue
+    # and the events time the GPU, not the Python launch path
+    t_ev = b.time(lambda: torch.cuda._sleep(0), flush=True, reps=500)
     torch.cuda.synchronize()
     n = 2000
     t0 = time.perf_counter()

@@ -131,6 +131,7 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
   }
 }
 
+#ifndef MLOPS_ROPE_EMULATE_KERNEL  // tests/c/rope_kernel_emulation.cpp runs the kernel above as host code
 // Launches stay in the object that instantiates the template: since nvcc 12.8 a template's
 // launch stub is local to that object (-static-global-template-stub).
 template <class T>
@@ -146,5 +147,7 @@ cudaError_t launch_t(const Params& p, bool vec, int layout, cudaStream_t s) {
   }
   return cudaGetLastError();
 }
+
+#endif
 
 }  // namespace mlops::rope
