@@ -85,6 +85,8 @@ MODES = {
     "min_p0.05": dict(temperature=0.8, min_p=0.05),
     "top_k50_top_p0.9_min_p0.05": dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05),
     "penalties_top_p0.9": dict(temperature=0.8, top_p=0.9, repetition_penalty=1.1, presence_penalty=0.2),
+    "greedy+stats": dict(temperature=0.0),
+    "top_k50+stats": dict(temperature=0.8, top_k=50),
 }
 
 
@@ -100,6 +102,17 @@ def torch_top_p(z, p=0.9, t=0.8):
 def torch_top_k(z, k=50, t=0.8):
     v, i = torch.topk(z / t, k, -1)
     return i.gather(-1, torch.multinomial(torch.softmax(v, -1), 1))
+
+
+def stats_of(z: torch.Tensor) -> mv.LmHeadOutput:
+    """What lm_head(..., stats=True) would return for these logits (built with torch ops, so any B)."""
+    bits = z.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    key = torch.where(bits >= 0x80000000, (~bits) & 0xFFFFFFFF, bits | 0x80000000)
+    idx = torch.arange(z.shape[1], device=z.device)
+    best = ((key << 32) | (0xFFFFFFFF - idx)).max(1).values
+    hist = torch.stack([torch.bincount(key[i] >> 24, minlength=256) for i in range(z.shape[0])]).to(torch.int32)
+    mx, am = mv.decode_best(best)
+    return mv.LmHeadOutput(z, mx, am, hist, best)
 
 
 def bench_sampling(b: Bench, quick: bool):
@@ -135,12 +148,16 @@ def bench_sampling(b: Bench, quick: bool):
             s = mv.Sampler(B, V, device="cuda", seed=1, **cfg)
             zz = z.clone()
             toks = torch.empty(B, dtype=torch.int32, device="cuda")
-            if "repetition_penalty" in cfg:
+            if mode.endswith("+stats"):
+                st = stats_of(z)
+                fn = lambda: s(zz, tokens=toks, stats=st)  # noqa: E731
+            elif "repetition_penalty" in cfg:
                 fn = lambda: s(zz, history=hist, history_len=hlen, tokens=toks)  # noqa: E731
             else:
                 fn = lambda: s(zz, tokens=toks)  # noqa: E731
             t = b.time(graphed(fn), flush=False, reps=50 if quick else 200)
-            peer = {"greedy": "torch.argmax", "top_k50": "torch.topk+multinomial"}.get(mode, "torch.sort top_p")
+            peer = {"greedy": "torch.argmax", "greedy+stats": "torch.argmax", "top_k50": "torch.topk+multinomial",
+                    "top_k50+stats": "torch.topk+multinomial"}.get(mode, "torch.sort top_p")
             target = 15e-6 if B == 1 else 60e-6 if B == 64 else None
             b.record(case=f"sample V={V} B={B} {mode}", impl="mlops", seconds=t, peer=peer, peer_seconds=peer_t[peer],
                      target_us=None if target is None else target * 1e6,

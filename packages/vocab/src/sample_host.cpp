@@ -94,7 +94,13 @@ void sample_host(const SampleParams& p) {
       }
       for (const auto& [t, cnt] : counts) z[t] = penalize(z[t], cnt, c);
     }
-    const RowMax rm = row_max(z, p.vocab);
+    RowMax rm;
+    if (row_uses_stats(p, row, c)) {
+      rm.best = p.stats_best[row];
+      rm.flags = flags_from_best(rm.best);
+    } else {
+      rm = row_max(z, p.vocab);
+    }
     int32_t token = int32_t(rm.best == 0 ? 0u : best_index(rm.best));
     float logprob = std::nanf("");
     if (rm.flags || config_greedy(c)) {

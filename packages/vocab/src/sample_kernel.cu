@@ -66,23 +66,30 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
   const float* z = p.logits + row * p.logits_stride;
   const mlops_sample_config cfg = sanitize(p.configs[row]);
 
-  // ---- pass 1: max, lowest argmax, flags
+  // ---- pass 1: max, lowest argmax, flags (or the LM head's statistics: no pass)
+  const bool stats = row_uses_stats(p, row, cfg);
   uint64_t best = 0;
-  int fl = 0;
-  for (int64_t v = tid; v < V; v += NT) {
-    const float x = row_value(z, v);
-    if (is_nan(x)) { fl |= MLOPS_SAMPLE_FLAG_NAN; continue; }
-    const uint32_t k = key_of(x);
-    if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
-    const uint64_t b = pack_best(k, uint32_t(v));
-    best = b > best ? b : best;
+  int flags = 0;
+  if (stats) {
+    best = p.stats_best[row];
+    flags = flags_from_best(best);
+  } else {
+    int fl = 0;
+    for (int64_t v = tid; v < V; v += NT) {
+      const float x = row_value(z, v);
+      if (is_nan(x)) { fl |= MLOPS_SAMPLE_FLAG_NAN; continue; }
+      const uint32_t k = key_of(x);
+      if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+      const uint64_t b = pack_best(k, uint32_t(v));
+      best = b > best ? b : best;
+    }
+    const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
+    const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
+    best = block_max_u64<NT>(best, sh);
+    flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
+    if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
   }
-  const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
-  const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
-  best = block_max_u64<NT>(best, sh);
-  int flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
   const uint32_t max_key = best_key(best);
-  if (best == 0 || max_key <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
   const uint32_t argmax = best == 0 ? 0u : best_index(best);
   const float m = float_of_key(max_key);
 
@@ -105,9 +112,10 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
-        for (int i = tid; i < 256; i += NT) sh.cnt[i] = 0;
+        const bool from_stats = level == 3 && stats && p.stats_key_hist;  // the head counted these
+        for (int i = tid; i < 256; i += NT) sh.cnt[i] = from_stats ? p.stats_key_hist[row * 256 + i] : 0u;
         __syncthreads();
-        for (int64_t v = tid; v < V; v += NT) {
+        for (int64_t v = tid; !from_stats && v < V; v += NT) {
           const uint32_t k = key_of(row_value(z, v));
           if ((k & mask) == prefix) atomicAdd(&sh.cnt[(k >> sh_bits) & 255u], 1u);
         }

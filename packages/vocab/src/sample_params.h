@@ -18,6 +18,8 @@ struct SampleParams {
   int32_t* tokens;
   float* logprobs;
   int32_t* flags;
+  const uint64_t* stats_best;
+  const uint32_t* stats_key_hist;
 };
 
 SampleParams make_sample_params(const mlops_sample_args& a);
@@ -44,6 +46,21 @@ MLOPS_HD int64_t history_length(const SampleParams& p, int64_t row) {
   if (n < 0) n = 0;
   if (n > p.history_stride) n = p.history_stride;
   return n;
+}
+
+// Whether a row's max comes from the LM head's statistics: given, and no penalty changes the row.
+MLOPS_HD bool row_uses_stats(const SampleParams& p, int64_t row, const mlops_sample_config& c) {
+  return p.stats_best && !(history_length(p, row) > 0 && config_has_penalty(c));
+}
+
+// The flags of a row whose max is known only as (key, index): what the max key says.
+MLOPS_HD int flags_from_best(uint64_t best) {
+  const uint32_t k = best_key(best);
+  int f = 0;
+  if (k > kKeyPosInf) f |= MLOPS_SAMPLE_FLAG_NAN;
+  if (k == kKeyPosInf) f |= MLOPS_SAMPLE_FLAG_POSINF;
+  if (best == 0 || k <= kKeyNegInf) f |= MLOPS_SAMPLE_FLAG_NO_FINITE;
+  return f;
 }
 
 void sample_host(const SampleParams& p);

@@ -176,6 +176,8 @@ mlops_status check_sample(const mlops_sample_args* a) {
     if (!a->penalty_counts)
       return fail(MLOPS_ERR_INVALID_ARGUMENT, "penalty_counts: a zeroed int32 [rows, vocab] workspace is required with a history");
   }
+  if (a->stats_key_hist && !a->stats_best)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "stats_key_hist: given without stats_best");
   if (a->variant < -1 || a->variant >= kNumSample)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumSample, a->variant);
   return MLOPS_OK;
@@ -223,6 +225,7 @@ SampleParams make_sample_params(const mlops_sample_args& a) {
   p.history = a.history; p.history_stride = a.history_stride; p.history_len = a.history_len;
   p.penalty_counts = a.penalty_counts;
   p.tokens = a.tokens; p.logprobs = a.logprobs; p.flags = a.flags;
+  p.stats_best = a.stats_best; p.stats_key_hist = a.stats_key_hist;
   return p;
 }
 

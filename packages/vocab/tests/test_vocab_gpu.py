@@ -155,6 +155,23 @@ def test_sampler_bits_vs_host(mode, variant):
         assert torch.equal(sg.steps.cpu(), sc.steps)
 
 
+@pytest.mark.parametrize("mode", ["greedy", "top_k", "all", "top_p"])
+@pytest.mark.parametrize("variant", SAMPLE_VARIANTS)
+def test_sampler_with_lm_head_stats_bits(mode, variant):
+    """Fed the LM head's statistics (no max pass, top-k's first level from the head's histogram):
+    the same tokens as the host emulation and as the GPU without statistics."""
+    M, V, H = 8, 151936, 512
+    x, w = cuda(randn((M, H), torch.bfloat16, 1), randn((V, H), torch.bfloat16, 2, scale=0.2))
+    o = mv.lm_head(x, w, stats=True)
+    cfg = MODES[mode]
+    g = mv.Sampler(M, V, device="cuda", seed=4, variant=variant, **cfg)(o.logits.clone(), stats=o)
+    n = mv.Sampler(M, V, device="cuda", seed=4, variant=variant, **cfg)(o.logits.clone())
+    oc = mv.LmHeadOutput(*[t.cpu() for t in o])
+    c = mv.Sampler(M, V, device="cpu", seed=4, **cfg)(oc.logits.clone(), stats=oc)
+    assert torch.equal(g.tokens.cpu(), c.tokens) and torch.equal(g.tokens, n.tokens), (mode, variant)
+    assert torch.equal(g.flags.cpu(), c.flags)
+
+
 def test_sampler_penalties_bits():
     B, V, L = 4, 50000, 300
     z = randn((B, V), torch.float32, 5, scale=2.0)

@@ -150,3 +150,18 @@ def test_draws_match_exact_masses(mode):
     # Wilson-Hilferty: chi2/k ~ N(1 - 2/(9k), 2/(9k))^3; z = 4.75 is the 1e-6 one-sided quantile
     limit = k * (1 - 2 / (9 * k) + 4.75 * math.sqrt(2 / (9 * k))) ** 3
     assert chi2 < limit, (chi2, limit)
+
+
+@pytest.mark.parametrize("cfg", [dict(temperature=0.0), dict(temperature=0.9, top_k=30), dict(temperature=0.7, top_p=0.9)])
+def test_lm_head_stats_give_the_same_tokens(cfg):
+    """The sampler fed the LM head's statistics (no max pass; top-k's first level from the histogram)
+    draws the same tokens as without them."""
+    M, V, H = 5, 3001, 256
+    x = randn((M, H), torch.bfloat16, 1)
+    w = randn((V, H), torch.bfloat16, 2)
+    o = mv.lm_head(x, w, stats=True)
+    a = mv.Sampler(M, V, device="cpu", seed=3, **cfg)(o.logits.clone(), stats=o)
+    b = mv.Sampler(M, V, device="cpu", seed=3, **cfg)(o.logits.clone())
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.flags, b.flags)
+    if cfg["temperature"] == 0.0:
+        assert torch.equal(a.tokens.long(), o.argmax)

@@ -153,6 +153,12 @@ typedef struct mlops_sample_args {
   int32_t* tokens;          /* [B] */
   float* logprobs;          /* [B], optional: log of the chosen token's kept mass / S (greedy: T = 1, no filter) */
   int32_t* flags;           /* [B], optional */
+  /* Optional: the LM head's statistics of these logits (mlops_lm_head_args.best / key_hist, rows
+   * in the same order). Rows without penalties then skip the pass for the max (greedy rows read
+   * nothing else) and top-k its first radix pass. The flags of such a row come from its max alone:
+   * NaN if the max key is a (positive) NaN's, +inf if it is +inf's, none finite if it is -inf's. */
+  const uint64_t* stats_best;     /* [B] */
+  const uint32_t* stats_key_hist; /* [B, 256], optional with stats_best */
   int variant;              /* -1: the planner picks */
 } mlops_sample_args;
 

@@ -69,13 +69,14 @@ def pack_configs(configs: Sequence[dict]) -> torch.Tensor:
 
 
 def _sample_impl(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags,
-                 variant: int) -> None:
+                 stats_best, stats_key_hist, variant: int) -> None:
     B, V = logits.shape
 
     def run():
         C.sample(logits.is_cuda, stream_of(logits), B, V, logits.data_ptr(), logits.stride(0), configs.data_ptr(),
                  seeds.data_ptr(), steps.data_ptr(), ptr(history), 0 if history is None else history.stride(0),
-                 ptr(history_len), ptr(penalty_counts), tokens.data_ptr(), ptr(logprobs), ptr(flags), variant)
+                 ptr(history_len), ptr(penalty_counts), tokens.data_ptr(), ptr(logprobs), ptr(flags), ptr(stats_best),
+                 ptr(stats_key_hist), variant)
 
     on_device(logits, run)
 
@@ -86,12 +87,15 @@ def _sample_impl(logits, configs, seeds, steps, history, history_len, penalty_co
 def _sample_into(logits: torch.Tensor, configs: torch.Tensor, seeds: torch.Tensor, steps: torch.Tensor,
                  history: Optional[torch.Tensor], history_len: Optional[torch.Tensor],
                  penalty_counts: Optional[torch.Tensor], tokens: torch.Tensor, logprobs: Optional[torch.Tensor],
-                 flags: torch.Tensor, variant: int) -> None:
-    _sample_impl(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags, variant)
+                 flags: torch.Tensor, stats_best: Optional[torch.Tensor], stats_key_hist: Optional[torch.Tensor],
+                 variant: int) -> None:
+    _sample_impl(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags,
+                 stats_best, stats_key_hist, variant)
 
 
 @_sample_into.register_fake
-def _(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags, variant):
+def _(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags, stats_best,
+      stats_key_hist, variant):
     return None
 
 
@@ -146,7 +150,9 @@ class Sampler:
 
     def __call__(self, logits: torch.Tensor, *, history: Optional[torch.Tensor] = None,
                  history_len: Optional[torch.Tensor] = None, logprobs: bool = False,
-                 tokens: Optional[torch.Tensor] = None) -> SampleOutput:
+                 tokens: Optional[torch.Tensor] = None, stats=None) -> SampleOutput:
+        """stats: the LmHeadOutput of these logits (lm_head(..., stats=True)): rows without penalties
+        skip the pass for the max (greedy reads nothing else) and top-k its first radix pass."""
         check_tensor("logits", logits, (torch.float32,), dims=(2,), device=self.device)
         if tuple(logits.shape) != (self.batch, self.vocab):
             fail("logits", f"expected shape {(self.batch, self.vocab)}, got {tuple(logits.shape)}")
@@ -169,10 +175,20 @@ class Sampler:
             check_tensor("tokens", tokens, (torch.int32,), dims=(1,), device=self.device)
             if tokens.shape[0] != self.batch:
                 fail("tokens", f"expected shape ({self.batch},), got {tuple(tokens.shape)}")
+        best = key_hist = None
+        if stats is not None:
+            best, key_hist = getattr(stats, "best", None), getattr(stats, "key_hist", None)
+            if best is None:
+                fail("stats", "expected the LmHeadOutput of lm_head(..., stats=True)")
+            check_tensor("stats", best, (torch.int64,), dims=(1,), device=self.device)
+            check_tensor("stats", key_hist, (torch.int32,), dims=(2,), device=self.device)
+            if best.shape[0] != self.batch or tuple(key_hist.shape) != (self.batch, 256) or not key_hist.is_contiguous():
+                fail("stats", f"expected statistics of {self.batch} rows, got best {tuple(best.shape)}, "
+                     f"key_hist {tuple(key_hist.shape)}")
         lp = torch.empty(self.batch, dtype=torch.float32, device=self.device) if logprobs else None
         flags = torch.empty(self.batch, dtype=torch.int32, device=self.device)
         args = (logits, self.configs, self.seeds, self.steps, history, history_len,
-                self.penalty_counts if history is not None else None, tokens, lp, flags, self.variant)
+                self.penalty_counts if history is not None else None, tokens, lp, flags, best, key_hist, self.variant)
         if torch.compiler.is_compiling():
             _sample_into(*args)
         else:
