@@ -108,8 +108,9 @@ def stats_of(z: torch.Tensor) -> mv.LmHeadOutput:
     """What lm_head(..., stats=True) would return for these logits (built with torch ops, so any B)."""
     bits = z.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
     key = torch.where(bits >= 0x80000000, (~bits) & 0xFFFFFFFF, bits | 0x80000000)
-    idx = torch.arange(z.shape[1], device=z.device)
-    best = ((key << 32) | (0xFFFFFFFF - idx)).max(1).values
+    kmax = key.max(1, keepdim=True).values
+    first = torch.argmax((key == kmax).to(torch.int8), 1, keepdim=True)  # the lowest index of the max
+    best = ((kmax << 32) | (0xFFFFFFFF - first))[:, 0]  # the uint64 bits, held in an int64
     hist = torch.stack([torch.bincount(key[i] >> 24, minlength=256) for i in range(z.shape[0])]).to(torch.int32)
     mx, am = mv.decode_best(best)
     return mv.LmHeadOutput(z, mx, am, hist, best)
