@@ -125,3 +125,19 @@ def test_lr_as_tensor_same_bits():
     run(mo.AdamW(ps, lr=torch.tensor(1e-2)), ps, 10)
     run(mo.AdamW(qs, lr=float(torch.tensor(1e-2))), qs, 10)
     assert_same(ps, qs, "tensor lr")
+
+
+def test_moved_parameter_rebuilds_the_table():
+    """`p.data = ...` (module.to(), .half()) gives a parameter new memory: the next step must
+    update the new tensor, never the freed one."""
+    ps = make_params(ALIGNED)
+    qs = clone_params(ps)
+    a = mo.AdamW(ps, lr=1e-2)
+    b = torch.optim.AdamW(qs, lr=1e-2, fused=True)
+    run(a, ps, 3)
+    run(b, qs, 3)
+    for p in ps:
+        p.data = p.data.clone()
+    run(a, ps, 3, start=3)
+    run(b, qs, 3, start=3)
+    assert_same(ps, qs, "after p.data = ...")

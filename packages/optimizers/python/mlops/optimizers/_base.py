@@ -188,10 +188,12 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         cached = self._cache.get(gi)
         try:
             # the per-step cost of a cached table: one data_ptr() a gradient (DTensor groups: of the local shard)
+            # the parameters' addresses too: `p.data = ...` (module.to(), .half()) moves a parameter, and the
+            # table must never point at freed memory
             if cached is not None and not cached[2]:
-                key = [g.data_ptr() if (g := p.grad) is not None else 0 for p in params]
+                key = ([p.data_ptr() for p in params], [g.data_ptr() if (g := p.grad) is not None else 0 for p in params])
             else:
-                key = [ptr(g) if (g := p.grad) is not None else 0 for p in params]
+                key = self._key_slow(params)
         except RuntimeError:  # a gradient without storage (sparse): _validate names it
             key = None
         if cached is not None and cached[0] == key:
@@ -219,14 +221,18 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             rows["step"].append(ptr(st["step"]))
             rows["numel"].append(local(p).numel())
             rows["id"].append((first_id + i) & 0xFFFFFFFF)
-            rows.setdefault("_keep", []).append((p, p.grad, st))
         dev = local(with_grad[0][1]).device if with_grad else None
         tables = [Table(dev, dt, rows) for dt, rows in buckets.items()]
         has_dtensor = any(getattr(p, "_local_tensor", None) is not None for _, p in with_grad)
         if has_dtensor:
-            key = [ptr(g) if (g := p.grad) is not None else 0 for p in params]
+            key = self._key_slow(params)
         self._cache[gi] = (key, tables, has_dtensor)
         return tables
+
+    @staticmethod
+    def _key_slow(params):
+        """The cache key through the local shards (DTensor) of parameters and gradients."""
+        return ([ptr(p) for p in params], [ptr(g) if (g := p.grad) is not None else 0 for p in params])
 
     # ---- step ------------------------------------------------------------------------------
     def _launch_args(self, group: dict) -> dict:

@@ -33,7 +33,10 @@ class Table:
     def __init__(self, device: torch.device, dtype: torch.dtype, rows: dict):
         self.device = device
         self.dtype = dtype
-        self.rows = rows  # the tensors the pointers came from, kept alive with the table
+        # The table holds addresses, not tensors: the optimizer keeps its parameters and states, and
+        # re-checks parameter and gradient addresses every step (a freed gradient's memory is reused in
+        # stream order, after the kernels that read it).
+        self.rows = None
         numel = rows["numel"]
         nbytes, self.num_chunks = C.table_size(numel)
         self.num_tensors = len(numel)

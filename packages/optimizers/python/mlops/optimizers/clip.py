@@ -31,7 +31,6 @@ def grad_norm_tables(parameters):
             rows[k].append(0)
         rows["numel"].append(lg.numel())
         rows["id"].append(i)
-        rows.setdefault("_keep", []).append(g)
     devs = {d for d, _ in buckets}
     if len(devs) > 1:
         _fail("parameters", f"expected gradients on one device, got {sorted(map(str, devs))}")
