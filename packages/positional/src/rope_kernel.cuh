@@ -42,7 +42,7 @@ struct Geometry {
 };
 
 template <class T, int LAYOUT, bool VEC>
-__global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
+__global__ void __launch_bounds__(kCtaThreads, 4) rope_kernel(const Params p) {
   using G = Geometry<T, LAYOUT, VEC>;
   constexpr int P = G::P, TE = G::TE;
   extern __shared__ float smem[];
@@ -73,60 +73,90 @@ __global__ void __launch_bounds__(kCtaThreads) rope_kernel(const Params p) {
   if ((int)threadIdx.x < ntok && bad[threadIdx.x] && p.flag && blockIdx.y == 0) *p.flag = 1;
 
   // Phase 2: (token, head, chunk) items, the chunk fastest so a warp reads contiguous bytes.
+  // Two items a thread a step, both loads issued before either is used (more bytes in flight).
   const int rot_chunks = half / P;  // P pairs a chunk in both layouts
   const int cph = rot_chunks + (p.tail ? (p.head_dim - rd) / TE : 0);
   const int ipt = nh * cph;
+  const int n = ntok * ipt;
   const int hq = (int)p.q.heads;
-  for (int it = threadIdx.x; it < ntok * ipt; it += kCtaThreads) {
-    const int tok = it / ipt;
-    const int r = it - tok * ipt;
-    const int hl = r / cph;
-    const int c = r - hl * cph;
-    const int h = h0 + hl;
-    const bool isq = h < hq;
-    const long long hh = isq ? h : h - hq;
-    const T* in = static_cast<const T*>(isq ? p.q.x : p.k.x) + base[4 * tok + (isq ? 0 : 2)] +
-                  hh * (isq ? p.q.hs : p.k.hs);
-    T* out = static_cast<T*>(isq ? p.q.out : p.k.out) + base[4 * tok + (isq ? 1 : 3)] +
-             hh * (isq ? p.q.ohs : p.k.ohs);
-    const bool inplace = (const void*)out == (const void*)in;
-    if (c >= rot_chunks) {  // the pass-through tail of an out-of-place head
-      if (!inplace) {
-        const int off = rd + (c - rot_chunks) * TE;
-        stv<T, TE, VEC>(out + off, ldv<T, TE, VEC>(in + off));
+  constexpr int U = 2;
+  for (int it0 = threadIdx.x; it0 < n; it0 += U * kCtaThreads) {
+    const T* in[U];
+    T* out[U];
+    int j[U], tok[U];
+    bool rot[U], live[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int it = it0 + u * kCtaThreads;
+      live[u] = false;
+      if (it >= n) continue;
+      tok[u] = it / ipt;
+      const int r = it - tok[u] * ipt;
+      const int hl = r / cph;
+      const int c = r - hl * cph;
+      const int h = h0 + hl;
+      const bool isq = h < hq;
+      const long long hh = isq ? h : h - hq;
+      in[u] = static_cast<const T*>(isq ? p.q.x : p.k.x) + base[4 * tok[u] + (isq ? 0 : 2)] +
+              hh * (isq ? p.q.hs : p.k.hs);
+      out[u] = static_cast<T*>(isq ? p.q.out : p.k.out) + base[4 * tok[u] + (isq ? 1 : 3)] +
+               hh * (isq ? p.q.ohs : p.k.ohs);
+      const bool inplace = (const void*)out[u] == (const void*)in[u];
+      if (c >= rot_chunks) {  // the pass-through tail of an out-of-place head: copied right here
+        if (!inplace) {
+          const int off = rd + (c - rot_chunks) * TE;
+          stv<T, TE, VEC>(out[u] + off, ldv<T, TE, VEC>(in[u] + off));
+        }
+        continue;
       }
-      continue;
+      rot[u] = !bad[tok[u]];
+      live[u] = rot[u] || !inplace;  // an out-of-range token is left as it is (copied out of place)
+      j[u] = c * P;
     }
-    const float* cs = smem + tok * rd;
-    const bool rotate_it = !bad[tok];
-    if (!rotate_it && inplace) continue;  // left unrotated
-    if (LAYOUT == kNeox) {
-      const int j = c * P;
-      Vec<T, P> xa = ldv<T, P, VEC>(in + j), ya = ldv<T, P, VEC>(in + half + j);
-      if (rotate_it) {
+    if constexpr (LAYOUT == kNeox) {
+      Vec<T, P> xa[U], ya[U];
 #pragma unroll
-        for (int e = 0; e < P; ++e) {
-          float ox, oy;
-          rotate(Elem<T>::load(xa.v[e]), Elem<T>::load(ya.v[e]), cs[j + e], cs[half + j + e], &ox, &oy);
-          xa.v[e] = Elem<T>::store(ox);
-          ya.v[e] = Elem<T>::store(oy);
+      for (int u = 0; u < U; ++u)
+        if (live[u]) {
+          xa[u] = ldv<T, P, VEC>(in[u] + j[u]);
+          ya[u] = ldv<T, P, VEC>(in[u] + half + j[u]);
         }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (!live[u]) continue;
+        if (rot[u]) {
+          const float* cs = smem + tok[u] * rd + j[u];
+#pragma unroll
+          for (int e = 0; e < P; ++e) {
+            float ox, oy;
+            rotate(Elem<T>::load(xa[u].v[e]), Elem<T>::load(ya[u].v[e]), cs[e], cs[half + e], &ox, &oy);
+            xa[u].v[e] = Elem<T>::store(ox);
+            ya[u].v[e] = Elem<T>::store(oy);
+          }
+        }
+        stv<T, P, VEC>(out[u] + j[u], xa[u]);
+        stv<T, P, VEC>(out[u] + half + j[u], ya[u]);
       }
-      stv<T, P, VEC>(out + j, xa);
-      stv<T, P, VEC>(out + half + j, ya);
     } else {
-      const int j = c * P;  // first pair
-      Vec<T, 2 * P> v = ldv<T, 2 * P, VEC>(in + 2 * j);
-      if (rotate_it) {
+      Vec<T, 2 * P> v[U];
 #pragma unroll
-        for (int e = 0; e < P; ++e) {
-          float ox, oy;
-          rotate(Elem<T>::load(v.v[2 * e]), Elem<T>::load(v.v[2 * e + 1]), cs[j + e], cs[half + j + e], &ox, &oy);
-          v.v[2 * e] = Elem<T>::store(ox);
-          v.v[2 * e + 1] = Elem<T>::store(oy);
+      for (int u = 0; u < U; ++u)
+        if (live[u]) v[u] = ldv<T, 2 * P, VEC>(in[u] + 2 * j[u]);  // pairs j ... j + P - 1
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (!live[u]) continue;
+        if (rot[u]) {
+          const float* cs = smem + tok[u] * rd + j[u];
+#pragma unroll
+          for (int e = 0; e < P; ++e) {
+            float ox, oy;
+            rotate(Elem<T>::load(v[u].v[2 * e]), Elem<T>::load(v[u].v[2 * e + 1]), cs[e], cs[half + e], &ox, &oy);
+            v[u].v[2 * e] = Elem<T>::store(ox);
+            v[u].v[2 * e + 1] = Elem<T>::store(oy);
+          }
         }
+        stv<T, 2 * P, VEC>(out[u] + 2 * j[u], v[u]);
       }
-      stv<T, 2 * P, VEC>(out + 2 * j, v);
     }
   }
 }

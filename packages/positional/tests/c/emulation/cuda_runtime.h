@@ -16,7 +16,7 @@ struct dim3 {
 #define __host__
 #define __forceinline__ inline
 #define __shared__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 
 extern thread_local dim3 threadIdx;
 extern thread_local dim3 blockIdx;
