@@ -4,6 +4,9 @@
 //   top-p    radix select on fixed-point mass (64-bit mass histograms) among the top-k;
 //   draw     chunk sums of the kept weights, an exclusive scan, and the one thread whose chunk
 //            holds floor(R * S / 2^64) walks it in index order.
+// Once the first radix level bounds the kept set to <= kCand elements (top-k's k-th key bin, or
+// top-p's crossing bin), those elements move to shared memory in index order and the remaining
+// levels and the draw read only them: the same integers, so the same token, in fewer row passes.
 // Every quantity is an integer or a value-defined threshold, so the token does not depend on
 // NT (the variant) or on the order threads meet elements. Penalties run first as two small
 // kernels over the history (count, then apply once per distinct token). Launches stay in this
@@ -17,15 +20,29 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
+constexpr int kCand = 2048;  // elements a row may move to shared memory once a threshold bounds them
+
 template <int NT>
 struct Shared {
   uint64_t red[NT / 32];
   uint64_t scan[NT];
   uint32_t cnt[256];
   uint64_t mass[256];
+  float cand_val[kCand];
+  int32_t cand_idx[kCand];
   uint32_t select_prefix, select_mask;
-  int done;
-  uint64_t bcast;
+  int done, gather;
+  uint64_t bcast, bcast2;
+};
+
+// What the passes read: the row itself, or the candidates gathered into shared memory (in index
+// order, so a running sum over them is the running sum over the row's kept elements).
+struct Src {
+  const float* vals;
+  const int32_t* idx;  // nullptr: the row (index = position)
+  int64_t n;
+  __device__ __forceinline__ float val(int64_t i) const { return vals[i]; }
+  __device__ __forceinline__ int64_t index(int64_t i) const { return idx ? int64_t(idx[i]) : i; }
 };
 
 template <int NT>
@@ -55,7 +72,56 @@ __device__ uint64_t block_sum_u64(uint64_t v, Shared<NT>& sh) {
   return r;
 }
 
-__device__ __forceinline__ float row_value(const float* z, int64_t v) { return z[v]; }
+// Thread t's contiguous chunk [c0, c1) of n elements (index order across threads).
+template <int NT>
+__device__ __forceinline__ void chunk_of(int64_t n, int64_t& c0, int64_t& c1) {
+  const int64_t chunk = (n + NT - 1) / NT;
+  c0 = int64_t(threadIdx.x) * chunk;
+  if (c0 > n) c0 = n;
+  c1 = c0 + chunk < n ? c0 + chunk : n;
+}
+
+// Exclusive scan of sh.scan[0 .. NT) by thread 0 (NT exact additions); returns the total.
+template <int NT>
+__device__ uint64_t scan_exclusive(Shared<NT>& sh) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint64_t run = 0;
+    for (int i = 0; i < NT; ++i) {
+      const uint64_t c = sh.scan[i];
+      sh.scan[i] = run;
+      run += c;
+    }
+    sh.bcast2 = run;
+  }
+  __syncthreads();
+  return sh.bcast2;
+}
+
+// Moves the row's elements with key >= lo into shared memory, in index order (the caller knows
+// there are at most kCand of them). Returns the source that reads them.
+template <int NT>
+__device__ Src gather(const float* z, int64_t V, uint32_t lo, Shared<NT>& sh) {
+  int64_t c0, c1;
+  chunk_of<NT>(V, c0, c1);
+  uint64_t mine = 0;
+  for (int64_t v = c0; v < c1; ++v) mine += key_of(z[v]) >= lo;
+  sh.scan[threadIdx.x] = mine;
+  const uint64_t n = scan_exclusive<NT>(sh);
+  uint64_t off = sh.scan[threadIdx.x];
+  for (int64_t v = c0; v < c1 && mine; ++v) {
+    const float x = z[v];
+    if (key_of(x) >= lo) {
+      if (off < uint64_t(kCand)) {  // only statistics that do not describe the row can overflow
+        sh.cand_val[off] = x;
+        sh.cand_idx[off] = int32_t(v);
+      }
+      ++off;
+    }
+  }
+  __syncthreads();
+  return Src{sh.cand_val, sh.cand_idx, int64_t(n < uint64_t(kCand) ? n : uint64_t(kCand))};
+}
 
 template <int NT>
 __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
@@ -76,7 +142,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
   } else {
     int fl = 0;
     for (int64_t v = tid; v < V; v += NT) {
-      const float x = row_value(z, v);
+      const float x = z[v];
       if (is_nan(x)) { fl |= MLOPS_SAMPLE_FLAG_NAN; continue; }
       const uint32_t k = key_of(x);
       if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
@@ -98,13 +164,14 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
   if (flags || config_greedy(cfg)) {
     if (p.logprobs && !flags) {  // log-softmax of the argmax at temperature 1, no filter
       uint64_t s = 0;
-      for (int64_t v = tid; v < V; v += NT) s += sample_weight(row_value(z, v), m, 1.0f);
+      for (int64_t v = tid; v < V; v += NT) s += sample_weight(z[v], m, 1.0f);
       s = block_sum_u64<NT>(s, sh);
       logprob = float(log(double(kWeightScale) / double(s)));
     }
   } else {
     const float T = cfg.temperature;
-    // ---- top-k: the k-th largest key (ties at it are kept)
+    Src src{z, nullptr, V};
+    // ---- top-k: the k-th largest key (ties at it are kept), one byte a level
     uint32_t tau = 0;
     if (cfg.top_k > 0 && int64_t(cfg.top_k) < V) {
       uint32_t prefix = 0, mask = 0;
@@ -115,8 +182,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
         const bool from_stats = level == 3 && stats && p.stats_key_hist;  // the head counted these
         for (int i = tid; i < 256; i += NT) sh.cnt[i] = from_stats ? p.stats_key_hist[row * 256 + i] : 0u;
         __syncthreads();
-        for (int64_t v = tid; !from_stats && v < V; v += NT) {
-          const uint32_t k = key_of(row_value(z, v));
+        for (int64_t i = tid; !from_stats && i < src.n; i += NT) {
+          const uint32_t k = key_of(src.val(i));
           if ((k & mask) == prefix) atomicAdd(&sh.cnt[(k >> sh_bits) & 255u], 1u);
         }
         __syncthreads();
@@ -133,13 +200,17 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
           // every key of the bin is kept when the bin holds exactly the remaining count
           sh.done = bin < 0 || sh.cnt[bin] == k_rem - cum;
           sh.bcast = k_rem - cum;
+          // after the first level, the keys in this bin and above (a superset of what is kept)
+          // move to shared memory when they fit: later levels and the draw read only them
+          sh.gather = bin >= 0 && level == 3 && uint64_t(cum) + sh.cnt[bin] <= uint64_t(kCand);
         }
         __syncthreads();
         prefix = sh.select_prefix;
         mask = sh.select_mask;
         k_rem = uint32_t(sh.bcast);
-        const int done = sh.done;
+        const int done = sh.done, move = sh.gather;
         __syncthreads();
+        if (move) src = gather<NT>(z, V, prefix, sh);  // prefix = bin << 24 here
         if (done) break;
       }
       tau = prefix;
@@ -152,23 +223,29 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
-        for (int i = tid; i < 256; i += NT) sh.mass[i] = 0;
+        for (int i = tid; i < 256; i += NT) {
+          sh.mass[i] = 0;
+          sh.cnt[i] = 0;
+        }
         __syncthreads();
         uint64_t total = 0;
-        for (int64_t v = tid; v < V; v += NT) {
-          const float x = row_value(z, v);
+        for (int64_t i = tid; i < src.n; i += NT) {
+          const float x = src.val(i);
           const uint32_t k = key_of(x);
           if (k < tau || (k & mask) != prefix) continue;
           const uint32_t w = sample_weight(x, m, T);
-          if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&sh.mass[(k >> sh_bits) & 255u]), (unsigned long long)w);
+          const uint32_t bin = (k >> sh_bits) & 255u;
+          if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&sh.mass[bin]), (unsigned long long)w);
+          if (level == 3) atomicAdd(&sh.cnt[bin], 1u);
           total += w;
         }
         if (level == 3) thr = top_p_threshold(cfg.top_p, block_sum_u64<NT>(total, sh));
         __syncthreads();
         if (tid == 0) {
-          uint64_t cum = acc;
+          uint64_t cum = acc, n_ge = 0;
           int bin = -1;
           for (int b = 255; b >= 0; --b) {
+            n_ge += sh.cnt[b];
             if (double(cum + sh.mass[b]) >= thr) { bin = b; break; }
             cum += sh.mass[b];
           }
@@ -176,13 +253,16 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
           sh.select_mask = bin < 0 ? mask : mask | (255u << sh_bits);
           sh.bcast = cum;
           sh.done = bin < 0;
+          // first level over the row: the keys >= max(tau, bin << 24) move to shared memory when they fit
+          sh.gather = bin >= 0 && level == 3 && src.idx == nullptr && n_ge <= uint64_t(kCand);
         }
         __syncthreads();
         prefix = sh.select_prefix;
         mask = sh.select_mask;
         acc = sh.bcast;
-        const int done = sh.done;
+        const int done = sh.done, move = sh.gather;
         __syncthreads();
+        if (move) src = gather<NT>(z, V, prefix > tau ? prefix : tau, sh);
         if (done) break;
       }
       if (prefix > tau) tau = prefix;
@@ -190,45 +270,35 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
     const bool use_min_p = cfg.min_p > 0.0f;
     const double min_thr = min_p_threshold(cfg.min_p);
     // ---- draw: chunk sums in index order, exclusive scan, one thread walks its chunk
-    const int64_t chunk = (V + NT - 1) / NT;
-    const int64_t c0 = int64_t(tid) * chunk;
-    const int64_t c1 = c0 + chunk < V ? c0 + chunk : V;
+    int64_t c0, c1;
+    chunk_of<NT>(src.n, c0, c1);
     uint64_t mine = 0;
-    for (int64_t v = c0; v < c1; ++v) {
-      const float x = row_value(z, v);
+    for (int64_t i = c0; i < c1; ++i) {
+      const float x = src.val(i);
       if (key_of(x) < tau) continue;
       const uint32_t w = sample_weight(x, m, T);
       if (use_min_p && double(w) < min_thr) continue;
       mine += w;
     }
     sh.scan[tid] = mine;
-    __syncthreads();
-    if (tid == 0) {  // sequential exclusive scan: NT additions, exact, tiny next to the passes
-      uint64_t run = 0;
-      for (int i = 0; i < NT; ++i) {
-        const uint64_t c = sh.scan[i];
-        sh.scan[i] = run;
-        run += c;
-      }
-      sh.bcast = scale_draw(draw64(p.seeds[row], p.steps[row]), run);
-      sh.red[0] = run;
+    const uint64_t S = scan_exclusive<NT>(sh);
+    if (tid == 0) {
+      sh.bcast = scale_draw(draw64(p.seeds[row], p.steps[row]), S);
+      sh.select_prefix = argmax;
     }
     __syncthreads();
-    const uint64_t target = sh.bcast, S = sh.red[0];
-    const uint64_t excl = sh.scan[tid];
-    __syncthreads();
-    if (tid == 0) sh.select_prefix = argmax;
+    const uint64_t target = sh.bcast, excl = sh.scan[tid];
     __syncthreads();
     if (mine && excl <= target && target < excl + mine) {
       uint64_t run = excl;
-      for (int64_t v = c0; v < c1; ++v) {
-        const float x = row_value(z, v);
+      for (int64_t i = c0; i < c1; ++i) {
+        const float x = src.val(i);
         if (key_of(x) < tau) continue;
         const uint32_t w = sample_weight(x, m, T);
         if (use_min_p && double(w) < min_thr) continue;
         run += w;
         if (run > target) {
-          sh.select_prefix = uint32_t(v);
+          sh.select_prefix = uint32_t(src.index(i));
           sh.bcast = w;
           break;
         }
