@@ -2,6 +2,7 @@
 tensors) and Adafactor, for NVIDIA GPUs sm_50 ... sm_90; CPU tensors run the host emulation,
 which gives the kernels' bits."""
 
+from . import _ops  # noqa: F401  (registers the torch.library ops torch.compile traces)
 from ._base import MultiTensorOptimizer, dynamic_map
 from .adafactor import Adafactor
 from .clip import clip_grad_norm_

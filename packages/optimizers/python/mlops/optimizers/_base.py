@@ -250,6 +250,9 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             grad_scale = getattr(self, "grad_scale", None)
         if found_inf is None:
             found_inf = getattr(self, "found_inf", None)
+        if torch.compiler.is_compiling():
+            self._step_traced(grad_scale, found_inf)
+            return loss
         all_tables = []
         first_id = 0
         for gi, group in enumerate(self.param_groups):
@@ -267,6 +270,54 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             for t in tables:
                 self._run(group, t, _on(grad_scale, t.device), _on(found_inf, t.device), clip)
         return loss
+
+    def _step_traced(self, grad_scale, found_inf) -> None:
+        """The step as torch.compile traces it: tensor lists into mlops_optimizers ops (_ops.py).
+        The states must exist: run one eager step before compiling."""
+        work = []
+        first_id = 0
+        for group in self.param_groups:
+            ps, ids = [], []
+            for i, p in enumerate(group["params"]):
+                if p.grad is not None:
+                    ps.append(p)
+                    ids.append(first_id + i)
+            first_id += len(group["params"])
+            work.append((group, ps, ids))
+        clip = None
+        if self.max_grad_norm is not None:
+            grads = [p.grad for _, ps, _ in work for p in ps]
+            nc = torch.ops.mlops_optimizers.grad_norm(grads, float(self.max_grad_norm), grad_scale)
+            self.last_grad_norm = nc[0]
+            clip = nc[1]
+        for group, ps, ids in work:
+            spec = self._state_spec(group)
+            states = [self.state[p] for p in ps]
+            q8 = self._q8(group)
+
+            def slot(key, sts=states):
+                return [st[key] for st in sts] if key is not None else []
+
+            masters, master_of = [], []  # the masters that exist, and for each parameter its index or -1
+            for st in states:
+                if "master" in st:
+                    master_of.append(len(masters))
+                    masters.append(st["master"])
+                else:
+                    master_of.append(-1)
+            a = self._launch_args(group)
+            lr = group["lr"]
+            lr_t = lr if isinstance(lr, torch.Tensor) else None
+            torch.ops.mlops_optimizers.multi_tensor_step_(
+                ps, [p.grad for p in ps], slot(spec.get("s1")), slot(spec.get("s2")), slot(spec.get("s3")),
+                masters, master_of,
+                slot(spec["s1"] + "_absmax") if q8 else [],
+                slot(spec["s2"] + "_absmax") if q8 else [], [st["step"] for st in states], ids, grad_scale,
+                found_inf, clip, lr_t, self._algo, bool(a.get("decoupled", False)), bool(a.get("amsgrad", False)),
+                bool(group.get("maximize", False)), bool(a.get("nesterov", False)), q8,
+                bool(group.get("stochastic_rounding", False)), self.seed, 0.0 if lr_t is not None else float(lr),
+                float(a["beta1"]), float(a["beta2"]), float(a.get("eps", 0.0)), float(group["weight_decay"]),
+                self.variant)
 
     def _run(self, group, t: Table, grad_scale, found_inf, clip) -> None:
         a = self._launch_args(group)
