@@ -150,7 +150,7 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
 // MIN_CTAS: the CTAs an SM must hold (ptxas caps registers to fit them). Variant "occ3" (3:
 // <= 85 registers) has more warps to hide DRAM latency; Adam then spills ~30 bytes a thread
 // (ptxas -v, nvcc 13.0, sm_90). Variant "occ2" (1: no cap, ~116 registers, 2 CTAs an SM) does
-// not spill. Both are kept as data (mlops_optim_variants); the bench measures them.
+// not spill. Both are listed in mlops/optimizers.h (MLOPS_OPTIM_VARIANT_*); the bench times both.
 template <class PT, int ALGO, bool Q8, int MIN_CTAS>
 __global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_optim_args a) {
   __shared__ float maps[2][256];
