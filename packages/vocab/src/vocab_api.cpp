@@ -176,6 +176,8 @@ mlops_status check_sample(const mlops_sample_args* a) {
     if (!a->penalty_counts)
       return fail(MLOPS_ERR_INVALID_ARGUMENT, "penalty_counts: a zeroed int32 [rows, vocab] workspace is required with a history");
   }
+  if (a->history && a->rows > 65535)  // the penalty kernels put rows on grid.y
+    return fail(MLOPS_ERR_UNSUPPORTED, "history: penalties take at most 65535 rows a call, got %lld", (long long)a->rows);
   if (a->stats_key_hist && !a->stats_best)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "stats_key_hist: given without stats_best");
   if (a->variant < -1 || a->variant >= kNumSample)

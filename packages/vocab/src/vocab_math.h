@@ -47,7 +47,12 @@ constexpr float kWeightScale = 2147483648.0f;  // 2^31: the max token's weight
 // The fixed-point weight of a logit relative to the row max m at temperature t > 0.
 MLOPS_HD uint32_t sample_weight(float z, float m, float t) {
   if (is_nan(z)) return 0u;
-  const float e = exp_det((z - m) / t);  // in [0, 1]; exp_det(0) = 1 exactly
+  const float d = z - m;
+  // Far below the max the weight is 0 whatever exp_det returns (exp(-24) * 2^31 = 0.08 rounds to
+  // 0; fl(-24 t) / t is -24 within an ulp): skip the division and the exp. Same result, so the
+  // host and the GPU still agree bit for bit; most of a real vocabulary takes this exit.
+  if (d < -24.0f * t) return 0u;
+  const float e = exp_det(d / t);  // in [0, 1]; exp_det(0) = 1 exactly
   return uint32_t(rint_even(e * kWeightScale));
 }
 

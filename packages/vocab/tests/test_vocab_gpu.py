@@ -133,7 +133,9 @@ MODES = {
     "top_p": dict(temperature=0.9, top_p=0.8),
     "min_p": dict(temperature=1.0, min_p=0.05),
     "all": dict(temperature=1.3, top_k=50, top_p=0.9, min_p=0.02),
-    "top_k_large": dict(temperature=1.0, top_k=5000),
+    "top_k_large": dict(temperature=1.0, top_k=5000),  # more than the 2048 a row moves to shared memory
+    "top_p_cold": dict(temperature=0.3, top_p=0.9),    # a small nucleus: the shared-memory path
+    "top_k_top_p_cold": dict(temperature=0.3, top_k=3000, top_p=0.95),
 }
 
 
