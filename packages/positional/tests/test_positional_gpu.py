@@ -271,3 +271,37 @@ def test_sanitizer_subset():
     _check(gpu, cpu, "sanitizer subset")
     assert int(gpu[-1]) == 1
     assert_bits_equal(P.build_cos_sin_cache(f, 100, device="cuda"), cache_cpu, "sanitizer cache")
+
+
+@pytest.mark.parametrize("rope_parameters", [
+    {"rope_type": "default"},
+    {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 512},
+    {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+     "original_max_position_embeddings": 512},
+    {"rope_type": "longrope", "short_factor": [1.0 + 0.01 * i for i in range(32)],
+     "long_factor": [1.5 + 0.05 * i for i in range(32)], "original_max_position_embeddings": 1024},
+    {"rope_type": "default", "mrope_section": [8, 12, 12]},
+], ids=["default", "yarn", "llama3", "longrope", "mrope"])
+def test_rotary_embedding_module_gpu_equals_cpu(rope_parameters):
+    cfg = dict(head_dim=128, partial_rotary_factor=0.5, max_position_embeddings=4096,
+               rope_parameters={**rope_parameters, "rope_theta": 10000.0})
+    g, c = P.RotaryEmbedding(cfg, device="cuda"), P.RotaryEmbedding(cfg)
+    mrope = "mrope_section" in rope_parameters
+    for length in (17, 2000):
+        q = randn((length, 6, 128), torch.bfloat16, seed=length)
+        k = randn((length, 2, 128), torch.bfloat16, seed=length + 1)
+        pos = torch.arange(length).expand(3, -1).contiguous() if mrope else torch.arange(length)
+        a = g(q.cuda(), k.cuda(), pos.cuda())
+        b = c(q, k, pos)
+        _check(a, b, f"module {rope_parameters['rope_type']} length {length}")
+
+
+def test_device_mismatch_is_a_named_error():
+    cache = P.build_cos_sin_cache(_inv_freq(128), 64, device="cuda")
+    q = torch.zeros(4, 2, 128, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="^positions:"):
+        P.apply_rope(q, None, torch.arange(4), cache)
+    with pytest.raises(ValueError, match="^k:"):
+        P.apply_rope(q, q.cpu(), torch.arange(4, device="cuda"), cache)
+    with pytest.raises(ValueError, match="^cos_sin_cache:"):
+        P.apply_rope(q, None, torch.arange(4, device="cuda"), cache.cpu())
