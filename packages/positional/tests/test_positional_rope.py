@@ -287,6 +287,12 @@ def test_rotary_embedding_module_cache_and_compile_registration():
     assert int(rope.out_of_range) == 0
     rope(q, k, pos + 1000)
     assert int(rope.out_of_range) == 1
+    # a model cast to bf16 keeps the module's fp32 frequencies and cache (same bits after .to)
+    rope.to(torch.bfloat16)
+    assert rope.cos_sin_cache.dtype == torch.float32 and rope.inv_freq.dtype == torch.float32
+    assert rope.out_of_range.dtype == torch.int32
+    e, f2 = rope(q, k, pos)
+    assert torch.equal(e, a) and torch.equal(f2, b)
 
 
 def test_opcheck_and_compile_fullgraph():

@@ -72,6 +72,17 @@ class RotaryEmbedding(nn.Module):
         else:
             self.cos_sin_cache = None
 
+    def _apply(self, fn, recurse=True):
+        """model.to(dtype) / .half() move the buffers but keep them fp32 (the kernels read fp32
+        inv_freq and cache; a bf16 copy would change every cos/sin)."""
+        fp32 = {n: b for n, b in self._buffers.items() if b is not None and b.dtype == torch.float32}
+        out = super()._apply(fn, recurse)
+        for n, b in fp32.items():
+            nb = self._buffers[n]
+            if nb is not None and nb.dtype != torch.float32:
+                self._buffers[n] = b.to(device=nb.device)
+        return out
+
     def _update_frequencies(self, seq_len: int):
         """transformers' dynamic_rope_update, with in-place copies (stable addresses)."""
         if self.rope_type == "dynamic":
