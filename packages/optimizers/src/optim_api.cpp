@@ -136,12 +136,14 @@ mlops_status mlops_optim_table_build(const mlops_optim_tensor* tensors, int64_t 
 
 mlops_status mlops_optim_check(const mlops_optim_args* args) { return check_args(args); }
 
-// Adam's update holds the most live values: without a register cap it does not spill (ptxas -v,
-// nvcc 13.0, sm_90); SGD and Lion fit 3 CTAs an SM without spilling. Not yet measured on the
-// H200: bench/bench_optimizers.py times both variants and this choice follows it.
+// occ3 (3 CTAs an SM: 24 warps to hide DRAM latency) for every algorithm: with amsgrad and
+// 8-bit states as compile-time instances no common path spills there (ptxas -v, nvcc 13.0,
+// sm_90: Adam fp32 80 registers, 0 spills; amsgrad / 8-bit 4-8 bytes). occ2 stays for the
+// bench to compare (bench/bench_optimizers.py times both); not yet measured on the H200.
 int mlops_optim_plan(int algo, int state_8bit) {
+  (void)algo;
   (void)state_8bit;
-  return algo == MLOPS_OPTIM_ADAM ? MLOPS_OPTIM_VARIANT_OCC2 : MLOPS_OPTIM_VARIANT_OCC3;
+  return MLOPS_OPTIM_VARIANT_OCC3;
 }
 
 mlops_status mlops_optim_step(const mlops_optim_args* args, void* stream) {

@@ -37,7 +37,7 @@ void update_tensor(const mlops_optim_args& a, const mlops_optim_tensor& t) {
                  : static_cast<const float*>(t.state2)[i];
         if (a.amsgrad) e.vm = t.state3[i];
       }
-      update_elem<ALGO>(a, s, e);
+      update_elem<ALGO>(a, s, e, a.amsgrad != 0);
     }
     float am1 = 0.0f, am2 = 0.0f;
     if (q8) {

@@ -89,7 +89,7 @@ __device__ __forceinline__ void store8_q(uint8_t* q, float* absmax, const float*
   if (lane == 0) absmax[base / MLOPS_OPTIM_QBLOCK] = am;
 }
 
-template <class PT, int ALGO, bool Q8>
+template <class PT, int ALGO, bool Q8, bool AMS>
 __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Scalars& s, const mlops_optim_tensor& t,
                                             int64_t base, int lane, bool vec, uint32_t key, const float* map1,
                                             const float* map2) {
@@ -107,13 +107,13 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
   if (ALGO == MLOPS_OPTIM_ADAM) {
     if (q8) load8_q(static_cast<const uint8_t*>(t.state2), t.absmax2, map2, base, lane, n, vec, v);
     else load8(static_cast<const float*>(t.state2), base, lane, n, vec, v);
-    if (a.amsgrad) load8(t.state3, base, lane, n, vec, vm);
+    if (AMS) load8(t.state3, base, lane, n, vec, vm);
   }
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     Elem x{p[e], prep_grad(g[e], a.grad_scale, a.clip_coef, a.maximize != 0), has_m ? m[e] : 0.0f,
-           ALGO == MLOPS_OPTIM_ADAM ? v[e] : 0.0f, ALGO == MLOPS_OPTIM_ADAM && a.amsgrad ? vm[e] : 0.0f};
-    update_elem<ALGO>(a, s, x);
+           ALGO == MLOPS_OPTIM_ADAM ? v[e] : 0.0f, AMS ? vm[e] : 0.0f};
+    update_elem<ALGO>(a, s, x, AMS);
     p[e] = x.p; m[e] = x.m; v[e] = x.v; vm[e] = x.vm;
   }
   // stores
@@ -140,18 +140,19 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
       st4(static_cast<float*>(t.state2), base + 4 * lane, n, vec, v);
       st4(static_cast<float*>(t.state2), base + 128 + 4 * lane, n, vec, v + 4);
     }
-    if (a.amsgrad) {
+    if (AMS) {
       st4(t.state3, base + 4 * lane, n, vec, vm);
       st4(t.state3, base + 128 + 4 * lane, n, vec, vm + 4);
     }
   }
 }
 
-// MIN_CTAS: the CTAs an SM must hold (ptxas caps registers to fit them). Variant "occ3" (3:
-// <= 85 registers) has more warps to hide DRAM latency; Adam then spills ~30 bytes a thread
-// (ptxas -v, nvcc 13.0, sm_90). Variant "occ2" (1: no cap, ~116 registers, 2 CTAs an SM) does
-// not spill. Both are listed in mlops/optimizers.h (MLOPS_OPTIM_VARIANT_*); the bench times both.
-template <class PT, int ALGO, bool Q8, int MIN_CTAS>
+// Q8: 8-bit states, AMS: amsgrad (compile time: each costs registers the common path must not
+// carry). MIN_CTAS: the CTAs an SM must hold (ptxas caps registers to fit them). ptxas -v,
+// nvcc 13.0, sm_90, Adam fp32: variant "occ3" (3: <= 80 registers) does not spill without
+// amsgrad / 8-bit, which spill ~30-40 bytes; variant "occ2" (1: no cap) uses 90 (amsgrad 116,
+// 8-bit ~100) registers, 2 CTAs an SM, no spills. Both are listed in mlops/optimizers.h (MLOPS_OPTIM_VARIANT_*); the bench times both.
+template <class PT, int ALGO, bool Q8, bool AMS, int MIN_CTAS>
 __global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_optim_args a) {
   __shared__ float maps[2][256];
   if (a.found_inf && *a.found_inf != 0.0f) return;  // GradScaler saw inf/nan: change nothing
@@ -174,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_op
   for (int u = warp; u < kUnitsPerChunk; u += kThreads / 32) {
     const int64_t base = chunk_start + int64_t(u) * kUnitElems;
     if (base >= t.numel) break;
-    update_unit<PT, ALGO, Q8>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, maps[0], maps[1]);
+    update_unit<PT, ALGO, Q8, AMS>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, maps[0], maps[1]);
   }
 }
 

@@ -11,12 +11,13 @@ template <class PT, int M>
 cudaError_t launch_step_m(const mlops_optim_args& a, cudaStream_t s) {
   const dim3 grid(unsigned(a.num_chunks));
   switch (a.algo) {
-    case MLOPS_OPTIM_ADAM:
-      if (a.state_8bit) step_kernel<PT, MLOPS_OPTIM_ADAM, true, M><<<grid, kThreads, 0, s>>>(a);
-      else step_kernel<PT, MLOPS_OPTIM_ADAM, false, M><<<grid, kThreads, 0, s>>>(a);
+    case MLOPS_OPTIM_ADAM:  // 8-bit states exclude amsgrad (validated)
+      if (a.state_8bit) step_kernel<PT, MLOPS_OPTIM_ADAM, true, false, M><<<grid, kThreads, 0, s>>>(a);
+      else if (a.amsgrad) step_kernel<PT, MLOPS_OPTIM_ADAM, false, true, M><<<grid, kThreads, 0, s>>>(a);
+      else step_kernel<PT, MLOPS_OPTIM_ADAM, false, false, M><<<grid, kThreads, 0, s>>>(a);
       break;
-    case MLOPS_OPTIM_SGD: step_kernel<PT, MLOPS_OPTIM_SGD, false, M><<<grid, kThreads, 0, s>>>(a); break;
-    case MLOPS_OPTIM_LION: step_kernel<PT, MLOPS_OPTIM_LION, false, M><<<grid, kThreads, 0, s>>>(a); break;
+    case MLOPS_OPTIM_SGD: step_kernel<PT, MLOPS_OPTIM_SGD, false, false, M><<<grid, kThreads, 0, s>>>(a); break;
+    case MLOPS_OPTIM_LION: step_kernel<PT, MLOPS_OPTIM_LION, false, false, M><<<grid, kThreads, 0, s>>>(a); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

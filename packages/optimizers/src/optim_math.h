@@ -186,9 +186,11 @@ struct Elem {
   float p, g, m, v, vm;
 };
 
+// amsgrad: the kernels pass a compile-time value (an AMSGrad-free instance needs ~25 registers
+// less, nvcc 13.0 sm_90), the host emulation a.amsgrad.
 template <int ALGO>
-MLOPS_HD void update_elem(const mlops_optim_args& a, const Scalars& s, Elem& e) {
-  if (ALGO == MLOPS_OPTIM_ADAM) adam_elem(s, a.decoupled != 0, a.amsgrad != 0, e.p, e.g, e.m, e.v, e.vm);
+MLOPS_HD void update_elem(const mlops_optim_args& a, const Scalars& s, Elem& e, bool amsgrad) {
+  if (ALGO == MLOPS_OPTIM_ADAM) adam_elem(s, a.decoupled != 0, amsgrad, e.p, e.g, e.m, e.v, e.vm);
   else if (ALGO == MLOPS_OPTIM_SGD) sgd_elem(s, a.beta1 != 0.0, a.nesterov != 0, e.p, e.g, e.m);
   else lion_elem(s, e.p, e.g, e.m);
 }

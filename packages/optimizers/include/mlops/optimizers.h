@@ -76,8 +76,8 @@ typedef struct mlops_optim_args {
 } mlops_optim_args;
 
 /* Kernel variants (the same arithmetic, so the same bits): how many 256-thread CTAs an SM
- * must hold, which caps registers. occ3: 3 (<= 85 registers, more warps in flight, Adam spills
- * a little); occ2: no cap (Adam ~116 registers, 2 CTAs an SM, no spills). */
+ * must hold, which caps registers. occ3: 3 (<= 85 registers, 24 warps an SM); occ2: no cap
+ * (Adam 90-102 registers, 2 CTAs an SM). */
 #define MLOPS_OPTIM_VARIANT_OCC3 0
 #define MLOPS_OPTIM_VARIANT_OCC2 1
 #define MLOPS_OPTIM_NUM_VARIANTS 2
