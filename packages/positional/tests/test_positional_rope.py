@@ -303,7 +303,8 @@ def test_opcheck_and_compile_fullgraph():
     cache = P.build_cos_sin_cache(_inv_freq(128), 16)
     from mlops.positional import _ops
 
-    common = (pos, cache, None, None, 1, 6, 128, 128, 0, 0, [0, 0, 0], 16, 1.0, False, [0, 0])
+    geo = [4, 0, 512, 128, 0, 512, 128, 2, 0, 256, 128, 0, 256, 128]  # heads and strides of q, out_q, k, out_k
+    common = (pos, cache, None, None, 1, 6, 128, 128, 0, 0, [0, 0, 0], 16, 1.0, geo, [0, 0])
     torch.library.opcheck(_ops._rope_out, (q, k, torch.empty_like(q), torch.empty_like(k), *common))
     torch.library.opcheck(_ops._rope_inplace, (q.clone(), k.clone(), *common))
 

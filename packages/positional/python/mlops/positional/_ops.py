@@ -77,7 +77,9 @@ class _Call:
     """The validated arguments of one call, as the C API takes them."""
 
     __slots__ = ("batch", "seq", "head_dim", "rotary_dim", "layout", "dtype", "q_geo", "k_geo", "pos_dtype",
-                 "pos_row_stride", "section", "max_positions", "scaling", "head_first")
+                 "pos_row_stride", "section", "max_positions", "scaling", "head_first", "q_geo", "k_geo")
+
+    # q_geo / k_geo: (heads, batch_stride, seq_stride, head_stride) of q and k, read once
 
 
 def _prepare(q, k, positions, cos_sin_cache, inv_freq, attention_scaling, max_positions, rotary_dim, interleaved,
@@ -85,10 +87,13 @@ def _prepare(q, k, positions, cos_sin_cache, inv_freq, attention_scaling, max_po
     _check_tensor("q", q, None)
     c = _Call()
     c.head_first = bool(head_first)
-    B, S, Hq, D, _ = _token_view("q", q, head_first)
+    B, S, Hq, D, qs = _token_view("q", q, head_first)
+    c.q_geo = (Hq, *qs)
+    c.k_geo = (0, 0, 0, 0)
     if k is not None:
         _check_tensor("k", k, q)
-        Bk, Sk, _, Dk, _ = _token_view("k", k, head_first)
+        Bk, Sk, Hk, Dk, ks = _token_view("k", k, head_first)
+        c.k_geo = (Hk, *ks)
         if (Bk, Sk) != (B, S) or k.dim() != q.dim():
             _fail("k", f"expected the tokens of q ({B} x {S}), got shape {tuple(k.shape)}")
         if Dk != D:
@@ -151,12 +156,13 @@ def _prepare(q, k, positions, cos_sin_cache, inv_freq, attention_scaling, max_po
     return c
 
 
-def _side(t: Optional[torch.Tensor], out: Optional[torch.Tensor], head_first: bool):
-    if t is None:
-        return (0, 0, 0, 0, 0, 0, 0, 0, 0)
-    _, _, H, _, s = _token_view("q", t, head_first)
-    _, _, _, _, so = _token_view("out", out, head_first)
-    return (t.data_ptr(), out.data_ptr(), H, *s, *so)
+def _geometry(c: _Call, q_out: Optional[torch.Tensor], k_out: Optional[torch.Tensor], inplace: bool) -> list[int]:
+    """[q heads, q strides (3), q_out strides (3), the same for k]: what C.run takes, read once a call."""
+    def out_strides(geo, out, name):
+        if inplace or out is None:
+            return geo[1:]
+        return _token_view(name, out, c.head_first)[4]
+    return [*c.q_geo, *out_strides(c.q_geo, q_out, "out_q"), *c.k_geo, *out_strides(c.k_geo, k_out, "out_k")]
 
 
 def _ptr(t: Optional[torch.Tensor]) -> int:
@@ -165,14 +171,14 @@ def _ptr(t: Optional[torch.Tensor]) -> int:
 
 def _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch: int, seq: int,
          head_dim: int, rotary_dim: int, layout: int, pos_row_stride: int, section: Sequence[int],
-         max_positions: int, scaling: float, head_first: bool, split: list[int]) -> None:
+         max_positions: int, scaling: float, geo: list[int], split: list[int]) -> None:
     if q.is_cuda and q.device.index is not None and q.device.index != torch.cuda.current_device():
         with torch.cuda.device(q.device.index):
             return _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim,
-                        rotary_dim, layout, pos_row_stride, section, max_positions, scaling, head_first,
+                        rotary_dim, layout, pos_row_stride, section, max_positions, scaling, geo,
                         split)
     C.run(q.is_cuda, _stream(q), batch, seq, head_dim, rotary_dim, layout, _DTYPE[q.dtype],
-          *_side(q, q_out, head_first), *_side(k, k_out, head_first),
+          _ptr(q), _ptr(q_out), *geo[:7], _ptr(k), _ptr(k_out), *geo[7:],
           _POS_DTYPE[positions.dtype], positions.data_ptr(), pos_row_stride, section[0], section[1], section[2],
           _ptr(cos_sin_cache), max_positions, _ptr(inv_freq), scaling, _ptr(out_of_range), split[0], split[1])
 
@@ -183,14 +189,14 @@ def _rope_inplace(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.T
                   cos_sin_cache: Optional[torch.Tensor], inv_freq: Optional[torch.Tensor],
                   out_of_range: Optional[torch.Tensor], batch: int, seq: int, head_dim: int, rotary_dim: int,
                   layout: int, pos_row_stride: int, section: list[int], max_positions: int, scaling: float,
-                  head_first: bool, split: list[int]) -> None:
+                  geo: list[int], split: list[int]) -> None:
     _run(q, k, q, k, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim, layout,
-         pos_row_stride, section, max_positions, scaling, head_first, split)
+         pos_row_stride, section, max_positions, scaling, geo, split)
 
 
 @_rope_inplace.register_fake
 def _(q, k, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim, layout,
-      pos_row_stride, section, max_positions, scaling, head_first, split):
+      pos_row_stride, section, max_positions, scaling, geo, split):
     return None
 
 
@@ -200,14 +206,14 @@ def _rope_out(q: torch.Tensor, k: Optional[torch.Tensor], q_out: torch.Tensor, k
               positions: torch.Tensor, cos_sin_cache: Optional[torch.Tensor], inv_freq: Optional[torch.Tensor],
               out_of_range: Optional[torch.Tensor], batch: int, seq: int, head_dim: int, rotary_dim: int,
               layout: int, pos_row_stride: int, section: list[int], max_positions: int, scaling: float,
-              head_first: bool, split: list[int]) -> None:
+              geo: list[int], split: list[int]) -> None:
     _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim,
-         layout, pos_row_stride, section, max_positions, scaling, head_first, split)
+         layout, pos_row_stride, section, max_positions, scaling, geo, split)
 
 
 @_rope_out.register_fake
 def _(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, batch, seq, head_dim, rotary_dim,
-      layout, pos_row_stride, section, max_positions, scaling, head_first, split):
+      layout, pos_row_stride, section, max_positions, scaling, geo, split):
     return None
 
 
@@ -243,25 +249,28 @@ def apply_rope(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.Tens
     """
     c = _prepare(q, k, positions, cos_sin_cache, inv_freq, attention_scaling, max_positions, rotary_dim,
                  interleaved, mrope_section, head_first, out_of_range)
-    args = (positions, cos_sin_cache, inv_freq, out_of_range, c.batch, c.seq, c.head_dim, c.rotary_dim, c.layout,
-            c.pos_row_stride, c.section, c.max_positions, c.scaling, c.head_first, [int(tokens_per_cta), int(heads_per_cta)])
+    split = [int(tokens_per_cta), int(heads_per_cta)]
     if inplace:
         if out_q is not None or out_k is not None:
             _fail("inplace", "True does not take out_q / out_k")
+    else:
+        if out_q is None:
+            out_q = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        else:
+            _check_out("out_q", out_q, q)
+        if k is not None:
+            if out_k is None:
+                out_k = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+            else:
+                _check_out("out_k", out_k, k)
+    args = (positions, cos_sin_cache, inv_freq, out_of_range, c.batch, c.seq, c.head_dim, c.rotary_dim, c.layout,
+            c.pos_row_stride, c.section, c.max_positions, c.scaling, _geometry(c, out_q, out_k, inplace), split)
+    if inplace:
         if torch.compiler.is_compiling():
             _rope_inplace(q, k, *args)
         else:  # eager: straight to the implementation (the dispatcher costs microseconds a call)
             _run(q, k, q, k, *args)
         return q, k
-    if out_q is None:
-        out_q = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    else:
-        _check_out("out_q", out_q, q)
-    if k is not None:
-        if out_k is None:
-            out_k = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-        else:
-            _check_out("out_k", out_k, k)
     if torch.compiler.is_compiling():
         _rope_out(q, k, out_q, out_k, *args)
     else:
