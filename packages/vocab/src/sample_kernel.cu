@@ -136,7 +136,11 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
   const bool stats = row_uses_stats(p, row, cfg);
   uint64_t best = 0;
   int flags = 0;
-  if (stats) {
+  if (stats && p.split) {  // phase A's values: what pass 1 computes
+    best = p.split[row].best;
+    flags = p.split[row].flags;
+    if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
+  } else if (stats) {
     best = p.stats_best[row];
     flags = flags_from_best(best);
   } else {
@@ -179,8 +183,10 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
-        const bool from_stats = level == 3 && stats && p.stats_key_hist;  // the head counted these
-        for (int i = tid; i < 256; i += NT) sh.cnt[i] = from_stats ? p.stats_key_hist[row * 256 + i] : 0u;
+        // the head (or the split variant's phase A) counted these
+        const bool from_stats = level == 3 && stats && (p.split || p.stats_key_hist);
+        for (int i = tid; i < 256; i += NT)
+          sh.cnt[i] = !from_stats ? 0u : p.split ? p.split[row].hist[i] : p.stats_key_hist[row * 256 + i];
         __syncthreads();
         for (int64_t i = tid; !from_stats && i < src.n; i += NT) {
           const uint32_t k = key_of(src.val(i));
@@ -267,6 +273,13 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
       }
       if (prefix > tau) tau = prefix;
     }
+    if (p.split && src.idx == nullptr) {  // the split variant draws from the row with many CTAs
+      if (tid == 0) {
+        p.split[row].tau = tau;
+        p.split[row].deferred = 1;
+      }
+      return;
+    }
     const bool use_min_p = cfg.min_p > 0.0f;
     const double min_thr = min_p_threshold(cfg.min_p);
     // ---- draw: chunk sums in index order, exclusive scan, one thread walks its chunk
@@ -316,6 +329,162 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
   }
 }
 
+// ---- the split variant's chunk phases (grid: chunks x rows) -----------------------------------
+constexpr int kSplitThreads = 256;
+
+__device__ __forceinline__ void chunk_range(const SampleParams& p, int64_t& v0, int64_t& v1) {
+  const int64_t ch = (p.vocab + p.chunks - 1) / p.chunks;
+  v0 = int64_t(blockIdx.x) * ch;
+  if (v0 > p.vocab) v0 = p.vocab;
+  v1 = v0 + ch < p.vocab ? v0 + ch : p.vocab;
+}
+
+// Phase A: the chunk's max / lowest argmax / flags and key-byte counts, merged with order-free
+// integer atomics into the row's workspace (cleared before).
+__global__ void __launch_bounds__(kSplitThreads) split_stats_kernel(SampleParams p) {
+  __shared__ uint32_t hist[256];
+  __shared__ uint64_t red[kSplitThreads / 32];
+  const int64_t row = blockIdx.y;
+  const int tid = threadIdx.x;
+  const float* z = p.logits + row * p.logits_stride;
+  int64_t v0, v1;
+  chunk_range(p, v0, v1);
+  for (int i = tid; i < 256; i += kSplitThreads) hist[i] = 0;
+  __syncthreads();
+  uint64_t best = 0;
+  int fl = 0;
+  for (int64_t v = v0 + tid; v < v1; v += kSplitThreads) {
+    const float x = z[v];
+    const uint32_t k = key_of(x);
+    atomicAdd(&hist[k >> 24], 1u);
+    if (is_nan(x)) { fl |= MLOPS_SAMPLE_FLAG_NAN; continue; }
+    if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+    const uint64_t b = pack_best(k, uint32_t(v));
+    best = b > best ? b : best;
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    const uint64_t o = __shfl_xor_sync(kFull, best, off);
+    best = o > best ? o : best;
+  }
+  if ((tid & 31) == 0) red[tid >> 5] = best;
+  const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
+  const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
+  SplitRow& ws = p.split[row];
+  for (int i = tid; i < 256; i += kSplitThreads)
+    if (hist[i]) atomicAdd(&ws.hist[i], hist[i]);
+  if (tid == 0) {
+    for (int i = 1; i < kSplitThreads / 32; ++i) best = red[i] > best ? red[i] : best;
+    if (best) atomicMax(reinterpret_cast<unsigned long long*>(&ws.best), (unsigned long long)best);
+    const int f = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
+    if (f) atomicOr(&ws.flags, f);
+  }
+}
+
+// The kept weight of one element of a deferred row (phase B's threshold, min-p).
+struct KeptWeight {
+  float m, t;
+  uint32_t tau;
+  bool use_min_p;
+  double min_thr;
+  __device__ __forceinline__ uint32_t operator()(float x) const {
+    if (key_of(x) < tau) return 0u;
+    const uint32_t w = sample_weight(x, m, t);
+    return use_min_p && double(w) < min_thr ? 0u : w;
+  }
+};
+
+__device__ __forceinline__ KeptWeight kept_weight_of(const SampleParams& p, int64_t row) {
+  const mlops_sample_config cfg = sanitize(p.configs[row]);
+  KeptWeight k;
+  k.m = float_of_key(best_key(p.split[row].best));
+  k.t = cfg.temperature;
+  k.tau = p.split[row].tau;
+  k.use_min_p = cfg.min_p > 0.0f;
+  k.min_thr = min_p_threshold(cfg.min_p);
+  return k;
+}
+
+// Phase C: each chunk's sum of kept weights (exact integers).
+__global__ void __launch_bounds__(kSplitThreads) split_sum_kernel(SampleParams p) {
+  __shared__ uint64_t red[kSplitThreads / 32];
+  const int64_t row = blockIdx.y;
+  if (!p.split[row].deferred) return;
+  const KeptWeight kw = kept_weight_of(p, row);
+  const float* z = p.logits + row * p.logits_stride;
+  int64_t v0, v1;
+  chunk_range(p, v0, v1);
+  uint64_t s = 0;
+  for (int64_t v = v0 + threadIdx.x; v < v1; v += kSplitThreads) s += kw(z[v]);
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) s += __shfl_xor_sync(kFull, s, off);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int i = 1; i < kSplitThreads / 32; ++i) s += red[i];
+    p.split[row].sum[blockIdx.x] = s;
+  }
+}
+
+// Phase D (one CTA a row): the chunk holding floor(R * S / 2^64) is walked in index order.
+__global__ void __launch_bounds__(kSplitThreads) split_draw_kernel(SampleParams p) {
+  __shared__ Shared<kSplitThreads> sh;
+  const int64_t row = blockIdx.x;
+  const int tid = threadIdx.x;
+  SplitRow& ws = p.split[row];
+  if (!ws.deferred) return;
+  const KeptWeight kw = kept_weight_of(p, row);
+  const float* z = p.logits + row * p.logits_stride;
+  if (tid == 0) {
+    uint64_t S = 0;
+    for (int c = 0; c < p.chunks; ++c) S += ws.sum[c];
+    const uint64_t target = scale_draw(draw64(p.seeds[row], p.steps[row]), S);
+    uint64_t run = 0;
+    int chunk = p.chunks - 1;
+    for (int c = 0; c < p.chunks; ++c) {
+      if (target < run + ws.sum[c]) { chunk = c; break; }
+      run += ws.sum[c];
+    }
+    sh.bcast = target - run;  // the target within the chosen chunk
+    sh.bcast2 = S;
+    sh.select_prefix = uint32_t(chunk);
+  }
+  __syncthreads();
+  const uint64_t target = sh.bcast, S = sh.bcast2;
+  const int64_t ch = (p.vocab + p.chunks - 1) / p.chunks;
+  const int64_t base = int64_t(sh.select_prefix) * ch;
+  const int64_t n = (base + ch < p.vocab ? base + ch : p.vocab) - base;
+  int64_t c0, c1;
+  chunk_of<kSplitThreads>(n, c0, c1);
+  uint64_t mine = 0;
+  for (int64_t i = c0; i < c1; ++i) mine += kw(z[base + i]);
+  __syncthreads();
+  sh.scan[tid] = mine;
+  scan_exclusive<kSplitThreads>(sh);
+  const uint64_t excl = sh.scan[tid];
+  if (tid == 0) sh.select_mask = best_index(ws.best);
+  __syncthreads();
+  if (mine && excl <= target && target < excl + mine) {
+    uint64_t run = excl;
+    for (int64_t i = c0; i < c1; ++i) {
+      const uint32_t w = kw(z[base + i]);
+      run += w;
+      if (w && run > target) {
+        sh.select_mask = uint32_t(base + i);
+        sh.red[0] = w;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  if (tid == 0) {
+    p.tokens[row] = int32_t(sh.select_mask);
+    if (p.flags) p.flags[row] = 0;
+    if (p.logprobs) p.logprobs[row] = float(log(double(sh.red[0]) / double(S)));
+    p.steps[row] = p.steps[row] + 1;
+  }
+}
+
 // Penalties, step 1: count each history token (into a zeroed workspace).
 __global__ void penalty_count_kernel(SampleParams p) {
   const int64_t row = blockIdx.y;
@@ -343,17 +512,35 @@ cudaError_t launch_nt(const SampleParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+cudaError_t launch_penalties(const SampleParams& p, cudaStream_t s) {
+  if (!p.history || p.history_stride <= 0) return cudaSuccess;
+  const dim3 grid(unsigned((p.history_stride + 255) / 256), unsigned(p.rows));
+  penalty_count_kernel<<<grid, 256, 0, s>>>(p);
+  penalty_apply_kernel<<<grid, 256, 0, s>>>(p);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = launch_penalties(p, s);
+  if (e != cudaSuccess) return e;
+  e = cudaMemsetAsync(p.split, 0, sizeof(SplitRow) * size_t(p.rows), s);
+  if (e != cudaSuccess) return e;
+  const dim3 chunks(unsigned(p.chunks), unsigned(p.rows));
+  split_stats_kernel<<<chunks, kSplitThreads, 0, s>>>(p);
+  if (threads != 1024) return cudaErrorInvalidValue;
+  sample_kernel<1024><<<unsigned(p.rows), 1024, 0, s>>>(p);
+  split_sum_kernel<<<chunks, kSplitThreads, 0, s>>>(p);
+  split_draw_kernel<<<unsigned(p.rows), kSplitThreads, 0, s>>>(p);
+  return cudaGetLastError();
+}
 
 cudaError_t sample_launch(const SampleParams& p, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (p.history && p.history_stride > 0) {
-    const dim3 grid(unsigned((p.history_stride + 255) / 256), unsigned(p.rows));
-    penalty_count_kernel<<<grid, 256, 0, s>>>(p);
-    penalty_apply_kernel<<<grid, 256, 0, s>>>(p);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-  }
+  cudaError_t e = launch_penalties(p, s);
+  if (e != cudaSuccess) return e;
   switch (threads) {
     case 256: return launch_nt<256>(p, s);
     case 512: return launch_nt<512>(p, s);

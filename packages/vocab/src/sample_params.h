@@ -20,6 +20,24 @@ struct SampleParams {
   int32_t* flags;
   const uint64_t* stats_best;
   const uint32_t* stats_key_hist;
+  // The split variant: its workspace, and how many chunks (CTAs) a row is cut into.
+  struct SplitRow* split;
+  int chunks;
+};
+
+// The split variant's per-row workspace. Phase A (chunk CTAs) fills best / flags / hist with
+// order-free integer atomics over the penalized row, the same values pass 1 computes; phase B
+// (one CTA a row) selects and, when the kept set did not fit in shared memory, leaves the draw to
+// phases C (chunk sums of kept weights) and D (the chunk holding the target is walked).
+constexpr int kSplitMaxChunks = 64;
+struct SplitRow {
+  uint64_t best;
+  int32_t flags;
+  uint32_t tau;       // phase B's threshold for a deferred draw
+  int32_t deferred;   // 1: phases C and D draw this row
+  int32_t pad;
+  uint32_t hist[256];
+  uint64_t sum[kSplitMaxChunks];
 };
 
 SampleParams make_sample_params(const mlops_sample_args& a);
@@ -50,6 +68,7 @@ MLOPS_HD int64_t history_length(const SampleParams& p, int64_t row) {
 
 // Whether a row's max comes from the LM head's statistics: given, and no penalty changes the row.
 MLOPS_HD bool row_uses_stats(const SampleParams& p, int64_t row, const mlops_sample_config& c) {
+  if (p.split) return true;  // phase A measured the row after the penalties
   return p.stats_best && !(history_length(p, row) > 0 && config_has_penalty(c));
 }
 
@@ -66,5 +85,6 @@ MLOPS_HD int flags_from_best(uint64_t best) {
 void sample_host(const SampleParams& p);
 uint64_t sample_row_weights_host(const float* z, int64_t V, const mlops_sample_config& cfg, uint32_t* weights);
 cudaError_t sample_launch(const SampleParams& p, int threads, void* stream);
+cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream);
 
 }  // namespace mlops::vocab

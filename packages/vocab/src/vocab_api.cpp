@@ -152,8 +152,15 @@ mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
 }
 
 // ---- sample -------------------------------------------------------------------------------
-const mlops_sample_variant kSampleVariants[] = {{0, 256, "t256"}, {1, 512, "t512"}, {2, 1024, "t1024"}};
-constexpr int kNumSample = 3;
+const mlops_sample_variant kSampleVariants[] = {
+    {0, 256, 0, "t256"}, {1, 512, 0, "t512"}, {2, 1024, 0, "t1024"}, {3, 1024, 1, "split"}};
+constexpr int kNumSample = 4;
+
+// Chunks (CTAs) a row is cut into by the split variant: ~2048 elements each, at most 64.
+int split_chunks(int64_t vocab) {
+  const int64_t c = (vocab + 2047) / 2048;
+  return int(c < 1 ? 1 : c > kSplitMaxChunks ? kSplitMaxChunks : c);
+}
 
 mlops_status check_sample(const mlops_sample_args* a) {
   g_last_error.clear();
@@ -175,6 +182,12 @@ mlops_status check_sample(const mlops_sample_args* a) {
     if (a->history_stride < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "history: expected a row stride >= 1");
     if (!a->penalty_counts)
       return fail(MLOPS_ERR_INVALID_ARGUMENT, "penalty_counts: a zeroed int32 [rows, vocab] workspace is required with a history");
+  }
+  if (a->variant >= 0 && a->variant < kNumSample && kSampleVariants[a->variant].split) {
+    if (!a->workspace)
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "workspace: the split variant needs mlops_sample_workspace_bytes() of workspace");
+    if (a->rows > 65535)
+      return fail(MLOPS_ERR_UNSUPPORTED, "variant: split takes at most 65535 rows a call (grid.y), got %lld", (long long)a->rows);
   }
   if (a->history && a->rows > 65535)  // the penalty kernels put rows on grid.y
     return fail(MLOPS_ERR_UNSUPPORTED, "history: penalties take at most 65535 rows a call, got %lld", (long long)a->rows);
@@ -228,6 +241,8 @@ SampleParams make_sample_params(const mlops_sample_args& a) {
   p.penalty_counts = a.penalty_counts;
   p.tokens = a.tokens; p.logprobs = a.logprobs; p.flags = a.flags;
   p.stats_best = a.stats_best; p.stats_key_hist = a.stats_key_hist;
+  p.split = nullptr;
+  p.chunks = 1;
   return p;
 }
 
@@ -340,7 +355,15 @@ int mlops_sample_variants(mlops_sample_variant* out, int capacity) {
 
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
   (void)rows; (void)sm; (void)sms;
+  // One CTA a row. The split variant needs a workspace the caller sizes, so it is only named
+  // (mlops.vocab.Sampler(variant="split")), never planned.
   return vocab >= 16384 ? 2 : vocab >= 2048 ? 1 : 0;
+}
+
+int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant) {
+  (void)vocab;
+  if (variant < 0 || variant >= kNumSample || !kSampleVariants[variant].split) return 0;
+  return rows * int64_t(sizeof(SplitRow));
 }
 
 mlops_status mlops_sample_check_configs(const mlops_sample_config* c, int64_t rows) {
@@ -371,7 +394,15 @@ mlops_status mlops_sample(const mlops_sample_args* args, void* stream) {
     if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
     v = mlops_sample_plan(args->rows, args->vocab, d.sm, d.sms);
   }
-  cudaError_t e = sample_launch(make_sample_params(*args), kSampleVariants[v].threads, stream);
+  SampleParams sp = make_sample_params(*args);
+  cudaError_t e;
+  if (kSampleVariants[v].split) {
+    sp.split = static_cast<SplitRow*>(args->workspace);
+    sp.chunks = split_chunks(args->vocab);
+    e = sample_launch_split(sp, kSampleVariants[v].threads, stream);
+  } else {
+    e = sample_launch(sp, kSampleVariants[v].threads, stream);
+  }
   if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "sample launch (%s) failed: %s", kSampleVariants[v].name, cudaGetErrorString(e));
   return MLOPS_OK;
 }

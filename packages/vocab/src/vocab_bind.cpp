@@ -56,7 +56,7 @@ void lm_head(bool device, uintptr_t stream, int64_t tokens, int64_t hidden, int6
 void sample(bool device, uintptr_t stream, int64_t rows, int64_t vocab, uintptr_t logits, int64_t logits_stride,
             uintptr_t configs, uintptr_t seeds, uintptr_t steps, uintptr_t history, int64_t history_stride,
             uintptr_t history_len, uintptr_t penalty_counts, uintptr_t tokens, uintptr_t logprobs, uintptr_t flags,
-            uintptr_t stats_best, uintptr_t stats_key_hist, int variant) {
+            uintptr_t stats_best, uintptr_t stats_key_hist, uintptr_t workspace, int variant) {
   mlops_sample_args a{};
   a.rows = rows; a.vocab = vocab;
   a.logits = ptr<float>(logits); a.logits_stride = logits_stride;
@@ -67,6 +67,7 @@ void sample(bool device, uintptr_t stream, int64_t rows, int64_t vocab, uintptr_
   a.penalty_counts = ptr<int32_t>(penalty_counts);
   a.tokens = ptr<int32_t>(tokens); a.logprobs = ptr<float>(logprobs); a.flags = ptr<int32_t>(flags);
   a.stats_best = ptr<const uint64_t>(stats_best); a.stats_key_hist = ptr<const uint32_t>(stats_key_hist);
+  a.workspace = ptr(workspace);
   a.variant = variant;
   raise(device ? mlops_sample(&a, ptr(stream)) : mlops_sample_host(&a));
 }
@@ -122,6 +123,7 @@ nb::list sample_variants() {
     d["index"] = v[i].index;
     d["name"] = v[i].name;
     d["threads"] = v[i].threads;
+    d["split"] = bool(v[i].split);
     out.append(d);
   }
   return out;
@@ -143,4 +145,5 @@ NB_MODULE(_C, m) {
   m.def("lm_head_plan", &mlops_lm_head_plan);
   m.def("lm_head_variant_runs", &mlops_lm_head_variant_runs);
   m.def("sample_plan", &mlops_sample_plan);
+  m.def("sample_workspace_bytes", &mlops_sample_workspace_bytes);
 }

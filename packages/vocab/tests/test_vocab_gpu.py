@@ -174,7 +174,8 @@ def test_sampler_with_lm_head_stats_bits(mode, variant):
     assert torch.equal(g.flags.cpu(), c.flags)
 
 
-def test_sampler_penalties_bits():
+@pytest.mark.parametrize("variant", SAMPLE_VARIANTS)
+def test_sampler_penalties_bits(variant):
     B, V, L = 4, 50000, 300
     z = randn((B, V), torch.float32, 5, scale=2.0)
     gen = torch.Generator().manual_seed(1)
@@ -182,7 +183,7 @@ def test_sampler_penalties_bits():
     hist[:, 100:200] = hist[:, :100]  # repeats
     hlen = torch.tensor([300, 0, 17, 250], dtype=torch.int32)
     cfg = dict(temperature=0.8, top_p=0.95, repetition_penalty=1.2, presence_penalty=0.3, frequency_penalty=0.1)
-    sc, sg = mv.Sampler(B, V, device="cpu", **cfg), mv.Sampler(B, V, device="cuda", **cfg)
+    sc, sg = mv.Sampler(B, V, device="cpu", **cfg), mv.Sampler(B, V, device="cuda", variant=variant, **cfg)
     zc, zg = z.clone(), z.cuda()
     c = sc(zc, history=hist, history_len=hlen)
     g = sg(zg, history=hist.cuda(), history_len=hlen.cuda())
@@ -248,10 +249,11 @@ def test_sampler_token_independent_of_variant_and_batch_position():
     assert len(toks) == 1, toks
 
 
-def test_sampler_graph_replay_advances_step():
+@pytest.mark.parametrize("variant", ["t1024", "split"])
+def test_sampler_graph_replay_advances_step(variant):
     B, V = 8, 32000
     z = randn((B, V), torch.float32, 9, scale=3.0).cuda()
-    s = mv.Sampler(B, V, device="cuda", seed=5, temperature=1.0, top_p=0.9)
+    s = mv.Sampler(B, V, device="cuda", seed=5, variant=variant, temperature=1.0, top_p=0.9)
     ref = mv.Sampler(B, V, device="cpu", seed=5, temperature=1.0, top_p=0.9)
     tokens = torch.empty(B, dtype=torch.int32, device="cuda")
     s(z.clone(), tokens=tokens)  # warm up (step 0)

@@ -159,14 +159,22 @@ typedef struct mlops_sample_args {
    * NaN if the max key is a (positive) NaN's, +inf if it is +inf's, none finite if it is -inf's. */
   const uint64_t* stats_best;     /* [B] */
   const uint32_t* stats_key_hist; /* [B, 256], optional with stats_best */
+  void* workspace;          /* mlops_sample_workspace_bytes(rows, vocab, variant) bytes (the split
+                               variant); NULL otherwise */
   int variant;              /* -1: the planner picks */
 } mlops_sample_args;
 
 typedef struct mlops_sample_variant {
   int index;
-  int threads;  /* CTA size; one CTA a row */
+  int threads;  /* CTA size */
+  int split;    /* 0: one CTA a row does everything; 1: chunks of the row go to several CTAs for
+                   the max, the first histogram and the draw (small batches), one CTA a row for
+                   the radix selection between them; needs a workspace */
   const char* name;
 } mlops_sample_variant;
+
+/* Bytes of workspace a call needs (0 for variants without one). */
+int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant);
 
 int mlops_sample_variants(mlops_sample_variant* out, int capacity);
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms);

@@ -69,33 +69,33 @@ def pack_configs(configs: Sequence[dict]) -> torch.Tensor:
 
 
 def _sample_impl(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags,
-                 stats_best, stats_key_hist, variant: int) -> None:
+                 stats_best, stats_key_hist, workspace, variant: int) -> None:
     B, V = logits.shape
 
     def run():
         C.sample(logits.is_cuda, stream_of(logits), B, V, logits.data_ptr(), logits.stride(0), configs.data_ptr(),
                  seeds.data_ptr(), steps.data_ptr(), ptr(history), 0 if history is None else history.stride(0),
                  ptr(history_len), ptr(penalty_counts), tokens.data_ptr(), ptr(logprobs), ptr(flags), ptr(stats_best),
-                 ptr(stats_key_hist), variant)
+                 ptr(stats_key_hist), ptr(workspace), variant)
 
     on_device(logits, run)
 
 
 @torch.library.custom_op("mlops_vocab::sample_into",
-                         mutates_args=("logits", "steps", "penalty_counts", "tokens", "logprobs", "flags"),
+                         mutates_args=("logits", "steps", "penalty_counts", "tokens", "logprobs", "flags", "workspace"),
                          device_types=("cpu", "cuda"))
 def _sample_into(logits: torch.Tensor, configs: torch.Tensor, seeds: torch.Tensor, steps: torch.Tensor,
                  history: Optional[torch.Tensor], history_len: Optional[torch.Tensor],
                  penalty_counts: Optional[torch.Tensor], tokens: torch.Tensor, logprobs: Optional[torch.Tensor],
                  flags: torch.Tensor, stats_best: Optional[torch.Tensor], stats_key_hist: Optional[torch.Tensor],
-                 variant: int) -> None:
+                 workspace: Optional[torch.Tensor], variant: int) -> None:
     _sample_impl(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags,
-                 stats_best, stats_key_hist, variant)
+                 stats_best, stats_key_hist, workspace, variant)
 
 
 @_sample_into.register_fake
 def _(logits, configs, seeds, steps, history, history_len, penalty_counts, tokens, logprobs, flags, stats_best,
-      stats_key_hist, variant):
+      stats_key_hist, workspace, variant):
     return None
 
 
@@ -141,6 +141,9 @@ class Sampler:
         self.seeds = torch.tensor(seeds, dtype=torch.int64, device=self.device)
         self.steps = torch.zeros(batch, dtype=torch.int64, device=self.device)
         self.penalty_counts: Optional[torch.Tensor] = None  # allocated at the first call with a history
+        ws = C.sample_workspace_bytes(batch, vocab, self.variant) if self.variant >= 0 else 0
+        # the split variant's workspace (cleared by each call on the device, so graphs replay it)
+        self.workspace = torch.empty(ws, dtype=torch.uint8, device=self.device) if ws else None
 
     def set_configs(self, configs: Sequence[dict]):
         """New per-row configurations (copied into the device tensor in place: graphs keep working)."""
@@ -188,7 +191,8 @@ class Sampler:
         lp = torch.empty(self.batch, dtype=torch.float32, device=self.device) if logprobs else None
         flags = torch.empty(self.batch, dtype=torch.int32, device=self.device)
         args = (logits, self.configs, self.seeds, self.steps, history, history_len,
-                self.penalty_counts if history is not None else None, tokens, lp, flags, best, key_hist, self.variant)
+                self.penalty_counts if history is not None else None, tokens, lp, flags, best, key_hist, self.workspace,
+                self.variant)
         if torch.compiler.is_compiling():
             _sample_into(*args)
         else:
