@@ -34,6 +34,16 @@ def test_rope_cuh_compiles_under_nvrtc(arch, fmad):
         assert "cvt.rn.bf16x2.f32" in text  # the sm_80 conversion path
 
 
+def test_wheel_ships_the_header():
+    """The installed package carries the same rope.cuh, for NVRTC users of a pip install."""
+    import pathlib
+
+    import mlops.positional as mp
+
+    shipped = pathlib.Path(mp.include_path()) / "mlops" / "rope.cuh"
+    assert shipped.read_text() == (INCLUDE / "mlops" / "rope.cuh").read_text()
+
+
 @needs_nvrtc
 def test_nvrtc_reports_a_broken_program():
     """The harness is not vacuous: a program with an error fails with a log."""
