@@ -287,3 +287,20 @@ def test_compile_fullgraph_same_bits():
     for name, a, b in zip(eager._fields, eager, compiled):
         assert_bits_equal(a, b, f"compiled {name}")
     assert M == eager.logits.shape[0]
+
+
+@pytest.mark.parametrize("variant", ["t256", "split"])
+def test_sampler_paths_sanitizer_subset(variant):
+    """Small rows through every path of the sampler (row passes, the shared-memory candidates, the
+    split phases, penalties), compared with the host: what compute-sanitizer runs."""
+    B, V = 3, 5000
+    z = randn((B, V), torch.float32, 31, scale=3.0)
+    hist = torch.tensor([[1, 2, 2, 4999], [7, -1, 5000, 3], [0, 0, 0, 0]], dtype=torch.int32)
+    hlen = torch.tensor([4, 4, 2], dtype=torch.int32)
+    for cfg in (dict(temperature=1.0), dict(temperature=0.3, top_p=0.9), dict(temperature=1.0, top_k=40),
+                dict(temperature=0.8, top_k=3000, top_p=0.95, min_p=0.01, repetition_penalty=1.3)):
+        c = mv.Sampler(B, V, device="cpu", seed=9, **cfg)(z.clone(), history=hist, history_len=hlen, logprobs=True)
+        g = mv.Sampler(B, V, device="cuda", seed=9, variant=variant, **cfg)(
+            z.cuda(), history=hist.cuda(), history_len=hlen.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), (variant, cfg)
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
