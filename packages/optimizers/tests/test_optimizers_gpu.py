@@ -155,6 +155,7 @@ def test_grad_scaler_skips_inf_steps():
     os_, or_ = mo.AdamW(ps_s, lr=1e-2), mo.AdamW(ps_r, lr=1e-2)
     scaler = torch.amp.GradScaler("cuda", init_scale=2.0**10, growth_interval=1000)
     for step in range(8):
+        scaler.scale(torch.ones((), device="cuda"))  # as scaler.scale(loss): creates the scale tensor
         set_grads(ps_r, step)
         g = torch.Generator().manual_seed(5 * 7919 + step)
         for p in ps_s:

@@ -141,3 +141,31 @@ def test_moved_parameter_rebuilds_the_table():
     run(a, ps, 3, start=3)
     run(b, qs, 3, start=3)
     assert_same(ps, qs, "after p.data = ...")
+
+
+def test_grad_scaler_on_cpu():
+    """torch.amp.GradScaler's protocol end to end (CPU): the scaler hands grad_scale / found_inf
+    to the optimizer; an inf gradient skips the step and halves the scale."""
+    ps = make_params(ALIGNED)
+    qs = clone_params(ps)
+    a = mo.AdamW(ps, lr=1e-2)
+    b = mo.AdamW(qs, lr=1e-2)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8)
+    for s in range(6):
+        scaler.scale(torch.ones(()))  # what scaler.scale(loss) does first: the scale tensor exists
+        gs = [torch.randn(p.shape, generator=torch.Generator().manual_seed(s)) for p in ps]
+        for p, g in zip(ps, gs):
+            p.grad = g * scaler.get_scale()
+        if s == 2:
+            ps[1].grad.view(-1)[5] = float("inf")
+        before = [p.detach().clone() for p in ps]
+        scaler.step(a)
+        scaler.update()
+        if s == 2:
+            assert_same(ps, before, "inf step skipped")
+        else:
+            for q, g in zip(qs, gs):
+                q.grad = g
+            b.step()
+    assert_same(ps, qs, "GradScaler")
+    assert scaler.get_scale() == 2.0**7

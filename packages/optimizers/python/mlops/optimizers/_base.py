@@ -285,8 +285,8 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             first_id += len(group["params"])
             work.append((group, ps, ids))
         clip = None
-        if self.max_grad_norm is not None:
-            grads = [p.grad for _, ps, _ in work for p in ps]
+        grads = [p.grad for _, ps, _ in work for p in ps]
+        if self.max_grad_norm is not None and grads:
             nc = torch.ops.mlops_optimizers.grad_norm(grads, float(self.max_grad_norm), grad_scale)
             self.last_grad_norm = nc[0]
             clip = nc[1]

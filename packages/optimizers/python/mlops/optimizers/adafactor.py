@@ -97,8 +97,5 @@ class Adafactor(torch.optim.Optimizer):
                 if group["weight_decay"] != 0:
                     x.add_(x, alpha=-group["weight_decay"] * alpha)
                 x.add_(u, alpha=-alpha)
-                if p.dtype != torch.float32:
-                    p.copy_(x)
-                else:
-                    p.copy_(x)
+                p.copy_(x)  # x is p itself (fp32) or its fp32 copy (rounded back here)
         return loss
