@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kCtaThreads, 4) rope_kernel(const Params p) {
   // Phase 1: cos / sin of the CTA's tokens; an out-of-range position is never dereferenced.
   for (int idx = threadIdx.x; idx < ntok * half; idx += kCtaThreads) {
     const int tok = idx / half, i = idx - tok * half;
-    if (!token_freq(p, t0 + tok, i, smem + tok * rd)) bad[tok] = 1;
+    if (!token_freq(p, t0 + tok, i, smem + tok * rd)) atomicOr(&bad[tok], 1);  // one writer at a time: racecheck-clean
   }
   __syncthreads();
   if ((int)threadIdx.x < ntok && bad[threadIdx.x] && p.flag && blockIdx.y == 0) *p.flag = 1;
