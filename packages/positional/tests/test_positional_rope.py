@@ -323,3 +323,17 @@ def test_opcheck_and_compile_fullgraph():
     q2 = q.clone()
     out = torch.compile(g, fullgraph=True, backend="aot_eager")(q2, k.clone(), pos)
     assert torch.equal(out, eager[0] / 2) and torch.equal(q2, eager[0] / 2)
+
+
+def test_cos_sin_cache_from_config():
+    cfg = {"head_dim": 128, "max_position_embeddings": 2048,
+           "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512,
+                               "rope_theta": 10000.0}}
+    f, scale, _ = P.rope_parameters(cfg)
+    assert scale > 1.0
+    cache = P.cos_sin_cache_from_config(cfg)
+    assert cache.shape == (2048, 128) and cache.dtype == torch.float32
+    assert torch.equal(cache, P.build_cos_sin_cache(f, 2048, scale))
+    assert P.cos_sin_cache_from_config(cfg, 100).shape == (100, 128)
+    with pytest.raises(ValueError, match="^max_positions:"):
+        P.cos_sin_cache_from_config({"head_dim": 64})
