@@ -1,5 +1,5 @@
-// The LM head on tensor cores: m16n8k16 BF16 (sm_80+) and m16n8k8 FP16 with the BF16 values
-// converted in registers (sm_75; exact for |values| < 65504, the FP16 range). The vocabulary rows
+// The LM head on tensor cores: m16n8k16 BF16 (sm_80+), m16n8k8 FP16 (sm_75+) and m8n8k4 FP16
+// (sm_70+) with the BF16 values converted in registers (exact for |values| < 65504, FP16's range). The vocabulary rows
 // are the MMA's M dimension (16 a block, 2 blocks a tile of 32 rows) and the tokens its N = 8
 // (tokens >= M are zero). Hidden is cut into the same 8 segments as the CUDA-core kernel, warp s
 // owning segment s; segment values add in segment order in shared memory. Within a segment the
@@ -20,9 +20,9 @@ constexpr int kThreads = 32 * kSegments;
 constexpr int kRowBlocks = 2;
 constexpr int kTileRows = 16 * kRowBlocks;
 
-enum MmaKind { kBf16K16 = 0, kF16K8 = 1 };
+enum MmaKind { kBf16K16 = 0, kF16K8 = 1, kF16K4 = 2 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
 __device__ __forceinline__ uint32_t bf16x2_to_f16x2(uint32_t u) {
   const float lo = __uint_as_float(u << 16), hi = __uint_as_float(u & 0xffff0000u);
   uint16_t a, b;
@@ -30,6 +30,21 @@ __device__ __forceinline__ uint32_t bf16x2_to_f16x2(uint32_t u) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(hi));
   return uint32_t(a) | (uint32_t(b) << 16);
 }
+
+// Volta's MMA: each quad-pair (lanes 4q .. 4q+3 and 4q+16 .. 4q+19) multiplies its own 8 x 4 A by
+// its own 4 x 8 B. Logical thread t = (lane & 3) + 4 (lane >> 4) holds A row t and B column t, all
+// four k values (CUTLASS / CuTe SM70_8x8x4_F32F16F16F32_TN: A and B SM70_8x4_Row); the eight f32
+// accumulators of thread t are (m, n) = (t0 + 2 v1 + 4 t2, 2 t1 + v0 + 4 v2) for value
+// v = v0 + 2 v1 + 4 v2, t = t0 + 2 t1 + 4 t2 (CuTe SM70_8x8_32b).
+__device__ __forceinline__ void mma_f16_k4(float (&c)[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9}, {%10,%11}, "
+      "{%0,%1,%2,%3,%4,%5,%6,%7};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7])
+      : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+}
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
 
 __device__ __forceinline__ void mma_f16_k8(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
@@ -90,8 +105,36 @@ __global__ void __launch_bounds__(kThreads) lm_head_mma_kernel(LmHeadParams p) {
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, buf ^= 1) {
     const int64_t v0 = tile * kTileRows;
     float c[kRowBlocks][4] = {};
+    if constexpr (KIND == kF16K4) {
+      // quad-pair q takes rows v0 + 8q .. +7; logical thread t its row 8q + t and token t; every
+      // thread of a quad-pair holds the same 8 k values a step (two k = 4 instructions)
+      const int q = (lane >> 2) & 3, tq = (lane & 3) + 4 * (lane >> 4);
+      const int64_t r = v0 + 8 * q + tq;
+      float cv[8] = {};
 #pragma unroll 1
-    for (int u = ub; u < ue; ++u) {
+      for (int u = ub; u < ue; ++u) {
+#pragma unroll 4
+        for (int step = 0; step < kUnit / 8; ++step) {
+          const int64_t k = int64_t(u) * kUnit + step * 8;
+          if (k >= p.hidden) break;  // uniform across the warp
+          const uint4 zero = make_uint4(0, 0, 0, 0);
+          const uint4 w = r < p.vocab ? load16(p.weight + r * p.weight_stride + k) : zero;
+          const uint4 xv = tq < p.tokens ? load16(p.x + tq * p.x_stride + k) : zero;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+          mma_f16_k4(cv, bf16x2_to_f16x2(w.x), bf16x2_to_f16x2(w.y), bf16x2_to_f16x2(xv.x), bf16x2_to_f16x2(xv.y));
+          mma_f16_k4(cv, bf16x2_to_f16x2(w.z), bf16x2_to_f16x2(w.w), bf16x2_to_f16x2(xv.z), bf16x2_to_f16x2(xv.w));
+#endif
+        }
+      }
+      const int t0 = lane & 1, t1 = (lane >> 1) & 1, t2 = (lane >> 4) & 1;
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        const int m = t0 + 2 * ((v >> 1) & 1) + 4 * t2, n = 2 * t1 + (v & 1) + 4 * (v >> 2);
+        part[buf][warp][8 * q + m][n] = cv[v];
+      }
+    }
+#pragma unroll 1
+    for (int u = ub; KIND != kF16K4 && u < ue; ++u) {
 #pragma unroll 4
       for (int step = 0; step < kUnit / 32; ++step) {
         const int64_t k0 = int64_t(u) * kUnit + step * 32, k = k0 + t * 8;
@@ -110,7 +153,7 @@ __global__ void __launch_bounds__(kThreads) lm_head_mma_kernel(LmHeadParams p) {
       }
     }
 #pragma unroll
-    for (int rb = 0; rb < kRowBlocks; ++rb) {
+    for (int rb = 0; KIND != kF16K4 && rb < kRowBlocks; ++rb) {
       part[buf][warp][rb * 16 + g][2 * t] = c[rb][0];
       part[buf][warp][rb * 16 + g][2 * t + 1] = c[rb][1];
       part[buf][warp][rb * 16 + g + 8][2 * t] = c[rb][2];
@@ -161,7 +204,9 @@ int code_arch() {
 
 // The arch the instance's code was generated for (its PTX version): a compute_75 build JIT-compiled
 // on an sm_90 GPU has no m16n8k16 BF16 body, so the API must not launch it there.
-int lm_head_mma_code_arch(int kind) { return kind == kBf16K16 ? code_arch<kBf16K16>() : code_arch<kF16K8>(); }
+int lm_head_mma_code_arch(int kind) {
+  return kind == kBf16K16 ? code_arch<kBf16K16>() : kind == kF16K8 ? code_arch<kF16K8>() : code_arch<kF16K4>();
+}
 
 cudaError_t lm_head_launch_mma(const LmHeadParams& p, int kind, int64_t grid, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -174,7 +219,8 @@ cudaError_t lm_head_launch_mma(const LmHeadParams& p, int kind, int64_t grid, vo
     if (e != cudaSuccess) return e;
   }
   if (kind == kBf16K16) lm_head_mma_kernel<kBf16K16><<<unsigned(grid), kThreads, 0, s>>>(p);
-  else lm_head_mma_kernel<kF16K8><<<unsigned(grid), kThreads, 0, s>>>(p);
+  else if (kind == kF16K8) lm_head_mma_kernel<kF16K8><<<unsigned(grid), kThreads, 0, s>>>(p);
+  else lm_head_mma_kernel<kF16K4><<<unsigned(grid), kThreads, 0, s>>>(p);
   return cudaGetLastError();
 }
 

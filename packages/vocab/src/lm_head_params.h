@@ -26,7 +26,7 @@ LmHeadParams make_lm_head_params(const mlops_lm_head_args& a);
 void lm_head_host(const LmHeadParams& p);
 // grid: CTAs (each strides over tiles of 32 / MT rows, MT = tokens rounded up to 1, 2, 4, 8).
 cudaError_t lm_head_launch_cuda_core(const LmHeadParams& p, int64_t grid, void* stream);
-// The tensor-core instances (lm_head_mma_kernel.cu): kind 0 m16n8k16 BF16, 1 m16n8k8 FP16.
+// The tensor-core instances (lm_head_mma_kernel.cu): kind 0 m16n8k16 BF16, 1 m16n8k8 FP16, 2 m8n8k4 FP16.
 cudaError_t lm_head_launch_mma(const LmHeadParams& p, int kind, int64_t grid, void* stream);
 int lm_head_mma_code_arch(int kind);
 int lm_head_mma_tile_rows();

@@ -105,13 +105,17 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {2, MLOPS_LM_HEAD_CUDA_CORE, 50, 1, "cuda_core_1cta"},
     {3, MLOPS_LM_HEAD_MMA_BF16_K16, 80, 2, "mma_m16n8k16_bf16"},
     {4, MLOPS_LM_HEAD_MMA_F16_K8, 75, 2, "mma_m16n8k8_f16"},
+    {5, MLOPS_LM_HEAD_MMA_F16_K4, 70, 2, "mma_m8n8k4_f16"},
 };
-constexpr int kNumLmHead = 5;
+constexpr int kNumLmHead = 6;
+
+// The kind index of lm_head_mma_kernel.cu for a tensor-core variant.
+int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : k == MLOPS_LM_HEAD_MMA_F16_K8 ? 1 : 2; }
 
 // The arch an instance's code was generated for: the CUDA-core kernel has a body everywhere.
 int code_arch_of(const mlops_lm_head_variant& v) {
   if (v.kind == MLOPS_LM_HEAD_CUDA_CORE) return 1000;
-  return lm_head_mma_code_arch(v.kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : 1);
+  return lm_head_mma_code_arch(mma_kind(v.kind));
 }
 
 mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
@@ -335,7 +339,7 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   if (grid > tiles) grid = tiles;
   if (grid > 0x7fffffff) grid = 0x7fffffff;
   cudaError_t e = cc ? lm_head_launch_cuda_core(p, grid, stream)
-                     : lm_head_launch_mma(p, var.kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : 1, grid, stream);
+                     : lm_head_launch_mma(p, mma_kind(var.kind), grid, stream);
   if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head launch (%s) failed: %s", var.name, cudaGetErrorString(e));
   return MLOPS_OK;
 }

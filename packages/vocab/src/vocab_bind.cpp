@@ -105,7 +105,9 @@ nb::list lm_head_variants() {
     d["index"] = v[i].index;
     d["name"] = v[i].name;
     d["kind"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE ? "cuda_core"
-                : v[i].kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? "mma_m16n8k16_bf16" : "mma_m16n8k8_f16";
+                : v[i].kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? "mma_m16n8k16_bf16"
+                : v[i].kind == MLOPS_LM_HEAD_MMA_F16_K8   ? "mma_m16n8k8_f16"
+                                                          : "mma_m8n8k4_f16";
     d["min_sm"] = v[i].min_sm;
     d["ctas_per_sm"] = v[i].ctas_per_sm;
     d["bitwise_host"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE;

@@ -89,8 +89,9 @@ typedef enum mlops_lm_head_kind {
   MLOPS_LM_HEAD_CUDA_CORE = 0,      /* fixed order above, every arch, bit for bit == host emulation */
   MLOPS_LM_HEAD_MMA_BF16_K16 = 1,   /* mma m16n8k16 BF16 (sm_80+): the MMA's own order within a
                                        segment; within the float64 bound of docs/vocab.md */
-  MLOPS_LM_HEAD_MMA_F16_K8 = 2      /* mma m16n8k8 FP16 converted from BF16 in registers (sm_75+):
+  MLOPS_LM_HEAD_MMA_F16_K8 = 2,     /* mma m16n8k8 FP16 converted from BF16 in registers (sm_75+):
                                        exact conversion for |x|, |w| < 65504 */
+  MLOPS_LM_HEAD_MMA_F16_K4 = 3      /* mma m8n8k4 FP16 (Volta's quad-pairs, sm_70+), same conversion */
 } mlops_lm_head_kind;
 
 typedef struct mlops_lm_head_variant {
