@@ -78,6 +78,8 @@ __global__ void __launch_bounds__(kThreads) lm_head_cc_kernel(LmHeadParams p) {
       for (int r = 0; r < R; ++r) {
         if (v0 + r >= p.vocab) continue;
         float w[8];
+        // __ldg, not load_weight16: with the inline-asm load nvcc 13.0 left MT = 1's 32
+        // accumulators on the stack (a 128-byte frame); with __ldg they stay in registers
         unpack8(__ldg(reinterpret_cast<const uint4*>(p.weight + (v0 + r) * p.weight_stride + col0)), w);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {

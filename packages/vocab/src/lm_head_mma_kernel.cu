@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) lm_head_mma_kernel(LmHeadParams p) {
           const int64_t k = int64_t(u) * kUnit + step * 8;
           if (k >= p.hidden) break;  // uniform across the warp
           const uint4 zero = make_uint4(0, 0, 0, 0);
-          const uint4 w = r < p.vocab ? load16(p.weight + r * p.weight_stride + k) : zero;
+          const uint4 w = r < p.vocab ? load_weight16(p.weight + r * p.weight_stride + k) : zero;
           const uint4 xv = tq < p.tokens ? load16(p.x + tq * p.x_stride + k) : zero;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
           mma_f16_k4(cv, bf16x2_to_f16x2(w.x), bf16x2_to_f16x2(w.y), bf16x2_to_f16x2(xv.x), bf16x2_to_f16x2(xv.y));
@@ -146,8 +146,8 @@ __global__ void __launch_bounds__(kThreads) lm_head_mma_kernel(LmHeadParams p) {
 #pragma unroll
         for (int rb = 0; rb < kRowBlocks; ++rb) {
           const int64_t r0 = v0 + rb * 16 + g, r1 = r0 + 8;
-          const uint4 wg = in && r0 < p.vocab ? load16(p.weight + r0 * p.weight_stride + k) : zero;
-          const uint4 wg8 = in && r1 < p.vocab ? load16(p.weight + r1 * p.weight_stride + k) : zero;
+          const uint4 wg = in && r0 < p.vocab ? load_weight16(p.weight + r0 * p.weight_stride + k) : zero;
+          const uint4 wg8 = in && r1 < p.vocab ? load_weight16(p.weight + r1 * p.weight_stride + k) : zero;
           mma8<KIND>(c[rb], wg, wg8, xg);
         }
       }

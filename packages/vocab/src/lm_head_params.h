@@ -23,6 +23,22 @@ struct LmHeadParams {
 
 LmHeadParams make_lm_head_params(const mlops_lm_head_args& a);
 
+#if defined(__CUDACC__)
+// 16 bytes of the weight, read once per call: not kept in L1, and from sm_80 the L2 fetches 256
+// bytes around it (the rest of the row's sectors are next). Plain __ldg below sm_80.
+__device__ __forceinline__ uint4 load_weight16(const uint16_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+#else
+  return __ldg(reinterpret_cast<const uint4*>(p));
+#endif
+}
+#endif
+
 void lm_head_host(const LmHeadParams& p);
 // grid: CTAs (each strides over tiles of 32 / MT rows, MT = tokens rounded up to 1, 2, 4, 8).
 cudaError_t lm_head_launch_cuda_core(const LmHeadParams& p, int64_t grid, void* stream);
