@@ -229,13 +229,15 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
+        // the split variant's phase A2 measured the first level of rows without top-k
+        const bool from_ws = p.split && level == 3 && tau == 0 && src.idx == nullptr && p.split[row].mass_ready;
         for (int i = tid; i < 256; i += NT) {
-          sh.mass[i] = 0;
-          sh.cnt[i] = 0;
+          sh.mass[i] = from_ws ? p.split[row].pmass[i] : 0;
+          sh.cnt[i] = from_ws ? p.split[row].pcnt[i] : 0;
         }
         __syncthreads();
         uint64_t total = 0;
-        for (int64_t i = tid; i < src.n; i += NT) {
+        for (int64_t i = tid; !from_ws && i < src.n; i += NT) {
           const float x = src.val(i);
           const uint32_t k = key_of(x);
           if (k < tau || (k & mask) != prefix) continue;
@@ -245,7 +247,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
           if (level == 3) atomicAdd(&sh.cnt[bin], 1u);
           total += w;
         }
-        if (level == 3) thr = top_p_threshold(cfg.top_p, block_sum_u64<NT>(total, sh));
+        if (level == 3) thr = top_p_threshold(cfg.top_p, from_ws ? p.split[row].ptotal : block_sum_u64<NT>(total, sh));
         __syncthreads();
         if (tid == 0) {
           uint64_t cum = acc, n_ge = 0;
@@ -378,6 +380,52 @@ __global__ void __launch_bounds__(kSplitThreads) split_stats_kernel(SampleParams
     if (best) atomicMax(reinterpret_cast<unsigned long long*>(&ws.best), (unsigned long long)best);
     const int f = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
     if (f) atomicOr(&ws.flags, f);
+  }
+}
+
+// Phase A2: top-p's first level for rows that sample with top-p and without top-k: each chunk's
+// weight and count per key byte and its total weight, merged with integer atomics.
+__global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams p) {
+  __shared__ uint64_t mass[256];
+  __shared__ uint32_t cnt[256];
+  __shared__ uint64_t red[kSplitThreads / 32];
+  const int64_t row = blockIdx.y;
+  const int tid = threadIdx.x;
+  SplitRow& ws = p.split[row];
+  const mlops_sample_config cfg = sanitize(p.configs[row]);
+  if (config_greedy(cfg) || !(cfg.top_p < 1.0f) || (cfg.top_k > 0 && int64_t(cfg.top_k) < p.vocab)) return;
+  const uint64_t best = ws.best;
+  if (ws.flags || best == 0 || best_key(best) <= kKeyNegInf) return;  // such rows are greedy
+  const float m = float_of_key(best_key(best));
+  const float* z = p.logits + row * p.logits_stride;
+  int64_t v0, v1;
+  chunk_range(p, v0, v1);
+  for (int i = tid; i < 256; i += kSplitThreads) {
+    mass[i] = 0;
+    cnt[i] = 0;
+  }
+  __syncthreads();
+  uint64_t total = 0;
+  for (int64_t v = v0 + tid; v < v1; v += kSplitThreads) {
+    const float x = z[v];
+    const uint32_t k = key_of(x);
+    const uint32_t w = sample_weight(x, m, cfg.temperature);
+    if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&mass[k >> 24]), (unsigned long long)w);
+    atomicAdd(&cnt[k >> 24], 1u);
+    total += w;
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) total += __shfl_xor_sync(kFull, total, off);
+  if ((tid & 31) == 0) red[tid >> 5] = total;
+  __syncthreads();
+  for (int i = tid; i < 256; i += kSplitThreads) {
+    if (mass[i]) atomicAdd(reinterpret_cast<unsigned long long*>(&ws.pmass[i]), (unsigned long long)mass[i]);
+    if (cnt[i]) atomicAdd(&ws.pcnt[i], cnt[i]);
+  }
+  if (tid == 0) {
+    for (int i = 1; i < kSplitThreads / 32; ++i) total += red[i];
+    atomicAdd(reinterpret_cast<unsigned long long*>(&ws.ptotal), (unsigned long long)total);
+    ws.mass_ready = 1;
   }
 }
 
@@ -530,6 +578,7 @@ cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream
   if (e != cudaSuccess) return e;
   const dim3 chunks(unsigned(p.chunks), unsigned(p.rows));
   split_stats_kernel<<<chunks, kSplitThreads, 0, s>>>(p);
+  split_mass_kernel<<<chunks, kSplitThreads, 0, s>>>(p);
   if (threads != 1024) return cudaErrorInvalidValue;
   sample_kernel<1024><<<unsigned(p.rows), 1024, 0, s>>>(p);
   split_sum_kernel<<<chunks, kSplitThreads, 0, s>>>(p);

@@ -26,18 +26,23 @@ struct SampleParams {
 };
 
 // The split variant's per-row workspace. Phase A (chunk CTAs) fills best / flags / hist with
-// order-free integer atomics over the penalized row, the same values pass 1 computes; phase B
-// (one CTA a row) selects and, when the kept set did not fit in shared memory, leaves the draw to
-// phases C (chunk sums of kept weights) and D (the chunk holding the target is walked).
+// order-free integer atomics over the penalized row, the same values pass 1 computes; phase A2
+// does the same for top-p's first level (mass and count of each key byte, the total) on rows
+// without top-k; phase B (one CTA a row) selects and, when the kept set did not fit in shared
+// memory, leaves the draw to phases C (chunk sums of kept weights) and D (the chunk holding the
+// target is walked).
 constexpr int kSplitMaxChunks = 64;
 struct SplitRow {
   uint64_t best;
   int32_t flags;
-  uint32_t tau;       // phase B's threshold for a deferred draw
-  int32_t deferred;   // 1: phases C and D draw this row
-  int32_t pad;
+  uint32_t tau;        // phase B's threshold for a deferred draw
+  int32_t deferred;    // 1: phases C and D draw this row
+  int32_t mass_ready;  // 1: phase A2 filled pmass / pcnt / ptotal
   uint32_t hist[256];
   uint64_t sum[kSplitMaxChunks];
+  uint64_t pmass[256];
+  uint32_t pcnt[256];
+  uint64_t ptotal;
 };
 
 SampleParams make_sample_params(const mlops_sample_args& a);
