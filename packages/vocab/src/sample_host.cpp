@@ -37,7 +37,7 @@ uint64_t sample_row_weights_host(const float* z, int64_t V, const mlops_sample_c
   const RowMax rm = row_max(z, V);
   if (rm.flags || config_greedy(c)) return 0;
   const float m = float_of_key(best_key(rm.best));
-  const float T = c.temperature;
+  const Temperature T = temperature_of(c.temperature);
   // top-k: the k-th largest key; ties at it kept
   uint32_t tau = 0;
   if (c.top_k > 0 && int64_t(c.top_k) < V) {
@@ -107,7 +107,7 @@ void sample_host(const SampleParams& p) {
       if (!rm.flags) {
         const float m = float_of_key(best_key(rm.best));
         uint64_t s = 0;
-        for (int64_t v = 0; v < p.vocab; ++v) s += sample_weight(z[v], m, 1.0f);
+        for (int64_t v = 0; v < p.vocab; ++v) s += sample_weight(z[v], m, temperature_of(1.0f));
         logprob = float(std::log(double(kWeightScale) / double(s)));
       }
     } else {

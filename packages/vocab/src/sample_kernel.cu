@@ -168,12 +168,12 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
   if (flags || config_greedy(cfg)) {
     if (p.logprobs && !flags) {  // log-softmax of the argmax at temperature 1, no filter
       uint64_t s = 0;
-      for (int64_t v = tid; v < V; v += NT) s += sample_weight(z[v], m, 1.0f);
+      for (int64_t v = tid; v < V; v += NT) s += sample_weight(z[v], m, temperature_of(1.0f));
       s = block_sum_u64<NT>(s, sh);
       logprob = float(log(double(kWeightScale) / double(s)));
     }
   } else {
-    const float T = cfg.temperature;
+    const Temperature T = temperature_of(cfg.temperature);
     Src src{z, nullptr, V};
     // ---- top-k: the k-th largest key (ties at it are kept), one byte a level
     uint32_t tau = 0;
@@ -397,6 +397,7 @@ __global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams 
   const uint64_t best = ws.best;
   if (ws.flags || best == 0 || best_key(best) <= kKeyNegInf) return;  // such rows are greedy
   const float m = float_of_key(best_key(best));
+  const Temperature T = temperature_of(cfg.temperature);
   const float* z = p.logits + row * p.logits_stride;
   int64_t v0, v1;
   chunk_range(p, v0, v1);
@@ -409,7 +410,7 @@ __global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams 
   for (int64_t v = v0 + tid; v < v1; v += kSplitThreads) {
     const float x = z[v];
     const uint32_t k = key_of(x);
-    const uint32_t w = sample_weight(x, m, cfg.temperature);
+    const uint32_t w = sample_weight(x, m, T);
     if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&mass[k >> 24]), (unsigned long long)w);
     atomicAdd(&cnt[k >> 24], 1u);
     total += w;
@@ -431,7 +432,8 @@ __global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams 
 
 // The kept weight of one element of a deferred row (phase B's threshold, min-p).
 struct KeptWeight {
-  float m, t;
+  float m;
+  Temperature t;
   uint32_t tau;
   bool use_min_p;
   double min_thr;
@@ -446,7 +448,7 @@ __device__ __forceinline__ KeptWeight kept_weight_of(const SampleParams& p, int6
   const mlops_sample_config cfg = sanitize(p.configs[row]);
   KeptWeight k;
   k.m = float_of_key(best_key(p.split[row].best));
-  k.t = cfg.temperature;
+  k.t = temperature_of(cfg.temperature);
   k.tau = p.split[row].tau;
   k.use_min_p = cfg.min_p > 0.0f;
   k.min_thr = min_p_threshold(cfg.min_p);

@@ -44,15 +44,22 @@ MLOPS_HD float lm_head_epilogue(float dot, const float* row_scale, int m, float 
 // ---- sampling -----------------------------------------------------------------------------
 constexpr float kWeightScale = 2147483648.0f;  // 2^31: the max token's weight
 
-// The fixed-point weight of a logit relative to the row max m at temperature t > 0.
-MLOPS_HD uint32_t sample_weight(float z, float m, float t) {
+// A temperature t > 0 as the weights use it: its inverse (one IEEE division a row: per element it
+// is a slow-path call in SASS that bloats the kernel), and the distance below the max past which
+// every weight is 0 (exp(-24) * 2^31 = 0.08 rounds to 0; fl(-24 t) * fl(1/t) is -24 within 2 ulp).
+struct Temperature {
+  float inv, cutoff;
+};
+MLOPS_HD Temperature temperature_of(float t) { return Temperature{1.0f / t, -24.0f * t}; }
+
+// The fixed-point weight of a logit relative to the row max m: rint(exp_det((z - m) * (1/t)) * 2^31).
+MLOPS_HD uint32_t sample_weight(float z, float m, Temperature t) {
   if (is_nan(z)) return 0u;
   const float d = z - m;
-  // Far below the max the weight is 0 whatever exp_det returns (exp(-24) * 2^31 = 0.08 rounds to
-  // 0; fl(-24 t) / t is -24 within an ulp): skip the division and the exp. Same result, so the
-  // host and the GPU still agree bit for bit; most of a real vocabulary takes this exit.
-  if (d < -24.0f * t) return 0u;
-  const float e = exp_det(d / t);  // in [0, 1]; exp_det(0) = 1 exactly
+  // Far below the max the weight is 0 whatever exp_det returns: skip the exp. The same result on
+  // both sides, so the host and the GPU agree bit for bit; most of a real vocabulary exits here.
+  if (d < t.cutoff) return 0u;
+  const float e = exp_det(d * t.inv);  // in [0, 1]; exp_det(0) = 1 exactly
   return uint32_t(rint_even(e * kWeightScale));
 }
 

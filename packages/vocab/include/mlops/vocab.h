@@ -118,7 +118,7 @@ mlops_status mlops_lm_head_host(const mlops_lm_head_args* args);
  *     logits: repetition (z > 0 ? z / p : z * p, for c_v > 0), then
  *     z - presence * (c_v > 0) - frequency * c_v;
  *  2. greedy (temperature 0 or top_k 1): the lowest index of the maximum;
- *  3. else weights W_v = rint(exp_det((z_v - max) / T) * 2^31) (integers, the max gets 2^31),
+ *  3. else weights W_v = rint(exp_det((z_v - max) * (1/T)) * 2^31) (integers, the max gets 2^31),
  *     kept when key(z_v) >= the top_k-th largest key (ties kept), then when the weight of the
  *     kept tokens with a larger key is < top_p * (their total) (ties kept), then when
  *     W_v >= min_p * 2^31; the token is the first index whose running sum of kept weights in
