@@ -1,9 +1,10 @@
-"""CPU (CI): the update kernel's device code (src/optim_kernel.cuh) compiled by the host C++
-compiler and run lane by lane (tests/c/kernel_on_host.cpp) against the host emulation, bit for
-bit: the chunk walk, the unit / lane layout, vector loads and stores, ragged tails, unaligned
-rows, the stochastic-rounding indices and the 8-bit blocks (a warp max: 32 threads meeting at a
-barrier for each shuffle) are checked without a GPU. The device-only arithmetic (cvt) is the
-GPU suite's."""
+"""CPU (CI): the kernels' device code (src/optim_kernel.cuh, src/optim_norm_kernel.cuh) compiled
+by the host C++ compiler and run with one host thread an emulated GPU thread
+(tests/c/kernel_on_host.cpp) against the host emulation, bit for bit: the chunk walk, the unit /
+lane layout, vector loads and stores, ragged tails, unaligned rows, the stochastic-rounding
+indices, the 8-bit blocks (a warp max: shuffles meet at a barrier) and the global norm's
+fixed summation order (a reversed fold is caught) are checked without a GPU. The device-only
+arithmetic (cvt) is the GPU suite's."""
 
 import os
 import pathlib
@@ -32,4 +33,4 @@ def test_kernel_device_code_on_host_equals_host_emulation(tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and " 0 failed" in r.stdout, r.stdout + r.stderr
-    assert r.stdout.strip().endswith("11 passed, 0 failed")
+    assert r.stdout.strip().endswith("12 passed, 0 failed")

@@ -1,43 +1,85 @@
-// The update kernel's device code (optim_kernel.cuh: chunk walk, unit / lane layout, 4-wide
-// vector loads and stores, ragged tails, unaligned rows, stochastic-rounding indices) compiled
-// by the host compiler and run lane by lane, against the host emulation (optim_host.cpp), bit
-// for bit. Lanes of the fp32-state paths are independent, so running them one after another
-// is what the GPU computes; the 8-bit path (a warp max) is left to the GPU suite. Device
-// intrinsics are replaced by their host meaning. The 8-bit path, whose absmax is a warp max,
-// runs its 32 lanes as 32 threads meeting at a barrier for each shuffle.
-// Prints "N passed, M failed".
+// The kernels' device code (optim_kernel.cuh, optim_norm_kernel.cuh: chunk walk, unit / lane
+// layout, 4-wide vector loads and stores, ragged tails, unaligned rows, stochastic-rounding
+// indices, 8-bit blocks, the norm's summation order) compiled by the host compiler and run with
+// one host thread an emulated GPU thread, against the host emulation (optim_host.cpp), bit for
+// bit. Device intrinsics are replaced by their host meaning (below). Prints "N passed, M failed".
 #include <cuda_runtime.h>
 #include <device_launch_parameters.h>  // threadIdx / blockIdx: declared (step_kernel is not instantiated)
 
 #include <barrier>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #define __launch_bounds__(...)
+// Each emulated GPU thread is a host thread: its threadIdx is thread-local, blockIdx is set
+// before a block's threads start, __shared__ arrays are function statics (one a block: blocks
+// run one after another), __syncthreads is a barrier of the block's threads, and a shuffle
+// meets the 32 threads of its warp at a barrier.
+static thread_local uint3 tl_threadIdx;
+static uint3 g_blockIdx;
+static dim3 g_blockDim, g_gridDim;
+#define threadIdx tl_threadIdx
+#define blockIdx g_blockIdx
+#define blockDim g_blockDim
+#define gridDim g_gridDim
+#undef __shared__
+#define __shared__ static
 template <class T>
 static inline T __ldg(const T* p) {
   return *p;
 }
-static inline void __syncthreads() {}
-// A warp of 32 threads: each shuffle writes its lane's value, meets the others, reads lane ^ off.
-static thread_local int tl_lane = -1;
-static float g_slots[32];
-static std::barrier<>* g_warp_barrier = nullptr;
+static std::barrier<>* g_block_barrier = nullptr;
+static std::barrier<>* g_warp_barrier[8] = {};
+static float g_slots[8][32];
+static inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
 static inline float __shfl_xor_sync(unsigned, float v, int off) {
-  if (tl_lane < 0) std::abort();
-  g_slots[tl_lane] = v;
-  g_warp_barrier->arrive_and_wait();
-  const float r = g_slots[tl_lane ^ off];
-  g_warp_barrier->arrive_and_wait();
+  const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
+  if (!g_warp_barrier[w]) std::abort();
+  g_slots[w][l] = v;
+  g_warp_barrier[w]->arrive_and_wait();
+  const float r = g_slots[w][l ^ unsigned(off)];
+  g_warp_barrier[w]->arrive_and_wait();
   return r;
+}
+// mlops/common/fixed_sum.h defines the device butterfly only under nvcc: the same code here.
+namespace mlops {
+static inline float warp_butterfly32(float v) {
+  for (int off = 16; off >= 1; off >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+}  // namespace mlops
+
+// Runs fn(thread index) for `threads` host threads as one CTA (threads a multiple of 32).
+template <class F>
+static void run_block(unsigned block, int threads, F fn) {
+  g_blockIdx = uint3{block, 0, 0};
+  std::barrier<> block_bar(threads);
+  std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
+  for (int w = 0; w < threads / 32; ++w) {
+    warp_bars.emplace_back(new std::barrier<>(32));
+    g_warp_barrier[w] = warp_bars.back().get();
+  }
+  g_block_barrier = &block_bar;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i)
+    ts.emplace_back([&, i] {
+      tl_threadIdx = uint3{unsigned(i), 0, 0};
+      fn(i);
+    });
+  for (auto& t : ts) t.join();
+  for (auto& b : g_warp_barrier) b = nullptr;
+  g_block_barrier = nullptr;
 }
 
 #include "optim_host.h"
 #include "optim_kernel.cuh"
+#include "optim_norm_kernel.cuh"
 
 using namespace mlops::optim;
 
@@ -83,37 +125,41 @@ static void emulate_kernel(const mlops_optim_args& a) {
   }
 }
 
-// The 8-bit Adam kernel: the same walk, the 32 lanes of each unit as 32 threads.
+// The 8-bit Adam kernel: the same walk, the 32 lanes of each unit as 32 threads of one warp.
 template <class PT>
 static void emulate_kernel_q8(const mlops_optim_args& a) {
   if (a.found_inf && *a.found_inf != 0.0f) return;
   const auto* tab = static_cast<const mlops_optim_tensor*>(a.table);
   for (int64_t i = 0; i < a.num_tensors; ++i) *tab[i].step = *tab[i].step + 1.0f;
   const int32_t* chunk_map = chunk_map_of(a.table, a.num_tensors);
-  std::barrier<> bar(32);
-  g_warp_barrier = &bar;
-  std::vector<std::thread> lanes;
-  for (int lane = 0; lane < 32; ++lane)
-    lanes.emplace_back([&, lane] {
-      tl_lane = lane;
-      for (int64_t c = 0; c < a.num_chunks; ++c) {
-        const mlops_optim_tensor t = tab[chunk_map[c]];
-        const Scalars s = make_scalars(a, a.lr, double(*t.step));
-        const uint32_t key = sr_key(a.seed, uint32_t(*t.step), t.id);
-        const int64_t chunk_start = (c - t.first_chunk) * int64_t(MLOPS_OPTIM_CHUNK);
-        const bool aligned = (t.flags & kFlagAligned) != 0;
-        for (int warp = 0; warp < kThreads / 32; ++warp)
-          for (int u = warp; u < kUnitsPerChunk; u += kThreads / 32) {
-            const int64_t base = chunk_start + int64_t(u) * kUnitElems;
-            if (base >= t.numel) break;
-            update_unit<PT, MLOPS_OPTIM_ADAM, true, false>(a, s, t, base, lane,
-                                                          aligned && base + kUnitElems <= t.numel, key, a.qmap1,
-                                                          a.qmap2);
-          }
-      }
+  run_block(0, 32, [&](int lane) {
+    for (int64_t c = 0; c < a.num_chunks; ++c) {
+      const mlops_optim_tensor t = tab[chunk_map[c]];
+      const Scalars s = make_scalars(a, a.lr, double(*t.step));
+      const uint32_t key = sr_key(a.seed, uint32_t(*t.step), t.id);
+      const int64_t chunk_start = (c - t.first_chunk) * int64_t(MLOPS_OPTIM_CHUNK);
+      const bool aligned = (t.flags & kFlagAligned) != 0;
+      for (int warp = 0; warp < kThreads / 32; ++warp)
+        for (int u = warp; u < kUnitsPerChunk; u += kThreads / 32) {
+          const int64_t base = chunk_start + int64_t(u) * kUnitElems;
+          if (base >= t.numel) break;
+          update_unit<PT, MLOPS_OPTIM_ADAM, true, false>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel,
+                                                        key, a.qmap1, a.qmap2);
+        }
+    }
+  });
+}
+
+// The norm kernels as launched: one 256-thread CTA a chunk, then one finalize CTA.
+static void emulate_norm(const void* table, int64_t num_tensors, int64_t num_chunks, float max_norm, float* norm,
+                         float* coef) {
+  std::vector<float> partials(size_t(num_chunks) + 1);
+  for (int64_t c = 0; c < num_chunks; ++c)
+    run_block(unsigned(c), kThreads, [&](int) {
+      norm_partials_kernel(static_cast<const mlops_optim_tensor*>(table), num_tensors, partials.data());
     });
-  for (auto& th : lanes) th.join();
-  g_warp_barrier = nullptr;
+  run_block(0, kFinalizeThreads,
+            [&](int) { norm_finalize_kernel(partials.data(), num_chunks, max_norm, nullptr, norm, coef); });
 }
 
 struct Tensors {
@@ -173,12 +219,13 @@ static Tensors make(const std::vector<int64_t>& sizes, int dtype, bool master, b
   return T;
 }
 
-static void new_grads(Tensors& T, unsigned seed) {
+static void new_grads(Tensors& T, unsigned seed, bool varied_scale = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
+  int k = 0;
   for (auto& r : T.rows)
-    for (int64_t i = 0; i < r.numel; ++i) {
-      const float g = nd(rng);
+    for (int64_t i = 0, row = k++; i < r.numel; ++i) {
+      const float g = nd(rng) * (varied_scale ? std::ldexp(1.0f, (row * 7) % 23 - 11) * 1.37f : 1.0f);
       if (r.dtype == MLOPS_DTYPE_FP32) static_cast<float*>(const_cast<void*>(r.grad))[i] = g;
       else if (r.dtype == MLOPS_DTYPE_BF16) static_cast<uint16_t*>(const_cast<void*>(r.grad))[i] = mlops::f32_to_bf16(g);
       else static_cast<uint16_t*>(const_cast<void*>(r.grad))[i] = mlops::f32_to_f16(g);
@@ -271,6 +318,32 @@ int main() {
   run_case<float, MLOPS_OPTIM_ADAM, false, true>("adamw fp32 8-bit", MLOPS_DTYPE_FP32, false, false, 0.9, 0.999);
   run_case<bf16_t, MLOPS_OPTIM_ADAM, false, true>("adamw bf16 master 8-bit", MLOPS_DTYPE_BF16, true, false, 0.9,
                                                   0.999);
+  {  // the global norm: kernels (run on the host) vs the host emulation, every grad dtype
+    // 19 chunks of very different magnitudes, so a different summation order gives different bits
+    std::vector<int64_t> sizes = {1000, 7, 40000, 256, 3};
+    for (int k = 0; k < 12; ++k) sizes.push_back(16384);
+    bool ok = true;
+    for (int dtype : {MLOPS_DTYPE_FP32, MLOPS_DTYPE_BF16}) {  // fp16 grads take bf16's scalar load path
+      Tensors A = make(sizes, dtype, false, false, 3);
+      new_grads(A, 7, true);
+      std::vector<uint8_t> tab;
+      int64_t chunks = 0;
+      const int64_t bytes = mlops_optim_table_bytes(A.rows.data(), int64_t(A.rows.size()), &chunks);
+      tab.assign(size_t(bytes), 0);
+      mlops_optim_table_build(A.rows.data(), int64_t(A.rows.size()), tab.data(), bytes, &chunks);
+      float n1 = 0, c1 = 0, n2 = 0, c2 = 0;
+      emulate_norm(tab.data(), int64_t(A.rows.size()), chunks, 1.0f, &n1, &c1);
+      std::vector<float> partials(static_cast<size_t>(chunks));
+      mlops_optim_grad_norm_partials_host(tab.data(), int64_t(A.rows.size()), chunks, partials.data(), 0);
+      mlops_optim_grad_norm_finalize_host(partials.data(), chunks, 1.0, nullptr, &n2, &c2);
+      ok = ok && std::memcmp(&n1, &n2, 4) == 0 && std::memcmp(&c1, &c2, 4) == 0 && n1 > 0.0f;
+    }
+    if (ok) ++passed;
+    else {
+      ++failed;
+      std::printf("FAIL global norm\n");
+    }
+  }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
