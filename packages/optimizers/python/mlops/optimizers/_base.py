@@ -226,7 +226,7 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         has_dtensor = any(getattr(p, "_local_tensor", None) is not None for _, p in with_grad)
         if has_dtensor:
             key = self._key_slow(params)
-        self._cache[gi] = (key, tables, has_dtensor)
+        self._cache[gi] = (key, tables, has_dtensor, _shard_groups([p for _, p in with_grad]))
         return tables
 
     @staticmethod
@@ -263,8 +263,12 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         if self.max_grad_norm is not None:
             flat = [t for _, ts in all_tables for t in ts]
             if flat:
+                groups = {}
+                for gi in range(len(self.param_groups)):
+                    for pg in self._cache[gi][3]:
+                        groups[id(pg)] = pg
                 norm, clip = _grad_norm(flat, float(self.max_grad_norm), _on(grad_scale, flat[0].device),
-                                        self._clip_buffers)
+                                        self._clip_buffers, list(groups.values()))
                 self.last_grad_norm = norm
         for group, tables in all_tables:
             for t in tables:
@@ -356,8 +360,25 @@ def _on(t: torch.Tensor | None, device) -> torch.Tensor | None:
     return t
 
 
-def _grad_norm(tables, max_norm: float, grad_scale, buffers: dict):
-    """Global L2 norm of every table's grads (one pass, fixed order) and the clip coefficient."""
+def _shard_groups(params) -> list:
+    """The process groups over which DTensor parameters are sharded (FSDP2: the mesh dims with a
+    Shard placement): the global norm sums the local sums of squares over them."""
+    out = {}
+    for p in params:
+        mesh, placements = getattr(p, "device_mesh", None), getattr(p, "placements", None)
+        if mesh is None or placements is None:
+            continue
+        for dim, pl in enumerate(placements):
+            if pl.is_shard():
+                pg = mesh.get_group(dim)
+                out[id(pg)] = pg
+    return list(out.values())
+
+
+def _grad_norm(tables, max_norm: float, grad_scale, buffers: dict, reduce_groups=()):
+    """Global L2 norm of every table's grads (one pass, fixed order) and the clip coefficient.
+    With sharded (DTensor) parameters the local squared norms are all-reduced over reduce_groups
+    (the bits then depend on the sharding; unsharded, they depend on the data alone)."""
     dev = tables[0].device
     total = sum(t.num_chunks for t in tables)
     key = (str(dev), total)
@@ -376,4 +397,13 @@ def _grad_norm(tables, max_norm: float, grad_scale, buffers: dict):
         off += t.num_chunks
     C.norm_finalize(on_cuda, stream, partials.data_ptr(), total, max_norm, ptr(grad_scale), out.data_ptr(),
                     out.data_ptr() + 4)
+    if reduce_groups:
+        import torch.distributed as dist
+
+        sq = out[0:1] * out[0:1]
+        for pg in reduce_groups:
+            dist.all_reduce(sq, group=pg)
+        torch.sqrt(sq, out=out[0:1])
+        # torch.nn.utils.clip_grad_norm_'s coefficient, as the finalize kernel computes it
+        torch.clamp(max_norm / (out[0:1] + 1e-6), max=1.0, out=out[1:2])
     return out[0], out[1]
