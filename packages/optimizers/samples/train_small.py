@@ -5,9 +5,8 @@ step captured in a CUDA graph with the learning rate on the device.
     python packages/optimizers/samples/train_small.py          # CUDA if present, else CPU
 """
 
-import torch
-
 import mlops.optimizers as mo
+import torch
 
 
 def main():

@@ -40,11 +40,10 @@ def _single():
 
 
 def _worker(rank, world, port, out):
+    import mlops.optimizers as mo
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
-
-    import mlops.optimizers as mo
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)

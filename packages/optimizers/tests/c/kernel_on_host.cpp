@@ -4,7 +4,7 @@
 // one host thread an emulated GPU thread, against the host emulation (optim_host.cpp), bit for
 // bit. Device intrinsics are replaced by their host meaning (below). Prints "N passed, M failed".
 #include <cuda_runtime.h>
-#include <device_launch_parameters.h>  // threadIdx / blockIdx: declared (step_kernel is not instantiated)
+#include <device_launch_parameters.h>  // declares threadIdx and friends before the macros below rename them
 
 #include <barrier>
 #include <cmath>
