@@ -196,3 +196,26 @@ def test_stochastic_rounding_gpu_unbiased_reproducible_and_equal_cpu():
     assert abs(err) < 2e-5, err  # sd of the mean of 2^20 elements: ~1e-6
     small = train("cpu", 11, n=1 << 12)  # the rounding bits depend on (seed, step, tensor, index) alone
     assert_bits_equal(a[: 1 << 12].cpu(), small, "SR GPU == host emulation")
+
+
+@pytest.mark.parametrize("config, precision", [
+    ("adamw", "fp32"), ("adam_l2_amsgrad_maximize", "bf16_master"), ("adamw_8bit", "fp32"),
+    ("adamw_clip", "bf16_sr"), ("sgd_nesterov", "fp16_master"), ("lion", "bf16_rne"),
+])
+def test_sanitizer_subset_every_kernel(config, precision):
+    """Small, fast: every kernel instance family once (ragged and unaligned rows, the norm, the
+    step counters), so compute-sanitizer memcheck / racecheck (ci/gpu_tests.py --sanitizer)
+    covers them; the result still equals the host emulation."""
+    cls, kw = CONFIGS[config]
+    dtype, pkw = PRECISIONS[precision]
+    sizes = [(300,), (7,), (16400,)]
+    ps_c = params_on("cpu", sizes, dtype=dtype)
+    ps_g = params_on("cuda", sizes, dtype=dtype, unaligned=True)
+    oc, og = cls(ps_c, **kw, **pkw), cls(ps_g, **kw, **pkw)
+    for s in range(2):
+        set_grads(ps_c, s)
+        set_grads(ps_g, s)
+        oc.step()
+        og.step()
+    torch.cuda.synchronize()
+    compare(oc, ps_c, og, ps_g, f"sanitizer subset {config}/{precision}")
