@@ -169,3 +169,22 @@ def test_grad_scaler_on_cpu():
             b.step()
     assert_same(ps, qs, "GradScaler")
     assert scaler.get_scale() == 2.0**7
+
+
+def test_switching_amsgrad_mid_run_rebuilds_the_table():
+    """A group option that adds a state (amsgrad) changes the rows: the table is rebuilt and the
+    new state created (torch creates max_exp_avg_sq lazily the same way)."""
+    ps = make_params(ALIGNED)
+    qs = clone_params(ps)
+    a = mo.AdamW(ps, lr=1e-2)
+    b = torch.optim.AdamW(qs, lr=1e-2, fused=True)
+    run(a, ps, 2)
+    run(b, qs, 2)
+    a.param_groups[0]["amsgrad"] = True
+    b.param_groups[0]["amsgrad"] = True
+    for st in b.state.values():  # torch expects the state to exist once amsgrad is on
+        st["max_exp_avg_sq"] = torch.zeros_like(st["exp_avg_sq"])
+    run(a, ps, 3, start=2)
+    run(b, qs, 3, start=2)
+    assert "max_exp_avg_sq" in a.state[ps[0]]
+    assert_same(ps, qs, "amsgrad switched on")

@@ -190,10 +190,13 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
             # the per-step cost of a cached table: one data_ptr() a gradient (DTensor groups: of the local shard)
             # the parameters' addresses too: `p.data = ...` (module.to(), .half()) moves a parameter, and the
             # table must never point at freed memory
+            # and the options that decide which states a row points at (changed mid-run: new states, new table)
+            opts = (group.get("amsgrad"), group.get("state_8bit"), group.get("master_weights"), group.get("momentum"))
             if cached is not None and not cached[2]:
-                key = ([p.data_ptr() for p in params], [g.data_ptr() if (g := p.grad) is not None else 0 for p in params])
+                key = ([p.data_ptr() for p in params], [g.data_ptr() if (g := p.grad) is not None else 0 for p in params],
+                       opts)
             else:
-                key = self._key_slow(params)
+                key = (*self._key_slow(params), opts)
         except RuntimeError:  # a gradient without storage (sparse): _validate names it
             key = None
         if cached is not None and cached[0] == key:
@@ -225,7 +228,7 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         tables = [Table(dev, dt, rows) for dt, rows in buckets.items()]
         has_dtensor = any(getattr(p, "_local_tensor", None) is not None for _, p in with_grad)
         if has_dtensor:
-            key = self._key_slow(params)
+            key = (*self._key_slow(params), opts)
         self._cache[gi] = (key, tables, has_dtensor, _shard_groups([p for _, p in with_grad]))
         return tables
 
