@@ -1,0 +1,256 @@
+// The sampler's device code (src/sample_kernel.cuh: pass 1, the radix selections, the shared-memory
+// candidates, the draw, the penalty kernels and the split variant's phases A, A2, B, C, D) compiled
+// by the host compiler and run with one host thread an emulated GPU thread, against the host
+// emulation (src/sample_host.cpp), bit for bit: tokens, flags, log-probabilities, steps and the
+// penalized logits. Device intrinsics are replaced by their host meaning: __syncthreads is a
+// barrier of the block's threads, a shuffle meets the 32 threads of its warp at a barrier,
+// __shared__ arrays are statics (blocks run one after another), atomics take one lock.
+// Prints "N passed, M failed".
+#include <cuda_runtime.h>
+#include <device_launch_parameters.h>
+
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#undef __launch_bounds__
+#define __launch_bounds__(...)
+static thread_local uint3 tl_threadIdx;
+static uint3 g_blockIdx;
+static dim3 g_blockDim, g_gridDim;
+#define threadIdx tl_threadIdx
+#define blockIdx g_blockIdx
+#define blockDim g_blockDim
+#define gridDim g_gridDim
+#undef __shared__
+#define __shared__ static
+
+static std::barrier<>* g_block_barrier = nullptr;
+static std::barrier<>* g_warp_barrier[32] = {};
+static uint64_t g_slots[32][32];
+static std::atomic<int> g_or{0};
+static std::mutex g_atomic_mu;
+
+static inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
+static inline int __syncthreads_or(int v) {
+  if (v) g_or.fetch_or(1);
+  g_block_barrier->arrive_and_wait();
+  const int r = g_or.load();
+  g_block_barrier->arrive_and_wait();
+  if (tl_threadIdx.x == 0) g_or.store(0);
+  g_block_barrier->arrive_and_wait();
+  return r;
+}
+template <class T>
+static inline T __shfl_xor_sync(unsigned, T v, int off) {
+  static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+  const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  g_slots[w][l] = bits;
+  g_warp_barrier[w]->arrive_and_wait();
+  bits = g_slots[w][l ^ unsigned(off)];
+  g_warp_barrier[w]->arrive_and_wait();
+  T r;
+  std::memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+template <class T>
+static inline T atomicAdd(T* p, T v) {
+  std::lock_guard<std::mutex> g(g_atomic_mu);
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
+static inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  std::lock_guard<std::mutex> g(g_atomic_mu);
+  const unsigned long long old = *p;
+  if (v > old) *p = v;
+  return old;
+}
+static inline int atomicOr(int* p, int v) {
+  std::lock_guard<std::mutex> g(g_atomic_mu);
+  const int old = *p;
+  *p = old | v;
+  return old;
+}
+static inline int atomicExch(int* p, int v) {
+  std::lock_guard<std::mutex> g(g_atomic_mu);
+  const int old = *p;
+  *p = v;
+  return old;
+}
+static inline float __int_as_float(int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+
+// One CTA: `threads` host threads running fn().
+template <class F>
+static void run_block(uint3 block, dim3 grid, int threads, F fn) {
+  g_blockIdx = block;
+  g_gridDim = grid;
+  g_blockDim = dim3(unsigned(threads), 1, 1);
+  std::barrier<> block_bar(threads);
+  std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
+  for (int w = 0; w < threads / 32; ++w) {
+    warp_bars.emplace_back(new std::barrier<>(32));
+    g_warp_barrier[w] = warp_bars.back().get();
+  }
+  g_block_barrier = &block_bar;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i)
+    ts.emplace_back([&, i] {
+      tl_threadIdx = uint3{unsigned(i), 0, 0};
+      fn();
+    });
+  for (auto& t : ts) t.join();
+  for (auto& b : g_warp_barrier) b = nullptr;
+  g_block_barrier = nullptr;
+}
+
+template <class F>
+static void run_grid(dim3 grid, int threads, F fn) {
+  for (unsigned y = 0; y < grid.y; ++y)
+    for (unsigned x = 0; x < grid.x; ++x) run_block(uint3{x, y, 0}, grid, threads, fn);
+}
+
+#include "sample_kernel.cuh"
+
+using namespace mlops::vocab;
+
+static int passed, failed;
+#define CHECK(cond, ...)                                  \
+  do {                                                    \
+    if (cond) {                                           \
+      ++passed;                                           \
+    } else {                                              \
+      ++failed;                                           \
+      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
+      std::printf(__VA_ARGS__);                           \
+      std::printf("\n");                                  \
+    }                                                     \
+  } while (0)
+
+struct Case {
+  const char* name;
+  int64_t B, V;
+  mlops_sample_config cfg;
+  float scale;
+  bool history, specials;
+};
+
+// What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D).
+static void emulate(SampleParams p, int threads, bool split, std::vector<SplitRow>& ws) {
+  if (p.history) {
+    const dim3 grid(unsigned((p.history_stride + 255) / 256), unsigned(p.rows));
+    run_grid(grid, 256, [&] { penalty_count_kernel(p); });
+    run_grid(grid, 256, [&] { penalty_apply_kernel(p); });
+  }
+  if (!split) {
+    const dim3 grid(unsigned(p.rows));
+    if (threads == 256) run_grid(grid, 256, [&] { sample_kernel<256>(p); });
+    else run_grid(grid, 1024, [&] { sample_kernel<1024>(p); });
+    return;
+  }
+  ws.assign(size_t(p.rows), SplitRow{});
+  std::memset(ws.data(), 0, sizeof(SplitRow) * ws.size());
+  p.split = ws.data();
+  p.chunks = int((p.vocab + 2047) / 2048 > kSplitMaxChunks ? kSplitMaxChunks : (p.vocab + 2047) / 2048);
+  const dim3 chunks(unsigned(p.chunks), unsigned(p.rows)), rows(unsigned(p.rows));
+  run_grid(chunks, kSplitThreads, [&] { split_stats_kernel(p); });
+  run_grid(chunks, kSplitThreads, [&] { split_mass_kernel(p); });
+  run_grid(rows, 1024, [&] { sample_kernel<1024>(p); });
+  run_grid(chunks, kSplitThreads, [&] { split_sum_kernel(p); });
+  run_grid(rows, kSplitThreads, [&] { split_draw_kernel(p); });
+}
+
+static bool same_bits(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
+
+int main() {
+  const mlops_sample_config base = {1.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0};
+  auto cfg = [&](float t, int k, float p, float mp, float rep = 1.0f) {
+    mlops_sample_config c = base;
+    c.temperature = t; c.top_k = k; c.top_p = p; c.min_p = mp; c.repetition_penalty = rep;
+    return c;
+  };
+  const Case cases[] = {
+      {"greedy", 3, 5000, cfg(0.0f, 0, 1.0f, 0.0f), 3.0f, false, false},
+      {"temperature", 3, 5000, cfg(0.8f, 0, 1.0f, 0.0f), 3.0f, false, false},
+      {"top_k 40 (shared-memory candidates)", 3, 5000, cfg(1.0f, 40, 1.0f, 0.0f), 3.0f, false, false},
+      {"top_k 3000 (row radix)", 3, 5000, cfg(1.0f, 3000, 1.0f, 0.0f), 3.0f, false, false},
+      {"top_p cold (candidates)", 3, 5000, cfg(0.3f, 0, 0.9f, 0.0f), 3.0f, false, false},
+      {"top_p hot (row radix)", 3, 5000, cfg(4.0f, 0, 0.95f, 0.0f), 1.0f, false, false},
+      {"min_p", 3, 5000, cfg(1.0f, 0, 1.0f, 0.05f), 3.0f, false, false},
+      {"all + penalties", 3, 5000, cfg(0.9f, 300, 0.9f, 0.01f, 1.3f), 3.0f, true, false},
+      {"NaN / inf / -inf rows", 4, 700, cfg(1.0f, 0, 0.9f, 0.0f), 3.0f, false, true},
+      {"one token", 2, 1, cfg(1.0f, 0, 0.5f, 0.0f), 3.0f, false, false},
+      {"ties", 3, 2100, cfg(1.0f, 7, 1.0f, 0.0f), 0.0f, false, false},
+  };
+  for (const Case& c : cases) {
+    std::mt19937 gen(unsigned(c.V * 7 + c.B));
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> z(size_t(c.B * c.V));
+    for (auto& v : z) v = c.scale == 0.0f ? float(int(nd(gen) * 2.0f)) : nd(gen) * c.scale;  // ties: integers
+    if (c.specials) {
+      z[5] = std::nanf("");
+      z[c.V + 9] = INFINITY;
+      for (int64_t v = 0; v < c.V; ++v) z[2 * c.V + v] = -INFINITY;
+      for (int64_t v = 0; v < c.V; ++v) z[3 * c.V + v] = std::nanf("");
+    }
+    std::vector<mlops_sample_config> cfgs(size_t(c.B), c.cfg);
+    std::vector<uint64_t> seeds(size_t(c.B));
+    for (int64_t r = 0; r < c.B; ++r) seeds[r] = 1000 + uint64_t(r);
+    const int64_t L = 64;
+    std::vector<int32_t> hist(size_t(c.B * L)), hlen(size_t(c.B));
+    for (int64_t r = 0; r < c.B; ++r) {
+      hlen[r] = int32_t(r == 1 ? 0 : L - r);
+      for (int64_t i = 0; i < L; ++i) hist[r * L + i] = int32_t((i * 37 + r * 11) % (c.V + 3)) - 1;  // repeats, -1, >= V
+    }
+    for (int variant = 0; variant < 3; ++variant) {  // t256, t1024, split
+      const bool split = variant == 2;
+      const int threads = variant == 0 ? 256 : 1024;
+      // two steps (two draws) for the 256-thread instance, one for the others: 1024-thread blocks
+      // are 1024 host threads each, and the suite runs on two shared cores
+      for (int64_t step0 : {int64_t(41), int64_t(0)}) {
+        if (step0 == 0 && variant != 0) continue;
+        std::vector<float> zh = z, zk = z;
+        std::vector<int64_t> sh_(size_t(c.B), step0), sk(size_t(c.B), step0);
+        std::vector<int32_t> th(size_t(c.B)), tk(size_t(c.B), -7), fh(size_t(c.B)), fk(size_t(c.B), -7);
+        std::vector<float> lh(size_t(c.B)), lk(size_t(c.B));
+        std::vector<int32_t> counts(size_t(c.B * c.V), 0);
+        SampleParams p{};
+        p.rows = c.B; p.vocab = c.V; p.logits_stride = c.V; p.configs = cfgs.data(); p.seeds = seeds.data();
+        if (c.history) {
+          p.history = hist.data(); p.history_stride = L; p.history_len = hlen.data(); p.penalty_counts = counts.data();
+        }
+        p.logits = zh.data(); p.steps = sh_.data(); p.tokens = th.data(); p.flags = fh.data(); p.logprobs = lh.data();
+        sample_host(p);
+        p.logits = zk.data(); p.steps = sk.data(); p.tokens = tk.data(); p.flags = fk.data(); p.logprobs = lk.data();
+        std::vector<SplitRow> ws;
+        emulate(p, threads, split, ws);
+        const char* vn = variant == 0 ? "t256" : variant == 1 ? "t1024" : "split";
+        CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
+              tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
+        CHECK(fh == fk, "%s [%s]: flags", c.name, vn);
+        CHECK(same_bits(lh.data(), lk.data(), lh.size() * 4), "%s [%s]: log-probabilities %g vs %g", c.name, vn,
+              double(lk[0]), double(lh[0]));
+        CHECK(sh_ == sk, "%s [%s]: steps", c.name, vn);
+        CHECK(same_bits(zh.data(), zk.data(), zh.size() * 4), "%s [%s]: penalized logits", c.name, vn);
+        bool zero = true;
+        for (int32_t v : counts) zero = zero && v == 0;
+        CHECK(zero, "%s [%s]: penalty workspace back to zero", c.name, vn);
+      }
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
