@@ -1,6 +1,11 @@
-"""CPU (CI): the sampler's device code (src/sample_kernel.cuh) compiled by the host C++ compiler and
-run with one host thread an emulated GPU thread (tests/c/sample_kernel_on_host.cpp) against the host
-emulation, bit for bit: pass 1, the radix selections on the row and on the shared-memory candidates,
+"""CPU (CI): device code compiled by the host C++ compiler and run with one host thread an emulated GPU
+thread (tests/c/cuda_on_host.h) against the host emulations, bit for bit.
+
+The CUDA-core LM head (src/lm_head_kernel.cuh, tests/c/lm_head_kernel_on_host.cpp): the segment
+split, the reduce-scatter whose tree must be the butterfly, the segment fold, the epilogue and its
+statistics, grids of 1, 2 and every tile; reversing the segment fold is caught.
+
+The sampler (src/sample_kernel.cuh, tests/c/sample_kernel_on_host.cpp): pass 1, the radix selections on the row and on the shared-memory candidates,
 the draw, the penalty kernels and every phase of the split variant (tokens, flags, log-probabilities,
 steps, penalized logits, the penalty workspace back to zero). Mutations of the candidate gather, the
 split draw's chunk target, phase A2's masses and phase A's counts are each caught by it (checked when
@@ -17,19 +22,28 @@ PKG = ROOT / "packages" / "vocab"
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
+def _build_and_run(tmp_path, runner: str, host_source: str, min_checks: int):
     import cuda_toolkit
 
     cxx = shutil.which("c++") or shutil.which("g++")
     assert cxx, "a C++ compiler on PATH"
     root = cuda_toolkit.toolkit_root(cuda_toolkit.provide(os.environ.get("MLOPS_TEST_CUDA", "13.0")))
-    exe = tmp_path / "sample_kernel_on_host"
+    exe = tmp_path / runner
     # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused
     cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
            f"-I{PKG / 'include'}", f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
-           str(PKG / "tests" / "c" / "sample_kernel_on_host.cpp"), str(PKG / "src" / "sample_host.cpp"), "-o", str(exe)]
+           f"-I{PKG / 'tests' / 'c'}", str(PKG / "tests" / "c" / f"{runner}.cpp"), str(PKG / "src" / host_source),
+           "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr[-4000:]
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith(" 0 failed"), r.stdout[-4000:] + r.stderr[-2000:]
-    assert int(r.stdout.split()[-4]) >= 250, r.stdout[-200:]
+    assert int(r.stdout.split()[-4]) >= min_checks, r.stdout[-200:]
+
+
+def test_lm_head_device_code_on_host_equals_host_emulation(tmp_path):
+    _build_and_run(tmp_path, "lm_head_kernel_on_host", "lm_head_host.cpp", 135)
+
+
+def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 250)
