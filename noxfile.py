@@ -31,7 +31,9 @@ PINS = {
     # torch 2.13.0 is the CPU build this machine kind keeps on disk for Python 3.11; CPU CI uses it.
     "torch": {"2.13": "torch==2.13.0", "2.11": "torch==2.11.0", "2.9": "torch==2.9.1"},
     "build": ["scikit-build-core==1.1.2", "nanobind==3.1.0", "cmake==4.4.5", "ninja==1.13.2"],
-    "test": ["pytest==9.2.0", "numpy", "transformers==5.24.0", "torchao==0.18.0"],
+    "test": ["pytest==9.2.0", "numpy", "transformers==5.24.0", "torchao==0.18.0", "pkgconf==3.0.7.post0",
+             # NVRTC compiles mlops-positional's rope.cuh in the CPU suite (no GPU needed to compile)
+             "nvidia-cuda-nvrtc==13.0.88"],
     "lint": ["ruff==0.17.6", "clang-format==23.1.5"],
 }
 DEFAULT_TORCH = "2.13"

@@ -151,6 +151,8 @@ Params make_params(const mlops_norm_args& a) {
   row_tensor(a.weight, 0, ws);
   row_tensor(a.bias, 0, ws);
   p.vec_ok = ok;
+  p.simple = ok && a.hidden % kUnit == 0 && p.groups == 1 && a.gate_mode == MLOPS_GATE_NONE &&
+             a.quant == MLOPS_QUANT_NONE && a.y != nullptr;
   return p;
 }
 
@@ -166,18 +168,25 @@ int mlops_norm_variants(mlops_norm_variant* out, int capacity) {
   return kNumVariants;
 }
 
+// From bench/bench_norm.py --variants on the H200 (docs/performance.md, 2026-11-30): the
+// variant whose warps each keep exactly their units in registers wins, the 64-register c2
+// instances (2 units a warp, 4 CTAs an SM) first, then the 4-unit ones; few rows take the
+// most warps a row that still fit. Variants: 0 w1, 1 w2, 2 w4, 3 w8 (4 units a warp),
+// 4 w2c2, 5 w4c2, 6 w8c2 (2 units a warp).
 int mlops_norm_plan(int64_t rows, int64_t hidden, int sm, int sms) {
   (void)sm;
-  constexpr int kLast = 3;  // the planner walks w1 .. w8 (indices 0 .. 3)
   const int64_t units = (hidden + kUnit - 1) / kUnit;
-  int v = 0;  // fewest warps that keep the row in registers
-  while (v < kLast && units > int64_t(kVariants[v].warps_per_row) * kVariants[v].units_in_registers) ++v;
-  // Few rows: spread a row over more warps, while each warp keeps at least one unit.
-  const int64_t ctas_wanted = 2 * int64_t(sms > 0 ? sms : 1);
-  while (v < kLast && (rows + kVariants[v].rows_per_cta - 1) / kVariants[v].rows_per_cta < ctas_wanted &&
-         units >= kVariants[v + 1].warps_per_row)
-    ++v;
-  while (v < kLast && smem_for(kVariants[v].warps_per_row, hidden) > kSmemLimit) ++v;
+  const bool few_rows = rows < 2 * int64_t(sms > 0 ? sms : 1);
+  int v;
+  if (units <= 16) {  // c2: 2 units a warp
+    v = units <= 4 ? 4 : units <= 8 ? 5 : 6;
+    if (few_rows) v = 6;
+  } else if (units <= 32) {
+    v = 3;  // w8, 4 units a warp
+  } else {
+    v = 3;  // longer rows: w8 keeps 32 units and re-reads the rest (L2 hits)
+  }
+  while (smem_for(kVariants[v].warps_per_row, hidden) > kSmemLimit && kVariants[v].warps_per_row < 8) v = 3;
   return v;
 }
 

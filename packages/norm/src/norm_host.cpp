@@ -93,24 +93,24 @@ void norm_row(const Params& p, int64_t row) {
   if (p.quant == MLOPS_QUANT_NONE) return;
   uint8_t* q = static_cast<uint8_t*>(p.q) + row * p.q_stride;
   if (p.quant == MLOPS_QUANT_FP8_STATIC || p.quant == MLOPS_QUANT_FP8_DYNAMIC) {
-    float scale;
+    float inv;
     if (p.quant == MLOPS_QUANT_FP8_STATIC) {
-      scale = *p.quant_scale;
+      inv = 1.0f / *p.quant_scale;
     } else {
       float amax = 0.0f;
       for (int64_t i = 0; i < H; ++i) amax = std::max(amax, std::fabs(y[i]));
-      scale = fp8_row_scale(amax);
-      (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = scale;
+      inv = fp8_row_inv(amax);
+      (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = fp8_row_scale(amax);
     }
-    for (int64_t i = 0; i < H; ++i) q[i] = fp8_code(y[i], scale);
+    for (int64_t i = 0; i < H; ++i) q[i] = fp8_code(y[i], inv);
     return;
   }
   for (int64_t b0 = 0; b0 < H; b0 += 16) {
     float amax = 0.0f;
     for (int64_t i = b0; i < b0 + 16; ++i) amax = std::max(amax, std::fabs(y[i]));  // padded with 0
     if (p.quant == MLOPS_QUANT_INT8) {
-      const float s = int8_scale(amax);
-      for (int64_t i = b0; i < std::min(b0 + 16, H); ++i) q[i] = uint8_t(int8_code(y[i], s));
+      const float s = int8_scale(amax), inv = int8_inv(amax);
+      for (int64_t i = b0; i < std::min(b0 + 16, H); ++i) q[i] = uint8_t(int8_code(y[i], inv));
       (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[b0 / 16] = s;
     } else {
       const Nvfp4Block blk = nvfp4_block(amax, p.quant_scale);

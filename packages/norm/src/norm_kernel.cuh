@@ -128,7 +128,7 @@ __device__ __forceinline__ void input_unit(const Params& p, int64_t row, int col
 // Quantized output of one lane's 8 values. Lanes 2k and 2k+1 hold one block of 16.
 template <class XT>
 __device__ __forceinline__ void quant_unit(const Params& p, int64_t row, int col0, const float y[8],
-                                           float row_scale) {
+                                           float row_inv) {
   const int lane = threadIdx.x & 31;
   const int64_t H = p.hidden;
   float amax = 0.0f;
@@ -140,10 +140,10 @@ __device__ __forceinline__ void quant_unit(const Params& p, int64_t row, int col
   const int64_t blk = col0 / 16;
   uint8_t* qrow = static_cast<uint8_t*>(p.q) + row * p.q_stride;
   if (p.quant == MLOPS_QUANT_INT8) {
-    float s = int8_scale(amax);
+    const float s = int8_scale(amax), inv = int8_inv(amax);
     uint8_t c[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) c[i] = uint8_t(int8_code(y[i], s));
+    for (int i = 0; i < 8; ++i) c[i] = uint8_t(int8_code(y[i], inv));
     if (full && p.vec_ok) *reinterpret_cast<uint2*>(qrow + col0) = *reinterpret_cast<uint2*>(c);
     else for (int i = 0; i < 8; ++i) if (col0 + i < H) qrow[col0 + i] = c[i];
     if (lead && col0 < H) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[blk] = s;
@@ -156,10 +156,10 @@ __device__ __forceinline__ void quant_unit(const Params& p, int64_t row, int col
     if (full && p.vec_ok) *reinterpret_cast<uint32_t*>(qrow + col0 / 2) = *reinterpret_cast<uint32_t*>(c);
     else for (int i = 0; i < 4; ++i) if (col0 + 2 * i < H) qrow[col0 / 2 + i] = c[i];
     if (lead && col0 < H) (static_cast<uint8_t*>(p.q_scale) + row * p.q_scale_stride)[blk] = b.scale_code;
-  } else {  // FP8 static or dynamic: row_scale is the decode scale
+  } else {  // FP8 static or dynamic: row_inv is 1 / the decode scale
     uint8_t c[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) c[i] = fp8_code(y[i], row_scale);
+    for (int i = 0; i < 8; ++i) c[i] = fp8_code(y[i], row_inv);
     if (full && p.vec_ok) *reinterpret_cast<uint2*>(qrow + col0) = *reinterpret_cast<uint2*>(c);
     else for (int i = 0; i < 8; ++i) if (col0 + i < H) qrow[col0 + i] = c[i];
   }
@@ -200,63 +200,77 @@ __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
   auto col_of = [&](int u) { return u * kUnit + lane * 8; };
   auto mine = [&](int k) { return active && wr + k * WARPS < U; };  // unit k of this warp exists
 
-  // The warp's units k < kCap (unit wr + k * WARPS) live in v; v is indexed by unrolled
-  // constants only (a run-time index would put it in local memory). Units past kCap * WARPS
-  // (rows longer than the variant keeps) are recomputed from memory by the tail loops.
+  // Code size matters as much as loads in flight: every phase's arithmetic exists once (the
+  // unit loops are not unrolled), and only the loads are unrolled, so they are all issued
+  // before the first is used. The warp's units k < kCap (unit wr + k * WARPS) live in v;
+  // register arrays are indexed by unrolled constants only (sel/put), since a run-time index
+  // would move them to local memory. Units past kCap * WARPS are re-read (L2 hits).
   float v[kCap][8];
-  auto fetch = [&](int it, int u, float (&e)[8]) {
-    if (it < kCap) {
+  auto sel = [&](const float (&a)[kCap][8], int it, float (&e)[8]) {
 #pragma unroll
-      for (int k = 0; k < kCap; ++k)
-        if (k == it)
+    for (int k = 0; k < kCap; ++k)
+      if (k == it)
 #pragma unroll
-          for (int i = 0; i < 8; ++i) e[i] = v[k][i];
-    } else {
-      input_unit<XT>(p, row, col_of(u), true, e);
-    }
+        for (int i = 0; i < 8; ++i) e[i] = a[k][i];
   };
-  auto unit_sum = [&](int u, const float (&e)[8]) {
-    const float s = warp_butterfly32(is_layer ? lane_sum8(e) : lane_sumsq8(e));
+  auto put = [&](float (&a)[kCap][8], int it, const float (&e)[8]) {
+#pragma unroll
+    for (int k = 0; k < kCap; ++k)
+      if (k == it)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) a[k][i] = e[i];
+  };
+  auto fetch = [&](int it, int u, float (&e)[8]) {
+    if (it < kCap) sel(v, it, e);
+    else input_unit<XT>(p, row, col_of(u), true, e);
+  };
+  auto unit_sum = [&](int u, const float (&e)[8], bool squares) {
+    const float s = warp_butterfly32(squares ? lane_sumsq8(e) : lane_sum8(e));
     if (lane == 0) unit_sums[u] = s;
   };
 
-  // Phase A: every load of the kept units first, then x (+ residual) (* silu(gate) before) and
-  // the unit sums of v (LayerNorm) or v^2 (RMSNorm).
+  // Phase A: the loads of the kept units (x, residual), then per unit x (+ residual)
+  // (* silu(gate) before) and the unit sums of v (LayerNorm) or v^2 (RMSNorm).
   {
-    Raw8<XT> rx[kCap], rr[kCap];
+    Raw8<XT> rx[kCap], rr[kCap];  // as stored (16-bit types: 4 registers a unit, not 8)
+    auto sel_raw = [&](const Raw8<XT> (&a)[kCap], int it, float (&e)[8]) {
+#pragma unroll
+      for (int k = 0; k < kCap; ++k)
+        if (k == it) unpack8(a[k], e);
+    };
 #pragma unroll
     for (int k = 0; k < kCap; ++k) {
-      if (!mine(k)) continue;
-      const int c = col_of(wr + k * WARPS);
-      load_raw8(row_ptr<XT>(p.x, row, p.x_stride), c, H, p.vec_ok, rx[k]);
-      if (p.residual) load_raw8(row_ptr<XT>(p.residual, row, p.residual_stride), c, H, p.vec_ok, rr[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < kCap; ++k) {
-      if (!mine(k)) continue;
-      const int u = wr + k * WARPS, c = col_of(u);
-      unpack8(rx[k], v[k]);
-      if (p.residual) {
-        float r[8];
-        unpack8(rr[k], r);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[k][i] = Elem<XT>::round(v[k][i] + r[i]);
-        store8(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride, c, H, p.vec_ok, v[k]);
+      if (mine(k)) {
+        const int c = col_of(wr + k * WARPS);
+        load_raw8(row_ptr<XT>(p.x, row, p.x_stride), c, H, p.vec_ok, rx[k]);
+        if (p.residual) load_raw8(row_ptr<XT>(p.residual, row, p.residual_stride), c, H, p.vec_ok, rr[k]);
       }
-      if (p.gate_mode == MLOPS_GATE_BEFORE) {
-        float z[8];
-        load8(row_ptr<XT>(p.gate, row, p.gate_stride), c, H, p.vec_ok, z);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[k][i] = (c + i < H) ? gate_before(v[k][i], z[i]) : 0.0f;
-      }
-      unit_sum(u, v[k]);
     }
-  }
 #pragma unroll 1
-  for (int u = wr + kCap * WARPS; active && u < U; u += WARPS) {
-    float e[8];
-    input_unit<XT>(p, row, col_of(u), false, e);
-    unit_sum(u, e);
+    for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
+      const int c = col_of(u);
+      float e[8];
+      if (it < kCap) {
+        sel_raw(rx, it, e);
+        if (p.residual) {
+          float r[8];
+          sel_raw(rr, it, r);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) e[i] = Elem<XT>::round(e[i] + r[i]);
+          store8(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride, c, H, p.vec_ok, e);
+        }
+        if (p.gate_mode == MLOPS_GATE_BEFORE) {
+          float z[8];
+          load8(row_ptr<XT>(p.gate, row, p.gate_stride), c, H, p.vec_ok, z);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) e[i] = (c + i < H) ? gate_before(e[i], z[i]) : 0.0f;
+        }
+        put(v, it, e);
+      } else {
+        input_unit<XT>(p, row, c, false, e);
+      }
+      unit_sum(u, e, !is_layer);
+    }
   }
   __syncthreads();
   if (active) {
@@ -277,7 +291,7 @@ __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
       const int c = col_of(u);
 #pragma unroll
       for (int i = 0; i < 8; ++i) e[i] = (c + i < H) ? e[i] - mean : 0.0f;
-      unit_sum(u, e);
+      unit_sum(u, e, true);
     }
     __syncthreads();
     if (active)
@@ -288,26 +302,7 @@ __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
   // Phase C: y and the quantized output. FP8 with a per-row scale runs it twice: the first
   // pass only finds the row's amax (the values are recomputed, not stored).
   const bool fp8_dyn = p.quant == MLOPS_QUANT_FP8_DYNAMIC;
-  float row_scale = (p.quant == MLOPS_QUANT_FP8_STATIC) ? *p.quant_scale : 1.0f;
-  auto out_unit = [&](int pass, int u, const float (&e)[8], const float (&w)[8], float& amax) {
-    const int g = u / p.units_per_group;
-    const float mean = is_layer ? mean_of[g] : 0.0f;
-    const float r = r_of[g];
-    const int c = col_of(u);
-    float b[8] = {}, z[8] = {}, y[8];
-    if (p.bias) load8_w(p.bias, p.w_dtype, c, H, p.vec_ok, b);
-    if (p.gate_mode == MLOPS_GATE_AFTER) load8(row_ptr<XT>(p.gate, row, p.gate_stride), c, H, p.vec_ok, z);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float n = is_layer ? (e[i] - mean) * r : e[i] * r;
-      y[i] = (c + i < H) ? epilogue<XT>(p, n, w[i], b[i], z[i]) : 0.0f;
-      amax = fmaxf(amax, fabsf(y[i]));
-    }
-    if (pass == 1) {
-      if (p.y) store8(static_cast<XT*>(p.y) + row * p.y_stride, c, H, p.vec_ok, y);
-      if (p.quant != MLOPS_QUANT_NONE) quant_unit<XT>(p, row, c, y, row_scale);
-    }
-  };
+  float row_inv = (p.quant == MLOPS_QUANT_FP8_STATIC) ? 1.0f / *p.quant_scale : 1.0f;
 #pragma unroll 1
   for (int pass = fp8_dyn ? 0 : 1; pass < 2; ++pass) {
     float amax = 0.0f;
@@ -318,15 +313,28 @@ __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
       for (int i = 0; i < 8; ++i) wv[k][i] = 0.0f;
       if (mine(k) && p.weight) load8_w(p.weight, p.w_dtype, col_of(wr + k * WARPS), H, p.vec_ok, wv[k]);
     }
-#pragma unroll
-    for (int k = 0; k < kCap; ++k)
-      if (mine(k)) out_unit(pass, wr + k * WARPS, v[k], wv[k], amax);
 #pragma unroll 1
-    for (int u = wr + kCap * WARPS; active && u < U; u += WARPS) {
-      float e[8], w[8] = {};
-      input_unit<XT>(p, row, col_of(u), true, e);
-      if (p.weight) load8_w(p.weight, p.w_dtype, col_of(u), H, p.vec_ok, w);
-      out_unit(pass, u, e, w, amax);
+    for (int it = 0, u = wr; active && u < U; ++it, u += WARPS) {
+      const int c = col_of(u);
+      float e[8], w[8] = {}, b[8] = {}, z[8] = {}, y[8];
+      fetch(it, u, e);
+      if (it < kCap) sel(wv, it, w);
+      else if (p.weight) load8_w(p.weight, p.w_dtype, c, H, p.vec_ok, w);
+      const int g = u / p.units_per_group;
+      const float mean = is_layer ? mean_of[g] : 0.0f;
+      const float r = r_of[g];
+      if (p.bias) load8_w(p.bias, p.w_dtype, c, H, p.vec_ok, b);
+      if (p.gate_mode == MLOPS_GATE_AFTER) load8(row_ptr<XT>(p.gate, row, p.gate_stride), c, H, p.vec_ok, z);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float n = is_layer ? (e[i] - mean) * r : e[i] * r;
+        y[i] = (c + i < H) ? epilogue<XT>(p, n, w[i], b[i], z[i]) : 0.0f;
+        amax = fmaxf(amax, fabsf(y[i]));
+      }
+      if (pass == 1) {
+        if (p.y) store8(static_cast<XT*>(p.y) + row * p.y_stride, c, H, p.vec_ok, y);
+        if (p.quant != MLOPS_QUANT_NONE) quant_unit<XT>(p, row, c, y, row_inv);
+      }
     }
     if (pass == 0) {  // the row's amax; max is exact, so any order gives the same bits
 #pragma unroll
@@ -335,9 +343,127 @@ __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
       __syncthreads();
       float m = 0.0f;
       for (int k = 0; k < WARPS; ++k) m = fmaxf(m, warp_amax[slot * WARPS + k]);
-      row_scale = fp8_row_scale(m);
-      if (active && tid_in_row == 0) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = row_scale;
+      row_inv = fp8_row_inv(m);
+      if (active && tid_in_row == 0) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = fp8_row_scale(m);
     }
+  }
+}
+
+// The common call, lean: RMSNorm or LayerNorm, optional residual, weight (any dtype, + offset)
+// and bias, one group, no gate, no quantized output, whole units, 16-byte aligned rows, and a
+// row that fits the variant's registers (units <= WARPS * kCap). Fully unrolled with every
+// branch hoisted out of the element loops: the general kernel spends ~90 instructions an
+// element on run-time flags and register selects (ncu on the H200: SM throughput 53-61 %,
+// DRAM 15-25 %), this one a handful. Same arithmetic, same order: the same bits
+// (tests/test_norm_gpu.py runs both against the host emulation).
+template <class XT, int WARPS, int kCap, int kMinCtas>
+__global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_simple_kernel(Params p) {
+  constexpr int kRows = 8 / WARPS;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int slot = warp / WARPS, wr = warp % WARPS;
+  const int64_t row = int64_t(blockIdx.x) * kRows + slot;
+  const bool active = row < p.rows;
+  const int U = p.units;
+  const bool is_layer = p.kind == MLOPS_NORM_LAYER;
+  extern __shared__ float smem[];
+  float* unit_sums = smem + slot * U;
+  float* stats = smem + kRows * U + slot * 2;  // [kRows][2]: mean, r
+  const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride;
+  float v[kCap][8];
+  Raw8<XT> raw[kCap], rres[kCap];
+#pragma unroll
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (active && u < U) {
+      raw[k].q[0] = reinterpret_cast<const uint4*>(xr + u * kUnit + lane * 8)[0];
+      if constexpr (sizeof(XT) == 4) raw[k].q[1] = reinterpret_cast<const uint4*>(xr + u * kUnit + lane * 8)[1];
+      if (p.residual) {
+        const XT* rr = static_cast<const XT*>(p.residual) + row * p.residual_stride + u * kUnit + lane * 8;
+        rres[k].q[0] = reinterpret_cast<const uint4*>(rr)[0];
+        if constexpr (sizeof(XT) == 4) rres[k].q[1] = reinterpret_cast<const uint4*>(rr)[1];
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (active && u < U) {
+      unpack8(raw[k], v[k]);
+      if (p.residual) {
+        float r[8];
+        unpack8(rres[k], r);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[k][i] = Elem<XT>::round(v[k][i] + r[i]);
+        store8(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride, u * kUnit + lane * 8, p.hidden, true,
+               v[k]);
+      }
+      const float s = warp_butterfly32(is_layer ? lane_sum8(v[k]) : lane_sumsq8(v[k]));
+      if (lane == 0) unit_sums[u] = s;
+    }
+  }
+  __syncthreads();
+  if (active && wr == 0 && lane == 0) {  // fold in unit order (fixed_sum.h)
+    float s = 0.0f;
+    for (int u = 0; u < U; ++u) s = s + unit_sums[u];
+    if (is_layer) stats[0] = s / float(p.group);
+    else stats[1] = rms_r(s, p.group, p.eps);
+  }
+  __syncthreads();
+  float mean = 0.0f;
+  if (is_layer) {
+    mean = stats[0];
+#pragma unroll
+    for (int k = 0; k < kCap; ++k) {
+      const int u = wr + k * WARPS;
+      if (active && u < U) {
+        float d[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) d[i] = v[k][i] - mean;
+        const float s = warp_butterfly32(lane_sumsq8(d));
+        if (lane == 0) unit_sums[u] = s;
+      }
+    }
+    __syncthreads();
+    if (active && wr == 0 && lane == 0) {
+      float s = 0.0f;
+      for (int u = 0; u < U; ++u) s = s + unit_sums[u];
+      stats[1] = rms_r(s, p.group, p.eps);
+    }
+    __syncthreads();
+  }
+  const float r = stats[1];
+  const bool hf = p.order == MLOPS_ORDER_HF, has_w = p.weight != nullptr, has_b = p.bias != nullptr;
+  float w[kCap][8], b[kCap][8];
+#pragma unroll
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (active && u < U) {
+      if (has_w) load8_w(p.weight, p.w_dtype, u * kUnit + lane * 8, p.hidden, true, w[k]);
+      if (has_b) load8_w(p.bias, p.w_dtype, u * kUnit + lane * 8, p.hidden, true, b[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (!(active && u < U)) continue;
+    float y[8];
+    // epilogue<XT>() with its flags hoisted: the same operations in the same order
+    if (hf) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float t = Elem<XT>::round((v[k][i] - mean) * r);
+        float o = has_w ? (w[k][i] + p.weight_offset) * t : t;
+        y[i] = has_b ? o + b[k][i] : o;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float n = (v[k][i] - mean) * r;
+        float o = has_w ? n * (w[k][i] + p.weight_offset) : n;
+        y[i] = has_b ? o + b[k][i] : o;
+      }
+    }
+    store8(static_cast<XT*>(p.y) + row * p.y_stride, u * kUnit + lane * 8, p.hidden, true, y);
   }
 }
 

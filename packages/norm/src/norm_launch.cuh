@@ -12,7 +12,10 @@ template <class XT, int W, int CAP, int MINB>
 cudaError_t launch_v(const Params& p, cudaStream_t s) {
   const int rows_per_cta = 8 / W;
   const int64_t grid = (p.rows + rows_per_cta - 1) / rows_per_cta;
-  norm_kernel<XT, W, CAP, MINB><<<dim3(unsigned(grid)), kCtaThreads, norm_smem_bytes(W, p.units), s>>>(p);
+  if (p.simple && p.units <= W * CAP)
+    norm_simple_kernel<XT, W, CAP, MINB><<<dim3(unsigned(grid)), kCtaThreads, norm_smem_bytes(W, p.units), s>>>(p);
+  else
+    norm_kernel<XT, W, CAP, MINB><<<dim3(unsigned(grid)), kCtaThreads, norm_smem_bytes(W, p.units), s>>>(p);
   return cudaGetLastError();
 }
 

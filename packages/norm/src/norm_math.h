@@ -51,6 +51,8 @@ struct Params {
   const float* quant_scale;
   // 16-byte vector access is legal for every tensor (checked on the host once per call)
   bool vec_ok;
+  // the lean kernel applies (norm_simple_kernel's conditions, but the register fit: per variant)
+  bool simple;
 };
 
 Params make_params(const mlops_norm_args& a);
@@ -87,20 +89,24 @@ constexpr float kE4M3Max = 448.0f;
 constexpr float kE2M1Max = 6.0f;
 constexpr float kE4M3Tiny = 0.015625f;  // torch.finfo(float8_e4m3fn).tiny, torchao's E4M3_EPS
 
+// Codes multiply by an inverse computed once a block / row (one IEEE division there, none
+// per element: an IEEE division is a call into a slow-path subroutine in SASS, and per element
+// it made the kernel 5x larger than the instruction cache).
 MLOPS_HD float int8_scale(float amax) { return amax / 127.0f; }
-MLOPS_HD int8_t int8_code(float y, float scale) {
-  if (scale == 0.0f) return 0;
-  float q = rint_even(y / scale);
+MLOPS_HD float int8_inv(float amax) { return amax == 0.0f ? 0.0f : 127.0f / amax; }
+MLOPS_HD int8_t int8_code(float y, float inv) {
+  float q = rint_even(y * inv);
   q = fminf(fmaxf(q, -127.0f), 127.0f);
   return int8_t(q);
 }
 
-MLOPS_HD uint8_t fp8_code(float y, float scale) {
-  float q = y / scale;
+MLOPS_HD uint8_t fp8_code(float y, float inv) {
+  float q = y * inv;
   q = fminf(fmaxf(q, -kE4M3Max), kE4M3Max);
   return f32_to_e4m3(q);
 }
 MLOPS_HD float fp8_row_scale(float amax) { return amax == 0.0f ? 1.0f : amax / kE4M3Max; }
+MLOPS_HD float fp8_row_inv(float amax) { return amax == 0.0f ? 1.0f : kE4M3Max / amax; }
 
 // NVFP4 as torchao.prototype.mx_formats.nvfp4_tensor.nvfp4_quantize (0.18): the block scale
 // amax/6 (over the global decode factor g when there is one) is clamped to

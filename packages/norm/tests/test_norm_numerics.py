@@ -193,3 +193,16 @@ def test_modules():
     assert torch.allclose(ln(xf), torch.nn.functional.layer_norm(xf, (512,)), atol=1e-5)
     g = mn.RMSNorm(512, weight_offset=1.0)
     assert torch.all(g.weight == 0)
+
+
+def test_planner_follows_the_h200_measurements():
+    """The planner's picks are the fastest variants of bench_norm.py --variants on the H200
+    (docs/performance.md): 2 units a warp in the 64-register instances, 4 when a row has more."""
+    names = [v["name"] for v in mn.norm_variants()]
+    plan = lambda T, H: names[mn._ops.C.plan(T, H, 90, 132)]  # noqa: E731
+    assert plan(16384, 2048) == "w4c2"
+    assert plan(16384, 4096) == "w8c2"
+    assert plan(2048, 4096) == "w8c2"
+    assert plan(16384, 8192) == "w8"
+    assert plan(1, 4096) == "w8c2" and plan(1, 8192) == "w8"
+    assert plan(4, 131072) in names

@@ -24,7 +24,9 @@ def test_int8(dtype):
     yb = y.float().reshape(8, H // 16, 16)
     amax = yb.abs().amax(-1)
     scale = amax / 127.0
-    q = torch.round(yb / scale.unsqueeze(-1)).clamp(-127, 127).to(torch.int8).reshape(8, H)
+    # codes multiply by 127/amax (an IEEE division; torch's `127.0 / t` is reciprocal(t) * 127)
+    inv = torch.where(amax == 0, torch.zeros_like(amax), torch.full_like(amax, 127.0) / amax)
+    q = torch.round(yb * inv.unsqueeze(-1)).clamp(-127, 127).to(torch.int8).reshape(8, H)
     assert_bits_equal(out.scale, scale, "int8 scales")
     assert_bits_equal(out.q, q, "int8 codes")
 
@@ -54,7 +56,7 @@ def test_fp8_static():
     x, w = _xw(seed=7)
     s = torch.tensor(0.0137, dtype=torch.float32)
     out = mn.rms_norm(x, w, quant="fp8", scale=s, return_y=True)
-    ref = (out.y.float() / s).clamp(-448, 448).to(torch.float8_e4m3fn)
+    ref = (out.y.float() * (torch.ones_like(s) / s)).clamp(-448, 448).to(torch.float8_e4m3fn)  # times 1/scale (fp32)
     assert_bits_equal(out.q, ref, "fp8 static codes")
     assert out.scale is s
 
@@ -65,8 +67,9 @@ def test_fp8_dynamic():
     out = mn.rms_norm(x, w, quant="fp8", return_y=True)
     amax = out.y.float().abs().amax(-1, keepdim=True)
     scale = torch.where(amax == 0, torch.ones_like(amax), amax / 448.0)
+    inv = torch.where(amax == 0, torch.ones_like(amax), torch.full_like(amax, 448.0) / amax)
     assert_bits_equal(out.scale, scale, "fp8 row scales")
-    ref = (out.y.float() / scale).clamp(-448, 448).to(torch.float8_e4m3fn)
+    ref = (out.y.float() * inv).clamp(-448, 448).to(torch.float8_e4m3fn)
     assert_bits_equal(out.q, ref, "fp8 dynamic codes")
 
 

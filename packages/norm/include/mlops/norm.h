@@ -31,10 +31,10 @@ typedef enum mlops_norm_order { MLOPS_ORDER_HF = 0, MLOPS_ORDER_SINGLE = 1 } mlo
 
 typedef enum mlops_norm_quant {
   MLOPS_QUANT_NONE = 0,
-  MLOPS_QUANT_INT8 = 1,        /* q int8 [rows, H]; scale fp32 [rows, H/16] = amax/127 per 16 values */
+  MLOPS_QUANT_INT8 = 1,        /* q int8 [rows, H] = rne(y * 127/amax); scale fp32 [rows, H/16] = amax/127 per 16 values */
   MLOPS_QUANT_NVFP4 = 2,       /* q uint8 [rows, H/2] (E2M1 pairs, even index in the low nibble);
                                   scale E4M3 [rows, H/16]; fp32 global decode factor (optional) */
-  MLOPS_QUANT_FP8_STATIC = 3,  /* q e4m3 [rows, H] = e4m3(clamp(y / scale[0], +-448)) */
+  MLOPS_QUANT_FP8_STATIC = 3,  /* q e4m3 [rows, H] = e4m3(clamp(y * (1 / scale[0]), +-448)) */
   MLOPS_QUANT_FP8_DYNAMIC = 4  /* q e4m3 [rows, H]; scale fp32 [rows] = amax_row/448 (1 if 0) */
 } mlops_norm_quant;
 

@@ -3,9 +3,11 @@
 // must be compiled with -ffp-contract=off and device code with -fmad=false (cmake/mlops.cmake
 // sets both), so neither compiler fuses a*b+c where the source did not write fmaf.
 #pragma once
+#ifndef __CUDACC_RTC__  // NVRTC has no standard headers; it predefines what these headers need
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#endif
 
 #if defined(__CUDACC__)
 #define MLOPS_HD __host__ __device__ __forceinline__

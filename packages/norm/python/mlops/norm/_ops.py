@@ -29,8 +29,9 @@ class NormOutput(NamedTuple):
     """What a call with a residual or a quantized output returns (absent parts are None).
 
     y: the normalized tensor (x's dtype); residual: x + residual (x's dtype);
-    q: int8 [.., H] | uint8 [.., H/2] (NVFP4, two E2M1 codes a byte, even index low) |
-    float8_e4m3fn [.., H]; scale: fp32 [.., H/16] (INT8), float8_e4m3fn [.., H/16] (NVFP4),
+    q: int8 [.., H] = rne(y * 127/amax16) | uint8 [.., H/2] (NVFP4, two E2M1 codes a byte, even index low) |
+    float8_e4m3fn [.., H] = e4m3(clamp(y * (1/scale), +-448)) (dynamic: 1/scale = 448/amax_row) |
+    scale: fp32 [.., H/16] = amax16/127 (INT8), float8_e4m3fn [.., H/16] (NVFP4),
     fp32 [.., 1] (dynamic FP8) or the static scale given.
     """
 
