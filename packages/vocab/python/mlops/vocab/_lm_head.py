@@ -91,7 +91,9 @@ def lm_head(x: torch.Tensor, weight: torch.Tensor, *, row_scale: Optional[torch.
         fail("x", f"expected a hidden size that is a multiple of 8, got {H}")
     if V == 0:
         fail("weight", "expected at least one vocabulary row")
-    if x2.is_cuda:
+    # Pointers exist only eagerly (torch.compile traces fake tensors); the C API checks alignment
+    # again at run time either way, with the same message.
+    if x2.is_cuda and not torch.compiler.is_compiling():
         if x2.data_ptr() % 16 or x2.stride(0) % 8:  # x is small: a fresh (aligned) copy is cheap
             x2 = x2.clone(memory_format=torch.contiguous_format)
         if weight.data_ptr() % 16 or weight.stride(0) % 8:
