@@ -58,6 +58,12 @@ def bench_lm_head(b: Bench, quick: bool):
                 "mlops+stats": lambda w: (lambda: mv.lm_head(x, w, out=out, stats=True)),
                 "cublas": lambda w: (lambda: torch.nn.functional.linear(x, w)),
             }
+            # every other instance that runs here, with the statistics on: what the planner would
+            # need to see before it picks a tensor-core instance for some M
+            for v in mv.lm_head_variants():
+                if v["index"] != 0 and mv.lm_head_variant_runs(v["name"]):
+                    makers[f"mlops {v['name']}+stats"] = (
+                        lambda w, name=v["name"]: (lambda: mv.lm_head(x, w, out=out, stats=True, variant=name)))
             fns = {}
             for impl, make in makers.items():
                 replays = [graphed(make(w)) for w in ws]
@@ -70,7 +76,9 @@ def bench_lm_head(b: Bench, quick: bool):
                 fns[impl] = rotate
             t = b.time_interleaved(fns, flush=True, reps=30 if quick else 100)
             nbytes = wbytes + M * H * 2 + M * V * 4
-            for impl in ("mlops", "mlops+stats"):
+            for impl in makers:
+                if impl == "cublas":
+                    continue
                 b.record(case=f"lm_head {V}x{H} M={M}", impl=impl, seconds=t[impl], bytes=nbytes,
                          peer="cublas", peer_seconds=t["cublas"])
             b.record(case=f"lm_head {V}x{H} M={M}", impl="cublas", seconds=t["cublas"], bytes=wbytes + M * H * 2 + M * V * 2)
