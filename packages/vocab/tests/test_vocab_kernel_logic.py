@@ -1,6 +1,10 @@
 """CPU (CI): device code compiled by the host C++ compiler and run with one host thread an emulated GPU
 thread (tests/c/cuda_on_host.h) against the host emulations, bit for bit.
 
+The embed kernels (src/embed_kernel.cuh, tests/c/embed_kernel_on_host.cpp): every variant, 16-byte
+and scalar paths, partial units, OOV rows, bf16(x * w), the unit sums and r; a reversed unit fold is
+caught.
+
 The CUDA-core LM head (src/lm_head_kernel.cuh, tests/c/lm_head_kernel_on_host.cpp): the segment
 split, the reduce-scatter whose tree must be the butterfly, the segment fold, the epilogue and its
 statistics, grids of 1, 2 and every tile; reversing the segment fold is caught.
@@ -39,6 +43,10 @@ def _build_and_run(tmp_path, runner: str, host_source: str, min_checks: int):
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith(" 0 failed"), r.stdout[-4000:] + r.stderr[-2000:]
     assert int(r.stdout.split()[-4]) >= min_checks, r.stdout[-200:]
+
+
+def test_embed_device_code_on_host_equals_host_emulation(tmp_path):
+    _build_and_run(tmp_path, "embed_kernel_on_host", "embed_host.cpp", 288)
 
 
 def test_lm_head_device_code_on_host_equals_host_emulation(tmp_path):
