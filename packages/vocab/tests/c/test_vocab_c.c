@@ -124,6 +124,12 @@ int main(void) {
   CHECK(toks[0] == g, "greedy token %d, argmax %d", toks[0], g);
   CHECK(above < 5, "top-5 draw has %d larger logits", above);
   CHECK(steps[0] == 1 && steps[1] == 1, "steps advanced");
+  /* the split variant needs a workspace of mlops_sample_workspace_bytes(); named error without */
+  CHECK(mlops_sample_workspace_bytes(B, V, 3) > 0 && mlops_sample_workspace_bytes(B, V, 2) == 0, "workspace sizes");
+  s.variant = 3;
+  CHECK(mlops_sample_host(&s) == MLOPS_ERR_INVALID_ARGUMENT && strncmp(mlops_vocab_last_error(), "workspace:", 10) == 0,
+        "split without workspace -> %s", mlops_vocab_last_error());
+  s.variant = -1;
 
   /* The GPU, when there is one: the same bits as the host emulation */
   int ndev = 0;
@@ -154,6 +160,49 @@ int main(void) {
       CHECK(memcmp(logits, logits2, sizeof logits) == 0, "lm_head %s bits == host", vs[v].name);
     }
     cudaFree(dt); cudaFree(dx); cudaFree(dl); cudaFree(dids); cudaFree(dout); cudaFree(dr);
+
+    /* the sampler: every variant (split with its workspace) gives the host's tokens and steps */
+    for (int i = 0; i < B * V; ++i) zs[i] = frand(&seed) * 4.0f;
+    mlops_sample_config cfg2[B] = {{0.9f, 0, 0.9f, 0.0f, 1.0f, 0.0f, 0.0f, 0}, {1.0f, 30, 1.0f, 0.02f, 1.0f, 0.0f, 0.0f, 0}};
+    int32_t htoks[B];
+    int64_t hsteps[B] = {5, 9};
+    mlops_sample_args hs = s;
+    hs.configs = cfg2; hs.steps = hsteps; hs.tokens = htoks; hs.flags = NULL;
+    float* zcopy = (float*)malloc(sizeof zs);
+    memcpy(zcopy, zs, sizeof zs);
+    hs.logits = zcopy;
+    CHECK(mlops_sample_host(&hs) == MLOPS_OK, "sample host: %s", mlops_vocab_last_error());
+    void *dz, *dcfg, *dseeds, *dsteps, *dtoks, *dws;
+    cudaMalloc(&dz, sizeof zs); cudaMalloc(&dcfg, sizeof cfg2); cudaMalloc(&dseeds, sizeof seeds);
+    cudaMalloc(&dsteps, sizeof hsteps); cudaMalloc(&dtoks, sizeof htoks);
+    mlops_sample_variant sv[8];
+    int nsv = mlops_sample_variants(sv, 8);
+    for (int v = 0; v < nsv; ++v) {
+      int64_t steps0[B] = {5, 9}, steps1[B];
+      int32_t dtk[B];
+      cudaMemcpy(dz, zs, sizeof zs, cudaMemcpyHostToDevice);
+      cudaMemcpy(dcfg, cfg2, sizeof cfg2, cudaMemcpyHostToDevice);
+      cudaMemcpy(dseeds, seeds, sizeof seeds, cudaMemcpyHostToDevice);
+      cudaMemcpy(dsteps, steps0, sizeof steps0, cudaMemcpyHostToDevice);
+      int64_t wsb = mlops_sample_workspace_bytes(B, V, v);
+      CHECK((wsb > 0) == (sv[v].split != 0), "workspace bytes for %s: %lld", sv[v].name, (long long)wsb);
+      dws = NULL;
+      if (wsb) cudaMalloc(&dws, (size_t)wsb);
+      mlops_sample_args ds;
+      memset(&ds, 0, sizeof ds);
+      ds.rows = B; ds.vocab = V; ds.logits = (float*)dz; ds.logits_stride = V; ds.configs = (mlops_sample_config*)dcfg;
+      ds.seeds = (uint64_t*)dseeds; ds.steps = (int64_t*)dsteps; ds.tokens = (int32_t*)dtoks; ds.workspace = dws;
+      ds.variant = v;
+      CHECK(mlops_sample(&ds, NULL) == MLOPS_OK, "sample gpu %s: %s", sv[v].name, mlops_vocab_last_error());
+      cudaMemcpy(dtk, dtoks, sizeof dtk, cudaMemcpyDeviceToHost);
+      cudaMemcpy(steps1, dsteps, sizeof steps1, cudaMemcpyDeviceToHost);
+      CHECK(dtk[0] == htoks[0] && dtk[1] == htoks[1], "sample %s tokens %d %d == host %d %d", sv[v].name, dtk[0], dtk[1],
+            htoks[0], htoks[1]);
+      CHECK(steps1[0] == 6 && steps1[1] == 10, "sample %s steps advanced on the device", sv[v].name);
+      if (dws) cudaFree(dws);
+    }
+    free(zcopy);
+    cudaFree(dz); cudaFree(dcfg); cudaFree(dseeds); cudaFree(dsteps); cudaFree(dtoks);
   }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
