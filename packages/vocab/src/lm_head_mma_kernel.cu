@@ -111,12 +111,14 @@ __global__ void __launch_bounds__(kThreads) lm_head_mma_kernel(LmHeadParams p) {
       const int q = (lane >> 2) & 3, tq = (lane & 3) + 4 * (lane >> 4);
       const int64_t r = v0 + 8 * q + tq;
       float cv[8] = {};
-#pragma unroll 1
-      for (int u = ub; u < ue; ++u) {
+      // the segment's k range as one loop with a uniform trip count (no early exit inside), so
+      // the compiler can issue the loads of several steps before their MMAs
+      const int64_t kb = int64_t(ub) * kUnit, ke = ue * int64_t(kUnit) < p.hidden ? ue * int64_t(kUnit) : p.hidden;
+      const int steps = ke > kb ? int((ke - kb) / 8) : 0;
+      {
 #pragma unroll 4
-        for (int step = 0; step < kUnit / 8; ++step) {
-          const int64_t k = int64_t(u) * kUnit + step * 8;
-          if (k >= p.hidden) break;  // uniform across the warp
+        for (int step = 0; step < steps; ++step) {
+          const int64_t k = kb + int64_t(step) * 8;
           const uint4 zero = make_uint4(0, 0, 0, 0);
           const uint4 w = r < p.vocab ? load_weight16(p.weight + r * p.weight_stride + k) : zero;
           const uint4 xv = tq < p.tokens ? load16(p.x + tq * p.x_stride + k) : zero;
@@ -133,12 +135,14 @@ __global__ void __launch_bounds__(kThreads) lm_head_mma_kernel(LmHeadParams p) {
         part[buf][warp][8 * q + m][n] = cv[v];
       }
     }
-#pragma unroll 1
-    for (int u = ub; KIND != kF16K4 && u < ue; ++u) {
+    if constexpr (KIND != kF16K4) {
+      // the segment's k range in steps of 32 with a uniform trip count (no early exit inside), so
+      // the compiler can issue the loads of several steps before their MMAs
+      const int64_t kb = int64_t(ub) * kUnit, ke = ue * int64_t(kUnit) < p.hidden ? ue * int64_t(kUnit) : p.hidden;
+      const int steps = ke > kb ? int((ke - kb + 31) / 32) : 0;
 #pragma unroll 4
-      for (int step = 0; step < kUnit / 32; ++step) {
-        const int64_t k0 = int64_t(u) * kUnit + step * 32, k = k0 + t * 8;
-        if (k0 >= p.hidden) break;  // uniform across the warp: mma.sync needs every lane
+      for (int step = 0; step < steps; ++step) {
+        const int64_t k = kb + int64_t(step) * 32 + t * 8;
         // H % 8 == 0: a lane's 8 values are all in or all out; out-of-range lanes feed zeros
         const bool in = k < p.hidden;
         const uint4 zero = make_uint4(0, 0, 0, 0);
