@@ -30,11 +30,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def sh(cmd, env=None, log=None) -> int:
     print("+", " ".join(map(str, cmd)), flush=True)
     t0 = time.time()
-    with open(log, "a") if log else open(os.devnull, "w") as lf:
+    with open(log, "a", buffering=1) if log else open(os.devnull, "w") as lf:  # line-buffered: a killed run keeps its log
         p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         tail = []
         for line in p.stdout:
             lf.write(line)
+            lf.flush()
             tail.append(line)
             tail = tail[-15:]
         rc = p.wait()

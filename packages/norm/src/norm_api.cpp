@@ -19,12 +19,10 @@ constexpr int kMaxHidden = 131072;   // 512 units: shared memory of the w1 varia
 constexpr size_t kSmemLimit = 48 * 1024;
 
 // The instances of norm_launch.cuh's launch_x, same order. "wN": N warps a row, 4 units kept in
-// registers, 2 CTAs an SM; "wNc2": 2 units kept, 4 CTAs an SM (64 registers); "x2": 3 CTAs an SM, a CTA takes
-// two row slots in turn, the next row's loads in flight during the current row (lean kernel only).
+// registers, 2 CTAs an SM; "wNc2": 2 units kept, 4 CTAs an SM (64 registers).
 const mlops_norm_variant kVariants[] = {
-    {0, 1, 8, 4, "w1"},   {1, 2, 4, 4, "w2"},   {2, 4, 2, 4, "w4"},     {3, 8, 1, 4, "w8"},
+    {0, 1, 8, 4, "w1"},   {1, 2, 4, 4, "w2"},   {2, 4, 2, 4, "w4"}, {3, 8, 1, 4, "w8"},
     {4, 2, 4, 2, "w2c2"}, {5, 4, 2, 2, "w4c2"}, {6, 8, 1, 2, "w8c2"},
-    {7, 4, 2, 2, "w4c2x2"}, {8, 8, 1, 2, "w8c2x2"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 

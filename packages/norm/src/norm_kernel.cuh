@@ -356,126 +356,114 @@ __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_kernel(Params p) {
 // element on run-time flags and register selects (ncu on the H200: SM throughput 53-61 %,
 // DRAM 15-25 %), this one a handful. Same arithmetic, same order: the same bits
 // (tests/test_norm_gpu.py runs both against the host emulation).
-// kIters > 1: a CTA takes kIters row slots in turn and issues the loads of the next row
-// right after the current row's values are unpacked, so they are in flight during the current
-// row's reductions, barriers and stores (more bytes in flight a warp without more registers).
-template <class XT, int WARPS, int kCap, int kMinCtas, int kIters>
+template <class XT, int WARPS, int kCap, int kMinCtas>
 __global__ void __launch_bounds__(kCtaThreads, kMinCtas) norm_simple_kernel(Params p) {
   constexpr int kRows = 8 / WARPS;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int slot = warp / WARPS, wr = warp % WARPS;
+  const int64_t row = int64_t(blockIdx.x) * kRows + slot;
+  const bool active = row < p.rows;
   const int U = p.units;
   const bool is_layer = p.kind == MLOPS_NORM_LAYER;
   extern __shared__ float smem[];
   float* unit_sums = smem + slot * U;
   float* stats = smem + kRows * U + slot * 2;  // [kRows][2]: mean, r
-  auto row_of = [&](int iter) { return (int64_t(blockIdx.x) * kIters + iter) * kRows + slot; };
-  auto mine = [&](int64_t row, int k) { return row < p.rows && wr + k * WARPS < U; };
+  const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride;
+  float v[kCap][8];
   Raw8<XT> raw[kCap], rres[kCap];
-  auto load_row = [&](int64_t row) {
 #pragma unroll
-    for (int k = 0; k < kCap; ++k) {
-      if (!mine(row, k)) continue;
-      const int c = (wr + k * WARPS) * kUnit + lane * 8;
-      const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + c;
-      raw[k].q[0] = reinterpret_cast<const uint4*>(xr)[0];
-      if constexpr (sizeof(XT) == 4) raw[k].q[1] = reinterpret_cast<const uint4*>(xr)[1];
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (active && u < U) {
+      raw[k].q[0] = reinterpret_cast<const uint4*>(xr + u * kUnit + lane * 8)[0];
+      if constexpr (sizeof(XT) == 4) raw[k].q[1] = reinterpret_cast<const uint4*>(xr + u * kUnit + lane * 8)[1];
       if (p.residual) {
-        const XT* rr = static_cast<const XT*>(p.residual) + row * p.residual_stride + c;
+        const XT* rr = static_cast<const XT*>(p.residual) + row * p.residual_stride + u * kUnit + lane * 8;
         rres[k].q[0] = reinterpret_cast<const uint4*>(rr)[0];
         if constexpr (sizeof(XT) == 4) rres[k].q[1] = reinterpret_cast<const uint4*>(rr)[1];
       }
     }
-  };
-  // The weights and bias are the same for every row: loaded once.
-  const bool hf = p.order == MLOPS_ORDER_HF, has_w = p.weight != nullptr, has_b = p.bias != nullptr;
-  float w[kCap][8], b[kCap][8];
+  }
 #pragma unroll
   for (int k = 0; k < kCap; ++k) {
-    if (wr + k * WARPS >= U) continue;
-    if (has_w) load8_w(p.weight, p.w_dtype, (wr + k * WARPS) * kUnit + lane * 8, p.hidden, true, w[k]);
-    if (has_b) load8_w(p.bias, p.w_dtype, (wr + k * WARPS) * kUnit + lane * 8, p.hidden, true, b[k]);
-  }
-  load_row(row_of(0));
-#pragma unroll 1
-  for (int iter = 0; iter < kIters; ++iter) {
-    const int64_t row = row_of(iter);
-    const bool active = row < p.rows;
-    float v[kCap][8];
-#pragma unroll
-    for (int k = 0; k < kCap; ++k) {
-      if (!mine(row, k)) continue;
+    const int u = wr + k * WARPS;
+    if (active && u < U) {
       unpack8(raw[k], v[k]);
       if (p.residual) {
         float r[8];
         unpack8(rres[k], r);
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[k][i] = Elem<XT>::round(v[k][i] + r[i]);
-      }
-    }
-    if (iter + 1 < kIters) load_row(row_of(iter + 1));  // in flight while this row finishes
-#pragma unroll
-    for (int k = 0; k < kCap; ++k) {
-      if (!mine(row, k)) continue;
-      const int u = wr + k * WARPS;
-      if (p.residual)
         store8(static_cast<XT*>(p.residual_out) + row * p.residual_out_stride, u * kUnit + lane * 8, p.hidden, true,
                v[k]);
+      }
       const float s = warp_butterfly32(is_layer ? lane_sum8(v[k]) : lane_sumsq8(v[k]));
       if (lane == 0) unit_sums[u] = s;
     }
-    __syncthreads();
-    if (active && wr == 0 && lane == 0) {  // fold in unit order (fixed_sum.h)
-      float s = 0.0f;
-      for (int u = 0; u < U; ++u) s = s + unit_sums[u];
-      if (is_layer) stats[0] = s / float(p.group);
-      else stats[1] = rms_r(s, p.group, p.eps);
-    }
-    __syncthreads();
-    float mean = 0.0f;
-    if (is_layer) {
-      mean = stats[0];
+  }
+  __syncthreads();
+  if (active && wr == 0 && lane == 0) {  // fold in unit order (fixed_sum.h)
+    float s = 0.0f;
+    for (int u = 0; u < U; ++u) s = s + unit_sums[u];
+    if (is_layer) stats[0] = s / float(p.group);
+    else stats[1] = rms_r(s, p.group, p.eps);
+  }
+  __syncthreads();
+  float mean = 0.0f;
+  if (is_layer) {
+    mean = stats[0];
 #pragma unroll
-      for (int k = 0; k < kCap; ++k) {
-        if (!mine(row, k)) continue;
+    for (int k = 0; k < kCap; ++k) {
+      const int u = wr + k * WARPS;
+      if (active && u < U) {
         float d[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) d[i] = v[k][i] - mean;
         const float s = warp_butterfly32(lane_sumsq8(d));
-        if (lane == 0) unit_sums[wr + k * WARPS] = s;
+        if (lane == 0) unit_sums[u] = s;
       }
-      __syncthreads();
-      if (active && wr == 0 && lane == 0) {
-        float s = 0.0f;
-        for (int u = 0; u < U; ++u) s = s + unit_sums[u];
-        stats[1] = rms_r(s, p.group, p.eps);
-      }
-      __syncthreads();
     }
-    const float r = stats[1];
-#pragma unroll
-    for (int k = 0; k < kCap; ++k) {
-      if (!mine(row, k)) continue;
-      float y[8];
-      // epilogue<XT>() with its flags hoisted: the same operations in the same order
-      if (hf) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const float t = Elem<XT>::round((v[k][i] - mean) * r);
-          const float o = has_w ? (w[k][i] + p.weight_offset) * t : t;
-          y[i] = has_b ? o + b[k][i] : o;
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const float n = (v[k][i] - mean) * r;
-          const float o = has_w ? n * (w[k][i] + p.weight_offset) : n;
-          y[i] = has_b ? o + b[k][i] : o;
-        }
-      }
-      store8(static_cast<XT*>(p.y) + row * p.y_stride, (wr + k * WARPS) * kUnit + lane * 8, p.hidden, true, y);
+    __syncthreads();
+    if (active && wr == 0 && lane == 0) {
+      float s = 0.0f;
+      for (int u = 0; u < U; ++u) s = s + unit_sums[u];
+      stats[1] = rms_r(s, p.group, p.eps);
     }
-    if (iter + 1 < kIters) __syncthreads();  // unit_sums and stats are reused by the next row
+    __syncthreads();
+  }
+  const float r = stats[1];
+  const bool hf = p.order == MLOPS_ORDER_HF, has_w = p.weight != nullptr, has_b = p.bias != nullptr;
+  float w[kCap][8], b[kCap][8];
+#pragma unroll
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (active && u < U) {
+      if (has_w) load8_w(p.weight, p.w_dtype, u * kUnit + lane * 8, p.hidden, true, w[k]);
+      if (has_b) load8_w(p.bias, p.w_dtype, u * kUnit + lane * 8, p.hidden, true, b[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kCap; ++k) {
+    const int u = wr + k * WARPS;
+    if (!(active && u < U)) continue;
+    float y[8];
+    // epilogue<XT>() with its flags hoisted: the same operations in the same order
+    if (hf) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float t = Elem<XT>::round((v[k][i] - mean) * r);
+        float o = has_w ? (w[k][i] + p.weight_offset) * t : t;
+        y[i] = has_b ? o + b[k][i] : o;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float n = (v[k][i] - mean) * r;
+        float o = has_w ? n * (w[k][i] + p.weight_offset) : n;
+        y[i] = has_b ? o + b[k][i] : o;
+      }
+    }
+    store8(static_cast<XT*>(p.y) + row * p.y_stride, u * kUnit + lane * 8, p.hidden, true, y);
   }
 }
 

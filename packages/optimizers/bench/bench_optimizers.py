@@ -84,6 +84,7 @@ def case_bf16_master(b, n_tensors, numel, reps):
     fused = torch.optim.AdamW(masters, lr=1e-4, weight_decay=0.01, fused=True)
     grads, mgrads = [p.grad for p in ps], [m.grad for m in masters]
 
+    @torch.no_grad()  # the bf16 params are leaves that require grad: copy into them outside autograd
     def torch_step():
         torch._foreach_copy_(mgrads, grads)
         fused.step()
