@@ -42,7 +42,6 @@ def render(header, rows) -> str:
                            f"{r['kernel_us']} µs: overhead {r['overhead_us']} µs (torch F.rms_norm call: "
                            f"{r['torch_F_rms_norm_wall_us']} µs wall).\n")
             continue
-        mine = [r for r in rs if r["impl"] == "mlops"]
         if case.endswith("_variant"):
             out.append(f"### {case}\n\n| shape | " + " | ".join(sorted({r['impl'] for r in rs})) + " | planner |")
             names = sorted({r["impl"] for r in rs})

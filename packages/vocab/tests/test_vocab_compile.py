@@ -27,7 +27,8 @@ def test_opcheck(device):
     toks = torch.empty(2, dtype=torch.int32, device=device)
     flags = torch.empty(2, dtype=torch.int32, device=device)
     torch.library.opcheck(_sampler._sample_into,
-                          (logits.normal_(), s.configs, s.seeds, s.steps, None, None, None, toks, None, flags, None, None, None, -1),
+                          (logits.normal_(), s.configs, s.seeds, s.steps, None, None, None, toks, None, flags,
+                           None, None, None, -1),
                           test_utils=("test_schema", "test_faketensor"))
 
 

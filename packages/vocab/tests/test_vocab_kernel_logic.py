@@ -9,7 +9,8 @@ The CUDA-core LM head (src/lm_head_kernel.cuh, tests/c/lm_head_kernel_on_host.cp
 split, the reduce-scatter whose tree must be the butterfly, the segment fold, the epilogue and its
 statistics, grids of 1, 2 and every tile; reversing the segment fold is caught.
 
-The sampler (src/sample_kernel.cuh, tests/c/sample_kernel_on_host.cpp): pass 1, the radix selections on the row and on the shared-memory candidates,
+The sampler (src/sample_kernel.cuh, tests/c/sample_kernel_on_host.cpp): pass 1, the radix selections on the row
+and on the shared-memory candidates,
 the draw, the penalty kernels and every phase of the split variant (tokens, flags, log-probabilities,
 steps, penalized logits, the penalty workspace back to zero). Mutations of the candidate gather, the
 split draw's chunk target, phase A2's masses and phase A's counts are each caught by it (checked when

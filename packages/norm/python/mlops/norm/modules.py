@@ -36,7 +36,8 @@ class RMSNorm(nn.Module):
             self.register_parameter("weight", None)
 
     def forward(self, x, residual=None, gate=None, scale=None):
-        return norm(x, self.weight, kind="rms", eps=self.eps, weight_offset=self.weight_offset if self.weight is not None else 0.0,
+        offset = self.weight_offset if self.weight is not None else 0.0
+        return norm(x, self.weight, kind="rms", eps=self.eps, weight_offset=offset,
                     residual=residual, gate=gate, gate_position=self.gate_position, group_size=self.group_size,
                     order=self.order, quant=self.quant, scale=scale)
 
