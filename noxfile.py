@@ -43,9 +43,10 @@ CI_ARCHS = "90-real"
 
 
 def packages() -> list[str]:
-    """Every package with a pyproject.toml under packages/ (common is headers only), dependency order."""
+    """Every package with a pyproject.toml under packages/ (common is headers only), dependency order.
+    Not the meta package packages/mlops (no code, no CUDA): the build session makes its wheel."""
     order = ["norm", "positional", "vocab", "attention", "optimizers"]
-    found = [p.parent.name for p in sorted((ROOT / "packages").glob("*/pyproject.toml"))]
+    found = [p.parent.name for p in sorted((ROOT / "packages").glob("*/pyproject.toml")) if p.parent.name != "mlops"]
     return [p for p in order if p in found] + [p for p in found if p not in order]
 
 
@@ -96,7 +97,8 @@ def tests(session):
     shutil.rmtree(dist, ignore_errors=True)
     _build_wheels(session, packages(), o["cuda"], CI_ARCHS, dist)
     session.install("--no-deps", "--force-reinstall", *glob.glob(str(dist / "*.whl")))
-    env = {"MLOPS_TEST_CUDA": o["cuda"]}
+    # MLOPS_TEST_DIST: tools/tests/test_distribution.py installs the meta package from these wheels
+    env = {"MLOPS_TEST_CUDA": o["cuda"], "MLOPS_TEST_DIST": str(dist)}
     session.run("python", "-m", "pytest", "-q", *[f"packages/{p}/tests" for p in packages()],
                 "cmake/tests", "tools/tests", env=env)
 
@@ -106,7 +108,7 @@ def demo(session):
     """Set up and run samples/demo.py: builds the packages (for this GPU if there is one, else one
     arch and the CPU path), installs them with torch, runs the demo."""
     o = _opts(session, cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH)
-    session.install(PINS["torch"][o["torch"]], *PINS["build"])
+    session.install(PINS["torch"][o["torch"]], "numpy", *PINS["build"])
     has_gpu = shutil.which("nvidia-smi") is not None
     dist = ROOT / "build" / "demo-dist"
     shutil.rmtree(dist, ignore_errors=True)
@@ -117,11 +119,41 @@ def demo(session):
 
 @nox.session(python="3.11")
 def build(session):
-    """Wheels into dist/: nox -s build -- --cuda 13.0 --torch 2.13 --package norm|all [--archs all]."""
+    """Wheels into dist/: nox -s build -- --cuda 13.0 --torch 2.13 --package norm|mlops|all [--archs all].
+    `all` includes the meta package mlops (a pure-Python wheel; --package mlops builds only it)."""
     o = _opts(session, cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH, package="all", archs="all", python="")
-    names = packages() if o["package"] == "all" else [o["package"]]
+    names = packages() if o["package"] == "all" else [] if o["package"] == "mlops" else [o["package"]]
     session.install(PINS["torch"][o["torch"]], *PINS["build"])
-    _build_wheels(session, names, o["cuda"], o["archs"], ROOT / "dist")
+    if names:
+        _build_wheels(session, names, o["cuda"], o["archs"], ROOT / "dist")
+    if o["package"] in ("all", "mlops"):
+        session.run("python", "-m", "pip", "wheel", str(ROOT / "packages" / "mlops"), "--no-build-isolation",
+                    "--no-deps", "-w", str(ROOT / "dist"))
+
+
+@nox.session(python="3.11")
+def sdist(session):
+    """Self-contained sdists into dist/ (tools/sdist.py): nox -s sdist -- --package norm|mlops|all [--out DIR].
+    Each carries the shared cmake/ and packages/common/include inside it."""
+    o = _opts(session, package="all", out=str(ROOT / "dist"))
+    names = [*packages(), "mlops"] if o["package"] == "all" else [o["package"]]
+    session.install(PINS["build"][0])  # scikit-build-core: the packages' own build backend
+    for name in names:
+        session.run("python", str(ROOT / "tools" / "sdist.py"), name, "--out", o["out"])
+
+
+@nox.session(python="3.11")
+def c_archive(session):
+    """C archives (tools/c_archive.py): nox -s c_archive -- --package norm|all [--cuda 13.0] [--archs all]
+    [--out dist] -> dist/mlops-<name>-<version>-linux-x86_64-cuda<major>.tar.xz (static library,
+    headers, CMake package, pkg-config file, README.md)."""
+    o = _opts(session, package="all", cuda=DEFAULT_CUDA, archs="all", out=str(ROOT / "dist"))
+    names = packages() if o["package"] == "all" else [o["package"]]
+    session.install(*[p for p in PINS["build"] if p.startswith(("cmake", "ninja"))])
+    nvcc = _toolkit(session, o["cuda"])
+    for name in names:
+        session.run("python", str(ROOT / "tools" / "c_archive.py"), name, "--nvcc", str(nvcc),
+                    "--archs", o["archs"], "--out", o["out"])
 
 
 # The GPU suite runs every GPU test once per build: the local GPU's SASS, and PTX-only builds for
