@@ -31,7 +31,8 @@ def sh(cmd, env=None, log=None) -> int:
     print("+", " ".join(map(str, cmd)), flush=True)
     t0 = time.time()
     with open(log, "a", buffering=1) if log else open(os.devnull, "w") as lf:  # line-buffered: a killed run keeps its log
-        p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen([str(c) for c in cmd], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
         tail = []
         for line in p.stdout:
             lf.write(line)
@@ -87,10 +88,15 @@ def main() -> int:
         install(wheels, target)
         env = dict(base_env, PYTHONPATH=f"{target}:{ROOT / 'tools' / 'testing'}", MLOPS_ARCH_TAG=tag)
         full = tag in ("sm90", "native")
-        files = [f"packages/{p}/tests" for p in built] if full else gpu_files
-        rc = sh([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *kexpr, *files],
-                env=env, log=out / f"pytest-{tag}.log")
-        results.append((tag, "pytest " + ("all" if full else "gpu files"), rc))
+        # one pytest run a package, one line a test (-v): a run cut short by a time limit still
+        # leaves every finished test in its log
+        for p in built:
+            files = [f"packages/{p}/tests"] if full else [f for f in gpu_files if f"/packages/{p}/" in f]
+            if not files:
+                continue
+            rc = sh([sys.executable, "-m", "pytest", "-v", "--tb=short", "-p", "no:cacheprovider", *kexpr, *files],
+                    env=env, log=out / f"pytest-{tag}-{p}.log")
+            results.append((tag, f"pytest {p} " + ("all" if full else "gpu files"), rc))
         if full and a.sanitizer:
             for tool in ("memcheck", "racecheck"):
                 rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "9", sys.executable, "-m", "pytest",
