@@ -1,6 +1,6 @@
 # mlops.cmake — the one helper every package's CMakeLists.txt calls.
 #
-# mlops_add_package(NAME <name> MIN_ARCH <sm> CUDA_SOURCES ... HOST_SOURCES ... BIND_SOURCES ...)
+# mlops_add_package(NAME <name> MIN_ARCH <sm> CUDA_SOURCES ... HOST_SOURCES ... BIND_SOURCES ... [C_TEST <file.c>])
 #   Example: mlops_add_package(NAME norm MIN_ARCH 50 CUDA_SOURCES src/norm_launch.cu
 #                              HOST_SOURCES src/norm_api.cpp BIND_SOURCES src/norm_bind.cpp)
 #   -> static library libmlops_norm.a (target mlops_norm, alias and export mlops::norm) for the
@@ -9,6 +9,8 @@
 #      -> install rules: component "c" (lib, headers incl. common/, CMake package, pkg-config
 #         file mlops-norm.pc) and component "python" (the module, for the wheel).
 #   find_package(mlops COMPONENTS norm) then gives mlops::norm to C and C++ consumers.
+#   C_TEST: a plain C test program, built and registered with ctest when -DMLOPS_BUILD_TESTS=ON
+#   (executable test_<name>_c).
 include_guard(GLOBAL)
 # lib/, not lib/<multiarch>: the pkg-config file and the archives assume one layout everywhere
 set(CMAKE_INSTALL_LIBDIR lib CACHE PATH "" FORCE)
@@ -29,6 +31,10 @@ if(SKBUILD)
   set(MLOPS_PYTHON ON)
 endif()
 option(MLOPS_PYTHON "Build the nanobind module" OFF)
+option(MLOPS_BUILD_TESTS "Build the packages' C tests (ctest)" OFF)
+if(MLOPS_BUILD_TESTS)
+  enable_testing()  # at directory scope: inside a function it generates no CTestTestfile
+endif()
 
 # mlops_package_version(<out_var> <pyproject.toml>): the version = "X.Y.Z" line of the
 # package's pyproject, the one place a package's version is written.
@@ -40,7 +46,7 @@ function(mlops_package_version out pyproject)
 endfunction()
 
 function(mlops_add_package)
-  cmake_parse_arguments(A "" "NAME;MIN_ARCH" "CUDA_SOURCES;HOST_SOURCES;BIND_SOURCES" ${ARGN})
+  cmake_parse_arguments(A "" "NAME;MIN_ARCH;C_TEST" "CUDA_SOURCES;HOST_SOURCES;BIND_SOURCES" ${ARGN})
   set(lib mlops_${A_NAME})
   find_package(CUDAToolkit REQUIRED)
 
@@ -89,6 +95,13 @@ function(mlops_add_package)
   configure_file(${MLOPS_CMAKE_DIR}/mlops.pc.in ${CMAKE_CURRENT_BINARY_DIR}/mlops-${A_NAME}.pc @ONLY)
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/mlops-${A_NAME}.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT c)
+
+  # --- the C test (ctest) ------------------------------------------------------------------
+  if(MLOPS_BUILD_TESTS AND A_C_TEST)
+    add_executable(test_${A_NAME}_c ${A_C_TEST})
+    target_link_libraries(test_${A_NAME}_c PRIVATE ${lib})
+    add_test(NAME test_${A_NAME}_c COMMAND test_${A_NAME}_c)
+  endif()
 
   # --- Python -----------------------------------------------------------------------------
   if(MLOPS_PYTHON)
