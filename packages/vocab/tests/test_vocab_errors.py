@@ -72,3 +72,14 @@ def test_c_api_rejects_bad_configs_too():
     bad[0, 1] = -4  # top_k
     with pytest.raises(ValueError, match="^top_k: "):
         C.check_configs(bad.data_ptr(), 1)
+
+
+def test_device_check_treats_cuda_as_the_current_index():
+    # GPU run 6 (H200): Sampler(device="cuda") rejected logits on cuda:0; the check now compares
+    # a bare "cuda" with any index, and the Sampler keeps the indexed device.
+    from mlops.vocab._common import same_device
+
+    assert same_device(torch.device("cuda", 0), torch.device("cuda"))
+    assert same_device(torch.device("cuda", 1), "cuda:1")
+    assert not same_device(torch.device("cuda", 1), "cuda:0")
+    assert not same_device(torch.device("cpu"), "cuda")

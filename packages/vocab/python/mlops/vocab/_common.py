@@ -30,10 +30,24 @@ def check_tensor(name: str, t, dtypes, dims=None, device=None, contiguous_last=T
         fail(name, f"expected dtype {want}, got {str(t.dtype).replace('torch.', '')}")
     if dims is not None and t.dim() not in dims:
         fail(name, f"expected {' or '.join(map(str, dims))} dimensions, got shape {tuple(t.shape)}")
-    if device is not None and t.device != device:
+    if device is not None and not same_device(t.device, device):
         fail(name, f"expected device {device}, got {t.device}")
     if contiguous_last and t.numel() and t.stride(-1) != 1:
         fail(name, f"expected a contiguous last dimension, got stride {t.stride(-1)}")
+
+
+def canonical_device(device) -> torch.device:
+    """torch.device("cuda") means the current CUDA device: give it its index, so a tensor made on
+    "cuda" (which reports cuda:0) compares equal to it."""
+    d = torch.device(device)
+    if d.type == "cuda" and d.index is None:
+        d = torch.device("cuda", torch.cuda.current_device())
+    return d
+
+
+def same_device(a: torch.device, b) -> bool:
+    b = torch.device(b)
+    return a.type == b.type and (b.index is None or a.index is None or a.index == b.index)
 
 
 def row_stride(t: torch.Tensor) -> int:

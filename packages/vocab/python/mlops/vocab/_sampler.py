@@ -10,7 +10,7 @@ from typing import NamedTuple, Optional, Sequence, Union
 
 import torch
 
-from ._common import check_tensor, fail, on_device, ptr, resolve_variant, stream_of
+from ._common import canonical_device, check_tensor, fail, on_device, ptr, resolve_variant, stream_of
 from ._native import C
 
 _VARIANTS = C.sample_variants()
@@ -119,7 +119,7 @@ class Sampler:
             fail("batch", f"expected a positive integer, got {batch!r}")
         if not isinstance(vocab, int) or vocab < 1:
             fail("vocab", f"expected a positive integer, got {vocab!r}")
-        self.batch, self.vocab, self.device = batch, vocab, torch.device(device)
+        self.batch, self.vocab, self.device = batch, vocab, canonical_device(device)
         self.variant = resolve_variant("variant", variant, _VARIANTS)
         if configs is not None and config:
             fail("configs", "give either configs=[...] per row or keyword values for all rows, not both")
