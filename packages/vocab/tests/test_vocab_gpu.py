@@ -144,7 +144,8 @@ MODES = {
 def test_sampler_bits_vs_host(mode, variant):
     for B, V in [(4, 151936), (16, 32000), (3, 4099), (2, 1)]:
         z = randn((B, V), torch.float32, B * V, scale=3.0)
-        z[0, :7] = z[0, 7]  # ties
+        if V > 7:
+            z[0, :7] = z[0, 7]  # ties
         cfg = MODES[mode]
         sc = mv.Sampler(B, V, device="cpu", seed=42, **cfg)
         sg = mv.Sampler(B, V, device="cuda", seed=42, variant=variant, **cfg)
