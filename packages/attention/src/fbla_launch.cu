@@ -1,0 +1,60 @@
+// Launches of the FBLA kernels (the templates are instantiated and launched in this object:
+// nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
+#include "fbla_kernels.cuh"
+
+namespace mlops::fbla {
+namespace {
+
+template <int D>
+cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
+  const int B = p.c.batch, H = p.c.kv_heads;
+  if (p.closes > 0 && p.c.slots > 0) close_kernel<D><<<B * H * p.closes, kCloseThreads, 0, s>>>(p);
+  store_kernel<D><<<B * H, kThreads, 0, s>>>(p);
+  advance_kernel<<<1, kThreads, 0, s>>>(p);
+  return cudaGetLastError();
+}
+
+// The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
+template <typename K>
+int resident(K kernel, int slot) {
+  static int cache[64][4];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
+  int sms = 0, per = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kThreads, 0) != cudaSuccess)
+    return 0;
+  const int n = sms * (per > 0 ? per : 1);
+  if (dev < 64) cache[dev][slot] = n;
+  return n;
+}
+
+template <int D>
+cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
+  const int per = p.c.batch * p.c.kv_heads;
+  const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
+  auto grid = [&](int items, int res) { return items < res ? items : res; };
+  if (!p.exact && coarse_items > 0) {
+    const int res = ctas > 0 ? ctas : resident(coarse_kernel<D>, D == 64 ? 0 : 2);
+    if (res <= 0) return cudaErrorInvalidDevice;
+    coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
+  }
+  const int res = ctas > 0 ? ctas : resident(refine_kernel<D>, D == 64 ? 1 : 3);
+  if (res <= 0) return cudaErrorInvalidDevice;
+  refine_kernel<D><<<grid(refine_items, res), kThreads, 0, s>>>(p, refine_items);
+  combine_kernel<D><<<p.c.batch * p.Hq, D, 0, s>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t append_device(const AppendParams& p, cudaStream_t s) {
+  return p.c.head_dim == 64 ? append_t<64>(p, s) : append_t<128>(p, s);
+}
+
+cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t s) {
+  return p.c.head_dim == 64 ? decode_t<64>(p, ctas, s) : decode_t<128>(p, ctas, s);
+}
+
+}  // namespace mlops::fbla

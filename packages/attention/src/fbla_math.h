@@ -1,0 +1,113 @@
+// The arithmetic of FBLA that runs both in the kernels and in the host emulation (MLOPS_HD):
+// one piece of code, the same bits. Device code is built with -fmad=false and host code with
+// -ffp-contract=off (cmake/mlops.cmake), so a*b+c is fused only where written as fmaf; division
+// is IEEE on both sides (nvcc's default -prec-div=true).
+#pragma once
+#include "mlops/common/exp.h"
+#include "mlops/common/hd.h"
+#include "mlops/common/round.h"
+#include "mlops/fbla.h"
+
+namespace mlops::fbla {
+
+constexpr int kGroup = MLOPS_FBLA_GROUP;           // tokens a group
+constexpr int kBlock = MLOPS_FBLA_BLOCK;           // tokens a refine block
+constexpr int kBlocksPerGroup = kGroup / kBlock;   // 8
+constexpr int kChunkGroups = MLOPS_FBLA_CHUNK_GROUPS;
+constexpr int kChunkTokens = kChunkGroups * kGroup;  // 256
+constexpr int kLevels = 63;                        // 6-bit codes 0 .. 63
+constexpr int kHeadBatch = 8;                      // q heads a decode pass holds at once (no effect on results)
+
+struct Layout {
+  int D, cb, fb;
+  int64_t kmin, kscale, vmin, vscale, kc, kf, v, bytes;  // byte offsets in a record, its size
+  int64_t row;                                           // bytes of one bit plane of one token: D / 8
+};
+
+MLOPS_HD Layout layout(int D, int mode) {
+  Layout l;
+  l.D = D;
+  l.cb = mode == MLOPS_FBLA_4_2 ? 4 : 3;
+  l.fb = 6 - l.cb;
+  l.row = D / 8;
+  l.kmin = 0;
+  l.kscale = 4 * int64_t(D);
+  l.vmin = 8 * int64_t(D);
+  l.vscale = l.vmin + 4 * kGroup;
+  l.kc = l.vscale + 4 * kGroup;
+  l.kf = l.kc + int64_t(kGroup) * l.cb * l.row;
+  l.v = l.kf + int64_t(kGroup) * l.fb * l.row;
+  l.bytes = l.v + int64_t(kGroup) * 6 * l.row;
+  return l;
+}
+
+// ---- quantization (the encoder) -------------------------------------------------------------
+// min / max in a fixed order (the caller's loop order): comparisons, exact.
+MLOPS_HD void minmax_step(float x, float& mn, float& mx) {
+  mn = x < mn ? x : mn;
+  mx = x > mx ? x : mx;
+}
+
+// scale = (max - min) / 63 (stored); inv = 63 / (max - min) (used to pick codes); 0 for a flat range.
+MLOPS_HD void quant_range(float mn, float mx, float& scale, float& inv) {
+  const float range = mx - mn;
+  scale = range / float(kLevels);
+  inv = range > 0.0f ? float(kLevels) / range : 0.0f;
+}
+
+MLOPS_HD int quant_code(float x, float mn, float inv) {
+  float r = rint_even((x - mn) * inv);
+  r = r < 0.0f ? 0.0f : (r > float(kLevels) ? float(kLevels) : r);
+  return int(r);
+}
+
+MLOPS_HD float dequant(float mn, float scale, int code) { return mn + scale * float(code); }
+
+// ---- the query against a closed group ------------------------------------------------------
+// K of a group is k[t][d] = k_min[d] + k_scale[d] * code[t][d], so
+//   q . k[t] = sum_d q_d k_min[d] + sum_d (q_d k_scale[d]) code[t][d].
+// w_d = q_d * k_scale[d] is quantized per (head, group) to two int8 digits: with x = w_d * 127 / amax,
+// hi = rint(x), lo = rint((x - hi) * 256) (both clamped to +-127), so w_d ~ s_w * (256 hi + lo),
+// s_w = amax / (127 * 256): a 15-bit q against the codes, the relative error about 2^-16 instead of
+// one int8's 2^-8. Both digit dots are DP4A (exact integers); the combined what . code =
+// 256 (hi . code) + lo . code < 2^31, and
+//   score[t] = (bias + s_w * float(what . code[t])) * scale.
+MLOPS_HD float qhat_inv(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
+
+MLOPS_HD float qhat_sw(float amax) { return amax / 32512.0f; }
+
+MLOPS_HD float qhat_w(float qf, float kscale) { return qf * kscale; }
+
+MLOPS_HD int clamp127(float r) { return int(r < -127.0f ? -127.0f : (r > 127.0f ? 127.0f : r)); }
+
+MLOPS_HD void qhat_digits(float w, float inv, int& hi, int& lo) {
+  const float x = w * inv;
+  hi = clamp127(rint_even(x));
+  lo = clamp127(rint_even((x - float(hi)) * 256.0f));
+}
+
+MLOPS_HD float score_of(float bias, float s_w, int32_t idot, float scale) {
+  return (bias + s_w * float(idot)) * scale;
+}
+
+// With an integer 2x dot (the coarse centre and its bounds are half-integers), same rounding path:
+// for i2 >= 2 * idot, score_half(i2) >= score_of(idot) (every step is monotone: s_w >= 0, scale > 0).
+MLOPS_HD float score_half(float bias, float s_w, int32_t idot2, float scale) {
+  return (bias + s_w * (0.5f * float(idot2))) * scale;
+}
+
+// The coarse code of channel d is cc = code >> fb; its centre (cc << fb) + (2^fb - 1) / 2. Twice the
+// centre dot: (what . cc) << (fb + 1) + (2^fb - 1) * sum(what). The full code lies within
+// (2^fb - 1) / 2 of the centre, so |2 what.code - centre2| <= (2^fb - 1) * sum|what| = err2.
+MLOPS_HD int32_t coarse_dot2(int32_t cdot, int32_t wsum, int fb) {
+  return cdot * (1 << (fb + 1)) + ((1 << fb) - 1) * wsum;
+}
+
+MLOPS_HD int32_t coarse_err2(int32_t wabs, int fb) { return ((1 << fb) - 1) * wabs; }
+
+// ---- softmax pieces -----------------------------------------------------------------------
+MLOPS_HD float neg_inf() { return bits_f32(0xff800000u); }
+
+MLOPS_HD float fmax_step(float m, float s) { return s > m ? s : m; }
+
+}  // namespace mlops::fbla
