@@ -105,7 +105,7 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
   p.Gq = a.q_heads / c.kv_heads;
   p.out = a.out;
   p.out_fp32 = a.out_dtype == MLOPS_DTYPE_FP32;
-  p.lengths = a.lengths ? a.lengths : c.lengths;
+  p.lengths = c.lengths;
   p.scale = a.scale;
   p.gap = a.gap;
   p.exact = a.exact;
@@ -179,11 +179,9 @@ mlops_status mlops_fbla_decode_host(const mlops_fbla_cache* cache, const mlops_f
                                     size_t scratch_bytes) {
   mlops_status st = check_decode(cache, args, scratch, scratch_bytes);
   if (st != MLOPS_OK) return st;
-  const int32_t* lens = args->lengths ? args->lengths : cache->lengths;
   for (int b = 0; b < cache->batch; ++b)
-    if (lens[b] < 0 || lens[b] > cache->lengths[b])
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "lengths: expected 0 ... cache lengths[%d] = %d, got %d", b,
-                  cache->lengths[b], lens[b]);
+    if (cache->lengths[b] < 0 || cache->lengths[b] > cache->capacity)
+      return fail(MLOPS_ERR_DATA, "lengths[%d] = %d: expected 0 ... capacity %d", b, cache->lengths[b], cache->capacity);
   decode_host(make_decode(*cache, *args, scratch));
   return MLOPS_OK;
 }

@@ -58,7 +58,7 @@ void append(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t k, 
 }
 
 void decode(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t q, int64_t qbs, int64_t qhs, int32_t q_heads,
-            uintptr_t out, int out_dtype, uintptr_t lengths, float scale, int exact, float gap, int ctas, uintptr_t scratch,
+            uintptr_t out, int out_dtype, float scale, int exact, float gap, int ctas, uintptr_t scratch,
             size_t scratch_bytes) {
   const mlops_fbla_cache c = cache_of(cache);
   mlops_fbla_decode_args a{};
@@ -68,7 +68,6 @@ void decode(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t q, 
   a.q_heads = q_heads;
   a.out = ptr<void>(out);
   a.out_dtype = mlops_dtype(out_dtype);
-  a.lengths = ptr<const int32_t>(lengths);
   a.scale = scale;
   a.exact = exact;
   a.gap = gap;

@@ -8,9 +8,11 @@ public-domain text, each K/V treatment against the same model with plain BF16 at
 The model's attention runs through transformers' attention-interface registry (AttentionInterface.register and
 config._attn_implementation): the baseline "mlops_bf16_sdpa" is torch's SDPA on BF16 q, k, v; the treatments
 ("mlops_kv_treatment") attend each window as a sequence of decode steps would read the cache (kv_quant.py says how).
-The rest of the model runs in float32 and every attention call takes BF16 q, k, v and writes a BF16 output, so
-the loss moves only by what the K/V treatment changes (a BF16 model would add its own rounding noise, about
-±0.0007 per 512-token window here, the size of the effect measured). With --real on (auto: when
+The rest of the model runs in float32 and every attention call takes BF16 q, k, v and writes a BF16 output (what
+a BF16 cache and kernel see). Any change of an attention output, however small, moves some of the next layers'
+BF16 roundings, so even an exact treatment moves a window's loss a little: the row "bf16-harness" (the
+treatment path with the K/V unchanged; its attention agrees with SDPA to 3e-6) measures that noise floor,
+about ±0.001 per 512-token window, shrinking with more tokens. With --real on (auto: when
 mlops.attention imports and the device is CUDA), the FBLA treatments run the real kernels instead of the
 fake-quant reference (real_fbla.py): the cache is filled and decoded token by token.
 

@@ -16,15 +16,19 @@ The formats, each by our own code:
   K per channel over groups of G tokens (a group is quantized when its G tokens are in the cache, before that
   the tokens are the full-precision residual); V per token over head_dim (group min(G, head_dim) channels),
   the R most recent tokens in full precision.
-- FBLA (mlops-attention): 6-bit codes, K per channel over each closed group of 128 tokens, V per token;
-  code = coarse << fine_bits | fine (3+3: fine_bits 3, 4+2: fine_bits 2), x' = mn + scale * code; the sink (the
-  first `sink` tokens) and the group still filling stay BF16. Groups are counted after the sink: group g covers
-  tokens [sink + 128 g, sink + 128 (g + 1)).
+- FBLA (mlops-attention, docs/attention.md, src/fbla_math.h): 6-bit codes, K per channel over each closed group
+  of 128 tokens, V per token over head_dim; scale = (max - min) / 63 and code = rint((x - min) * 63 / (max - min))
+  in float32, x' = min + scale * code; code = coarse << fine_bits | fine (3+3: fine_bits 3, 4+2: 2). Group 0
+  (tokens 0 .. 127) is the BF16 sink, the group still filling stays BF16. Exact mode attends every closed token
+  with its full code, so 3+3 and 4+2 hold the same values; skip mode first bounds each block of 16 tokens from the
+  coarse plane (centre of the fine range +- (2^fine_bits - 1) / 2 codes a channel) and drops the blocks whose
+  upper bound is more than `gap` (20) below the largest lower bound of the closed tokens.
 
-Decode semantics (what a model generating token t reads from the cache): for query position t a key / value j
-uses its dequantized value iff the format has quantized it by then; the choice is per (query, key), so one masked
-attention per layer (chunked over queries) models a whole window of decode steps. "Closed before t" follows the
-harness's rule: the group's last token is < t.
+Decode semantics (what a model generating token t + 1 reads from the cache): the query at position t attends
+keys 0 .. t, its own key appended first (A.append then A.decode: the cache holds L = t + 1 tokens). Key / value j
+uses its dequantized value iff the format has quantized it once L tokens are in: a group is closed when all its
+tokens are in (group end <= t + 1), KIVI's V leaves the residual of the R most recent tokens (t - j < R). The choice
+is per (query, key), so one masked attention per layer (chunked over queries) models a window of decode steps.
 """
 
 from __future__ import annotations
@@ -144,6 +148,18 @@ class FBLAFake:
     fine_bits: int
 
 
+def fbla_quantize(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FBLA's encoder (src/fbla_math.h quant_range / quant_code) in float32: (codes, mn, scale) along `dim`,
+    scale = (max - min) / 63, code = clamp(rint_even((x - min) * (63 / (max - min))), 0, 63); 0 for a flat range."""
+    x = x.float()
+    mn = x.amin(dim, keepdim=True)
+    rng = x.amax(dim, keepdim=True) - mn
+    scale = rng / 63.0
+    inv = torch.where(rng > 0, 63.0 / torch.where(rng > 0, rng, torch.ones_like(rng)), torch.zeros_like(rng))
+    code = torch.round((x - mn) * inv).clamp(0, 63)
+    return code, mn, scale
+
+
 def fbla_fake(k: torch.Tensor, v: torch.Tensor, sink: int, fine_bits: int, group: int = 128) -> FBLAFake:
     kf, vf = k.float(), v.float()
     out_k, out_v = kf.clone(), vf.clone()
@@ -154,12 +170,12 @@ def fbla_fake(k: torch.Tensor, v: torch.Tensor, sink: int, fine_bits: int, group
     mid = (2**fine_bits - 1) / 2.0
     if ng:
         sl = slice(sink, sink + ng * group)
-        code, mn, scale = minmax_quantize(gk, 6, dim=-2)  # K: per channel over the group's tokens
+        code, mn, scale = fbla_quantize(gk, dim=-2)  # K: per channel over the group's tokens
         coarse = torch.floor(code / 2**fine_bits) * 2**fine_bits + mid
         out_k[..., sl, :] = (mn + scale * code).reshape(b, h, ng * group, d)
         out_kc[..., sl, :] = (mn + scale * coarse).reshape(b, h, ng * group, d)
         k_scale = scale[..., 0, :]
-        code, mn, scale = minmax_quantize(vf[..., sl, :], 6, dim=-1)  # V: per token over head_dim
+        code, mn, scale = fbla_quantize(vf[..., sl, :], dim=-1)  # V: per token over head_dim
         coarse = torch.floor(code / 2**fine_bits) * 2**fine_bits + mid
         out_v[..., sl, :] = mn + scale * code
         out_vc[..., sl, :] = mn + scale * coarse
@@ -171,12 +187,12 @@ def fbla_fake(k: torch.Tensor, v: torch.Tensor, sink: int, fine_bits: int, group
 
 
 def closed_group_mask(t_q: torch.Tensor, t_k: torch.Tensor, start: int, group: int, n_tokens: int) -> torch.Tensor:
-    """[len(t_q), len(t_k)] bool: key j is in a full group [start + g*group, start + (g+1)*group) whose last token
-    is before query t (start + (g+1)*group <= t)."""
+    """[len(t_q), len(t_k)] bool: key j is in a group [start + g*group, start + (g+1)*group) that is closed once
+    query t's cache holds t + 1 tokens (start + (g+1)*group <= t + 1)."""
     g = torch.div(t_k - start, group, rounding_mode="floor")
     end = start + (g + 1) * group
     in_group = (t_k >= start) & (end <= n_tokens)
-    return in_group[None, :] & (end[None, :] <= t_q[:, None])
+    return in_group[None, :] & (end[None, :] <= t_q[:, None] + 1)
 
 
 def recent_mask(t_q: torch.Tensor, t_k: torch.Tensor, residual: int) -> torch.Tensor:

@@ -91,7 +91,6 @@ typedef struct mlops_fbla_decode_args {
   int32_t q_heads;       /* a multiple of kv_heads; q head h reads kv head h / (q_heads / kv_heads) */
   void* out;             /* [batch][q_heads][head_dim] contiguous, out_dtype */
   mlops_dtype out_dtype; /* BF16 or FP32 */
-  const int32_t* lengths;/* device [batch], or NULL: cache->lengths. Each <= cache->lengths[b]; 0: out = 0 */
   float scale;           /* softmax scale, e.g. 1/sqrt(head_dim) */
   int32_t exact;         /* 1: refine every block; 0: skip blocks whose bound is gap below the max */
   float gap;             /* > 0, natural-log units; a skipped token weighs <= exp(-gap) of the max */
@@ -102,8 +101,9 @@ typedef struct mlops_fbla_decode_args {
  * capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */
 size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* cache, int32_t q_heads);
 
-/* One query token a sequence against its lengths[b] tokens; reads the lengths in device memory
- * (decode_at: a CUDA graph replays it as the cache grows). The coarse pass scores every closed
+/* One query token a sequence against its cache->lengths[b] tokens, read in device memory when the
+ * kernels run (decode_at: one captured CUDA graph replays it as appends grow the cache; a length of
+ * 0 gives out = 0). The coarse pass scores every closed
  * group from the coarse plane; the refine pass scores with all six bits only the blocks whose
  * upper bound is within gap of the running max (all of them when exact); a combine kernel merges
  * the partials in a fixed order. */

@@ -16,7 +16,7 @@ import torch
 from ._native import C
 
 __all__ = ["FBLACache", "CacheFullError", "empty", "append", "encode", "decode", "decode_at", "scratch_bytes",
-           "record_layout", "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
+           "record_layout", "decode_scratch_views", "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
 
 MODES = {"3+3": 0, "4+2": 1}
 GROUP = 128          # tokens a group (group 0 is the BF16 sink)
@@ -257,6 +257,35 @@ def scratch_bytes(cache: FBLACache, q_heads: int) -> int:
     return int(C.scratch_bytes(cache._tuple(), int(q_heads)))
 
 
+def decode_scratch_views(cache: FBLACache, q_heads: int) -> dict:
+    """The parts of the decode scratch of cache.scratch(q_heads) after a decode, as float32 views
+    (a debugging and testing aid; src/fbla_internal.h Scratch): ub [B, Hq, slots*8] (the upper-bound
+    score of each 16-token block, skip mode only), lbmax [B, Hq, chunks] (the largest lower bound of
+    each chunk of 2 groups, skip mode only), m / l [B, Hq, 1 + chunks], acc [B, Hq, 1 + chunks, D]
+    (the partials: slot 0 the BF16 tokens). Only the entries of the current lengths are written."""
+    B, D = cache.batch, cache.head_dim
+    nblk = cache.slots * 8
+    nch = (cache.slots + 1) // 2
+    P = 1 + nch
+
+    def up(n):
+        return (n + 63) // 64 * 64
+
+    f = cache.scratch(q_heads).view(torch.float32)
+    n_ub, n_lb, n_m = up(B * q_heads * max(nblk, 1)), up(B * q_heads * max(nch, 1)), up(B * q_heads * P)
+    o = 0
+    ub = f[o:o + B * q_heads * nblk].view(B, q_heads, nblk)
+    o += n_ub
+    lb = f[o:o + B * q_heads * nch].view(B, q_heads, nch)
+    o += n_lb
+    m = f[o:o + B * q_heads * P].view(B, q_heads, P)
+    o += n_m
+    ll = f[o:o + B * q_heads * P].view(B, q_heads, P)
+    o += n_m
+    acc = f[o:o + B * q_heads * P * D].view(B, q_heads, P, D)
+    return {"ub": ub, "lbmax": lb, "m": m, "l": ll, "acc": acc}
+
+
 def record_layout(head_dim: int, mode: str = "3+3") -> dict:
     """Byte offsets of a closed group's record parts and its size (docs/attention.md)."""
     if mode not in MODES:
@@ -264,14 +293,12 @@ def record_layout(head_dim: int, mode: str = "3+3") -> dict:
     return dict(C.record_layout(int(head_dim), MODES[mode]))
 
 
-def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, cache_lengths, lengths, scratch, out, cache_geo, scale,
-                exact, gap, ctas):
+def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas):
     # decode reads no flags: the cache's lengths stand in for the pointer the validation wants
     tup = (*cache_geo[:7], records.data_ptr() if records.numel() else 0, sink_k.data_ptr(), sink_v.data_ptr(),
-           tail_k.data_ptr(), tail_v.data_ptr(), cache_lengths.data_ptr(), cache_lengths.data_ptr())
+           tail_k.data_ptr(), tail_v.data_ptr(), lengths.data_ptr(), lengths.data_ptr())
     qs = q.stride()
-    args = (tup, q.data_ptr(), qs[0], qs[1], q.shape[1], out.data_ptr(), _OUT_DTYPE[out.dtype], lengths.data_ptr(),
-            float(scale), int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel())
+    args = (tup, q.data_ptr(), qs[0], qs[1], q.shape[1], out.data_ptr(), _OUT_DTYPE[out.dtype], float(scale), int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel())
     if q.is_cuda:
         with torch.cuda.device(q.device):
             C.decode(True, _stream(q), *args)
@@ -282,30 +309,27 @@ def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, cache_lengths, lengt
 @torch.library.custom_op("mlops_attention::decode_into", mutates_args=("scratch", "out"),
                          device_types=("cpu", "cuda"))
 def _decode_op(q: torch.Tensor, records: torch.Tensor, sink_k: torch.Tensor, sink_v: torch.Tensor,
-               tail_k: torch.Tensor, tail_v: torch.Tensor, cache_lengths: torch.Tensor, lengths: torch.Tensor,
-               scratch: torch.Tensor, out: torch.Tensor, cache_geo: list[int], scale: float, exact: bool, gap: float,
-               ctas: int) -> None:
-    _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, cache_lengths, lengths, scratch, out, cache_geo, scale,
-                exact, gap, ctas)
+               tail_k: torch.Tensor, tail_v: torch.Tensor, lengths: torch.Tensor, scratch: torch.Tensor,
+               out: torch.Tensor, cache_geo: list[int], scale: float, exact: bool, gap: float, ctas: int) -> None:
+    _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas)
 
 
 @_decode_op.register_fake
-def _(q, records, sink_k, sink_v, tail_k, tail_v, cache_lengths, lengths, scratch, out, cache_geo, scale, exact, gap,
-      ctas):
+def _(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas):
     return None
 
 
 def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = DEFAULT_GAP,
            scale: Optional[float] = None, out_dtype: torch.dtype = torch.bfloat16,
-           lengths: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None, ctas: int = 0) -> torch.Tensor:
+           out: Optional[torch.Tensor] = None, ctas: int = 0) -> torch.Tensor:
     """Attention of one query token a sequence over its cache: q bf16 [batch, q_heads, head_dim]
     (q_heads a multiple of kv_heads; q head h reads kv head h // (q_heads // kv_heads)).
 
     exact=False skips the blocks of 16 tokens whose upper-bound score is more than `gap` below the
     largest lower bound (each skipped token weighs <= e^-gap of the largest); exact=True refines
     every block; with every block refined both give the same bits. scale: softmax scale (default
-    1/sqrt(head_dim)). lengths: int32 [batch] on the cache's device (default cache.lengths), read
-    on the device, so a CUDA graph replays decode as they grow. ctas: 0 = the device's resident
+    1/sqrt(head_dim)). The lengths are cache.lengths, read on the device when the kernels run, so a
+    captured CUDA graph replays decode as appends grow the cache. ctas: 0 = the device's resident
     CTAs (any value gives the same bits). Returns out: [batch, q_heads, head_dim] in out_dtype
     (bfloat16 or float32)."""
     if not isinstance(cache, FBLACache):
@@ -335,23 +359,13 @@ def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = 
         _fail("scale", f"expected a finite value > 0, got {scale!r}")
     if not float(gap) > 0:
         _fail("gap", f"expected > 0, got {gap!r}")
-    if lengths is None:
-        lengths = cache.lengths
-    else:
-        if not isinstance(lengths, torch.Tensor) or lengths.dtype != torch.int32 or tuple(lengths.shape) != (B,):
-            _fail("lengths", f"expected an int32 tensor [{B}], got "
-                             f"{getattr(lengths, 'dtype', type(lengths).__name__)} {tuple(getattr(lengths, 'shape', ()))}")
-        if lengths.device != cache.device:
-            _fail("lengths", f"expected device {cache.device} (the cache's), got {lengths.device}")
-        if not lengths.is_contiguous():
-            _fail("lengths", "expected a contiguous tensor")
     if out is None:
         out = torch.empty((B, Hq, D), dtype=out_dtype, device=q.device)
     elif (tuple(out.shape) != (B, Hq, D) or out.dtype != out_dtype or out.device != q.device
           or not out.is_contiguous()):
         _fail("out", f"expected a contiguous {out_dtype} tensor {(B, Hq, D)} on {q.device}")
     scratch = cache.scratch(Hq)
-    args = (q, cache.records, cache.sink_k, cache.sink_v, cache.tail_k, cache.tail_v, cache.lengths, lengths, scratch, out,
+    args = (q, cache.records, cache.sink_k, cache.sink_v, cache.tail_k, cache.tail_v, cache.lengths, scratch, out,
             _geo(cache), float(scale), bool(exact), float(gap), int(ctas))
     if torch.compiler.is_compiling():
         _decode_op(*args)
@@ -360,10 +374,8 @@ def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = 
     return out
 
 
-def decode_at(q: torch.Tensor, cache: FBLACache, lengths: torch.Tensor, **kw) -> torch.Tensor:
-    """decode() over the first lengths[b] tokens of each sequence (int32 [batch] on the cache's
-    device, each <= the cache's length): the lengths are read on the device, so one captured CUDA
-    graph replays it as they grow."""
-    if lengths is None:
-        _fail("lengths", "expected an int32 tensor [batch] (decode() uses the cache's own)")
-    return decode(q, cache, lengths=lengths, **kw)
+def decode_at(q: torch.Tensor, cache: FBLACache, **kw) -> torch.Tensor:
+    """decode() under the name of the C API's graph-replay contract: the lengths are the cache's,
+    read in device memory when the kernels run (never by the host), so one captured CUDA graph of
+    append + decode_at replays step after step as the cache grows. Same arguments, same bits."""
+    return decode(q, cache, **kw)

@@ -1,0 +1,115 @@
+"""CPU (CI): the encoder's host emulation (the path append / encode take on CPU tensors).
+
+- every closed group's codes, mins and scales are the torch fp32 re-implementation's bit for bit
+  (attention_reference.encode_group), for both modes and head dims;
+- the dequantized values are within half a quantization step of the input (float64; the 1e-6
+  relative slack covers the fp32 rounding of min + scale * code);
+- the sink and the filling group hold the input bits; append in steps (crossing group boundaries,
+  one token at a time) gives the same records as one encode; per-sequence lengths.
+"""
+
+import pytest
+import torch
+from attention_reference import GROUP, encode_group
+
+import mlops.attention as A
+
+
+def kv(B, H, T, D, seed):
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn(B, H, T, D, generator=g)
+    k[..., 5] = k[..., 5] * 10 + 4  # an outlier channel
+    v = torch.randn(B, H, T, D, generator=g)
+    return k.bfloat16(), v.bfloat16()
+
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_records_match_torch_encoder(mode, D):
+    B, H, T = 2, 2, 3 * GROUP + 50
+    k, v = kv(B, H, T, D, seed=D)
+    c = A.encode(k, v, mode=mode)
+    u = A.unpack_codes(c)
+    closed = T // GROUP - 1
+    assert c.slots == closed
+    for b in range(B):
+        for h in range(H):
+            for s in range(closed):
+                t0 = GROUP * (s + 1)
+                kc, kmn, ks, vc, vmn, vs = encode_group(k[b, h, t0:t0 + GROUP], v[b, h, t0:t0 + GROUP])
+                assert torch.equal(u["k_codes"][b, h, s], kc), (b, h, s)
+                assert torch.equal(u["k_min"][b, h, s], kmn)
+                assert torch.equal(u["k_scale"][b, h, s], ks)
+                assert torch.equal(u["v_codes"][b, h, s], vc)
+                assert torch.equal(u["v_min"][b, h, s], vmn)
+                assert torch.equal(u["v_scale"][b, h, s], vs)
+    # the coarse plane is the top bits of the code
+    fb = 3 if mode == "3+3" else 2
+    assert torch.equal(u["k_coarse"], u["k_codes"] >> fb)
+
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+def test_dequantized_within_half_a_step(mode):
+    B, H, T, D = 1, 2, 4 * GROUP + 7, 128
+    k, v = kv(B, H, T, D, seed=3)
+    c = A.encode(k, v, mode=mode)
+    K, V = A.dequantize(c, torch.float64)
+    u = A.unpack_codes(c)
+    for s in range(c.slots):
+        t0 = GROUP * (s + 1)
+        ks = u["k_scale"][0, :, s].double()[:, None, :]  # [H, 1, D]
+        vs = u["v_scale"][0, :, s].double()[:, :, None]  # [H, 128, 1]
+        ek = (K[0, :, t0:t0 + GROUP] - k[0, :, t0:t0 + GROUP].double()).abs()
+        ev = (V[0, :, t0:t0 + GROUP] - v[0, :, t0:t0 + GROUP].double()).abs()
+        assert (ek <= ks * 0.5 * (1 + 1e-5) + 1e-6 * k[0, :, t0:t0 + GROUP].double().abs()).all()
+        assert (ev <= vs * 0.5 * (1 + 1e-5) + 1e-6 * v[0, :, t0:t0 + GROUP].double().abs()).all()
+    # BF16 tokens are exact
+    assert torch.equal(K[0, :, :GROUP], k[0, :, :GROUP].double())
+    t0 = GROUP * (c.slots + 1)
+    assert torch.equal(V[0, :, t0:T], v[0, :, t0:T].double())
+    assert (K[0, :, T:] == 0).all()
+
+
+@pytest.mark.parametrize("steps", [[1] * 300, [100, 28, 1, 127, 129, 255, 3], [256, 256, 11]])
+def test_append_in_steps_equals_encode(steps):
+    B, H, D = 2, 2, 64
+    T = sum(steps)
+    k, v = kv(B, H, T, D, seed=len(steps))
+    c = A.empty(B, H, T + 5, D, "3+3", device="cpu")
+    t = 0
+    for n in steps:
+        A.append(c, k[:, :, t:t + n], v[:, :, t:t + n])
+        t += n
+    e = A.encode(k, v, capacity=T + 5)
+    assert c.lengths.tolist() == [T] * B == e.lengths.tolist()
+    assert torch.equal(c.records, e.records)
+    assert torch.equal(c.sink_k, e.sink_k) and torch.equal(c.sink_v, e.sink_v)
+    filled = T - GROUP * (T // GROUP) if T >= GROUP else 0  # rows of the filling group (others: unspecified)
+    assert torch.equal(c.tail_k[:, :, :filled], e.tail_k[:, :, :filled])
+    assert torch.equal(c.tail_v[:, :, :filled], e.tail_v[:, :, :filled])
+    K1, V1 = A.dequantize(c)
+    K2, V2 = A.dequantize(e)
+    assert torch.equal(K1, K2) and torch.equal(V1, V2)
+
+
+def test_per_sequence_lengths():
+    B, H, T, D = 3, 1, 600, 64
+    k, v = kv(B, H, T, D, seed=9)
+    lens = [600, 0, 257]
+    c = A.encode(k, v, lens, capacity=700, mode="4+2")
+    assert c.lengths.tolist() == lens
+    for b, L in enumerate(lens):
+        one = A.encode(k[b:b + 1, :, :L].contiguous(), v[b:b + 1, :, :L].contiguous(), capacity=700, mode="4+2")
+        Kb, Vb = A.dequantize(c)
+        K1, V1 = A.dequantize(one)
+        assert torch.equal(Kb[b:b + 1], K1) and torch.equal(Vb[b:b + 1], V1), b
+
+
+def test_strided_input():
+    """k / v as views of a [B, T, H, D] tensor (head_dim contiguous, other strides arbitrary)."""
+    B, H, T, D = 2, 2, 300, 64
+    k, v = kv(B, H, T, D, seed=4)
+    kt, vt = k.transpose(1, 2).contiguous().transpose(1, 2), v.transpose(1, 2).contiguous().transpose(1, 2)
+    assert not kt.is_contiguous()
+    a, b = A.encode(k, v), A.encode(kt, vt)
+    assert torch.equal(a.records, b.records) and torch.equal(a.sink_k, b.sink_k)
