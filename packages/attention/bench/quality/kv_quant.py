@@ -130,24 +130,6 @@ def kivi_v(x: torch.Tensor, bits: int, group: int = 128) -> torch.Tensor:
     return (mn + scale * code).reshape(x.shape)
 
 
-@dataclass
-class FBLAFake:
-    """The FBLA format in float: codes and per-(group, channel) K / per-token V scales for the closed groups.
-    k / v: dequantized (full 6-bit codes) float32, same shape as the input; kc / vc: the coarse-plane value
-    (fine bits replaced by their midpoint), what a block that skip mode does not refine contributes;
-    k_scale: [B, H, n_groups, D] (the bound of skip mode); n_groups full groups after the sink."""
-
-    k: torch.Tensor
-    v: torch.Tensor
-    kc: torch.Tensor
-    vc: torch.Tensor
-    k_scale: torch.Tensor
-    n_groups: int
-    sink: int
-    group: int
-    fine_bits: int
-
-
 def fbla_quantize(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """FBLA's encoder (src/fbla_math.h quant_range / quant_code) in float32: (codes, mn, scale) along `dim`,
     scale = (max - min) / 63, code = clamp(rint_even((x - min) * (63 / (max - min))), 0, 63); 0 for a flat range."""
@@ -160,26 +142,39 @@ def fbla_quantize(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor
     return code, mn, scale
 
 
-def fbla_fake(k: torch.Tensor, v: torch.Tensor, sink: int, fine_bits: int, group: int = 128) -> FBLAFake:
+@dataclass
+class FBLAFake:
+    """The FBLA format in float for the closed groups (n_groups full groups of `group` tokens after the sink):
+    k / v: dequantized with the full 6-bit codes (float32, the input's shape; other tokens unchanged);
+    kc: K at the centre of its coarse code's fine range ((code >> fb << fb) + (2^fb - 1) / 2), what skip mode
+    bounds blocks with; k_scale: [B, H, n_groups, D]."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    kc: torch.Tensor
+    k_scale: torch.Tensor
+    n_groups: int
+    sink: int
+    group: int
+    fine_bits: int
+
+
+def fbla_fake(k: torch.Tensor, v: torch.Tensor, sink: int = 128, fine_bits: int = 3, group: int = 128) -> FBLAFake:
     kf, vf = k.float(), v.float()
-    out_k, out_v = kf.clone(), vf.clone()
-    out_kc, out_vc = kf.clone(), vf.clone()
+    out_k, out_v, out_kc = kf.clone(), vf.clone(), kf.clone()
     gk, ng = _grouped_tokens(kf, sink, group)
     b, h, _, d = k.shape
     k_scale = torch.zeros(b, h, ng, d, dtype=torch.float32, device=k.device)
-    mid = (2**fine_bits - 1) / 2.0
     if ng:
         sl = slice(sink, sink + ng * group)
         code, mn, scale = fbla_quantize(gk, dim=-2)  # K: per channel over the group's tokens
-        coarse = torch.floor(code / 2**fine_bits) * 2**fine_bits + mid
+        centre = torch.floor(code / 2**fine_bits) * 2**fine_bits + (2**fine_bits - 1) / 2.0
         out_k[..., sl, :] = (mn + scale * code).reshape(b, h, ng * group, d)
-        out_kc[..., sl, :] = (mn + scale * coarse).reshape(b, h, ng * group, d)
+        out_kc[..., sl, :] = (mn + scale * centre).reshape(b, h, ng * group, d)
         k_scale = scale[..., 0, :]
         code, mn, scale = fbla_quantize(vf[..., sl, :], dim=-1)  # V: per token over head_dim
-        coarse = torch.floor(code / 2**fine_bits) * 2**fine_bits + mid
         out_v[..., sl, :] = mn + scale * code
-        out_vc[..., sl, :] = mn + scale * coarse
-    return FBLAFake(out_k, out_v, out_kc, out_vc, k_scale, ng, sink, group, fine_bits)
+    return FBLAFake(out_k, out_v, out_kc, k_scale, ng, sink, group, fine_bits)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,16 +247,22 @@ class KIVI(Treatment):
 
 
 class FBLA(Treatment):
-    """FBLA fake quant. skip=False: exact mode (every closed group refined: 3+3 and 4+2 give the same values).
-    skip=True: an emulation of skip mode: a closed group is refined when its coarse upper bound can reach within
-    `skip_delta` (in logits) of the row's lower-bounded maximum, else it contributes its coarse-plane K and V.
-    The bound is |q.(k - kc)| <= scaling * sum_c |q_c| * k_scale[g, c] * (2^fine - 1) / 2."""
+    """FBLA fake quant. skip=False: exact mode (every closed token with its full code: 3+3 and 4+2 the same).
+    skip=True: skip mode as the decode kernel runs it (src/fbla_host.cpp), in float: each block of `block` closed
+    tokens gets an upper bound (its largest coarse-centre score + err) and each closed token a lower bound
+    (coarse-centre score - err), err = scaling * sum_d |q_d| k_scale[g, d] (2^fb - 1) / 2; blocks whose upper
+    bound is below (largest lower bound) - gap are dropped from the softmax. Not modelled: decode's int8
+    quantization of q . k_scale and its float32 sums (the real kernels have them: --real)."""
 
-    def __init__(self, mode: str, sink: int, skip: bool = False, skip_delta: float = 10.0, group: int = 128):
+    def __init__(self, mode: str, sink: int = 128, skip: bool = False, gap: float = 20.0, group: int = 128,
+                 block: int = 16):
         coarse, fine = (int(p) for p in mode.split("+"))
         if coarse + fine != 6:
             raise ValueError(f"mode {mode!r}: coarse + fine bits must be 6")
-        self.mode, self.fine, self.sink, self.skip, self.delta, self.group = mode, fine, sink, skip, skip_delta, group
+        if group % block:
+            raise ValueError(f"group {group} is not a multiple of block {block}")
+        self.mode, self.fine, self.sink, self.skip, self.gap = mode, fine, sink, skip, gap
+        self.group, self.block = group, block
         self.name = f"fbla-{mode}-{'skip' if skip else 'exact'}"
         self.refined = 0.0
         self.considered = 0.0
@@ -291,7 +292,7 @@ def fake_quant_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tr: 
     kq, vq = _repeat_kv(tr.kq, n_rep), _repeat_kv(tr.vq, n_rep)
     skip = isinstance(tr, FBLA) and tr.skip
     if skip:
-        kc, vc = _repeat_kv(tr.f.kc, n_rep), _repeat_kv(tr.f.vc, n_rep)
+        kc = _repeat_kv(tr.f.kc, n_rep)
         ksc = _repeat_kv(tr.f.k_scale, n_rep) * ((2**tr.fine - 1) / 2.0)  # [B, Hq, G, D]
     t_k = torch.arange(t, device=q.device)
     out = torch.empty(b, hq, t, d, dtype=torch.float32, device=q.device)
@@ -309,49 +310,43 @@ def fake_quant_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, tr: 
             s = (qc @ kq.transpose(-1, -2)) * scaling
         else:
             s_q = (qc @ kq.transpose(-1, -2)) * scaling
+            s = torch.where(sel_k, s_q, s_raw)
             if skip:
-                sel_full, sel_coarse = _skip_choice(tr, qc, kc, ksc, s_raw, causal, sel_k, t_q, scaling)
-                s_c = (qc @ kc.transpose(-1, -2)) * scaling
-                s = torch.where(sel_full, s_q, torch.where(sel_coarse, s_c, s_raw))
-            else:
-                s = torch.where(sel_k, s_q, s_raw)
+                s = s.masked_fill(_skipped(tr, qc, kc, ksc, sel_k, t_q, scaling), float("-inf"))
         s = s.masked_fill(~causal, float("-inf"))
         p = torch.softmax(s, dim=-1)
         if sel_v is False:
             o = p @ vr
         elif sel_v is True:
             o = p @ vq
-        elif skip:
-            o = (p * sel_full) @ vq + (p * sel_coarse) @ vc + (p * ~(sel_full | sel_coarse)) @ vr
         else:
             o = (p * sel_v) @ vq + (p * ~sel_v) @ vr
         out[:, :, r0:r1] = o
     return out
 
 
-def _skip_choice(tr: FBLA, qc, kc, ksc, s_raw, causal, sel_k, t_q, scaling):
-    """Skip mode's per-(query, group) refine decision from the coarse scores and their bound."""
+def _skipped(tr: FBLA, qc, kc, ksc, sel_k, t_q, scaling) -> torch.Tensor:
+    """[B, H, rows, T] bool: closed tokens in blocks that skip mode drops for these queries."""
     f = tr.f
-    ng, g, s0 = f.n_groups, f.group, f.sink
-    b, h, rows, t = s_raw.shape
+    ng, g, s0, blk = f.n_groups, f.group, f.sink, tr.block
+    b, h, rows, _ = qc.shape
+    t = kc.shape[-2]
+    out = torch.zeros(b, h, rows, t, dtype=torch.bool, device=qc.device)
     if ng == 0:
-        z = torch.zeros(b, h, rows, t, dtype=torch.bool, device=s_raw.device)
-        return z, z
-    s_c = (qc @ kc.transpose(-1, -2)) * scaling
-    gmax = s_c[..., s0:s0 + ng * g].reshape(b, h, rows, ng, g).amax(-1)  # [B, H, rows, G]
-    bound = scaling * (qc.abs() @ ksc.transpose(-1, -2))  # [B, H, rows, G]
-    closed = (s0 + (torch.arange(ng, device=s_raw.device) + 1) * g)[None, :] <= t_q[:, None]  # [rows, G]
-    raw_ok = causal & ~sel_k
-    lo_raw = s_raw.masked_fill(~raw_ok, float("-inf")).amax(-1, keepdim=True)  # own token: always raw
-    lo_grp = (gmax - bound).masked_fill(~closed, float("-inf")).amax(-1, keepdim=True)
-    lo = torch.maximum(lo_raw, lo_grp)
-    refine = closed & (gmax + bound >= lo - tr.delta)  # [B, H, rows, G]
+        return out
+    sl = slice(s0, s0 + ng * g)
+    centre = (qc @ kc[..., sl, :].transpose(-1, -2)) * scaling  # [B, H, rows, ng*g]
+    err = scaling * (qc.abs() @ ksc.transpose(-1, -2))  # [B, H, rows, ng]
+    err_tok = err.repeat_interleave(g, dim=-1)
+    closed = sel_k[:, sl]  # [rows, ng*g]: the query's closed tokens
+    lb = (centre - err_tok).masked_fill(~closed, float("-inf")).amax(-1, keepdim=True)  # [B, H, rows, 1]
+    ub = (centre + err_tok).reshape(b, h, rows, ng * g // blk, blk).amax(-1)  # [B, H, rows, blocks]
+    closed_blk = closed.reshape(rows, ng * g // blk, blk)[..., 0]  # blocks lie inside groups: all or none
+    refine = closed_blk & (ub >= lb - tr.gap)
     tr.refined += float(refine.sum())
-    tr.considered += float(closed.expand_as(refine).sum())
-    key_group = torch.zeros(t, dtype=torch.long, device=s_raw.device)
-    key_group[s0:s0 + ng * g] = torch.arange(ng * g, device=s_raw.device) // g
-    per_key = refine[..., key_group]  # [B, H, rows, T] (garbage outside closed groups, masked by sel_k)
-    return sel_k & per_key, sel_k & ~per_key
+    tr.considered += float(closed_blk.expand_as(refine).sum())
+    out[..., sl] = (closed_blk & ~refine).repeat_interleave(blk, dim=-1)
+    return out
 
 
 def refine_fraction(tr: Treatment) -> float | None:
@@ -360,7 +355,7 @@ def refine_fraction(tr: Treatment) -> float | None:
     return None
 
 
-def make_treatment(name: str, sink: int = 4, skip_delta: float = 10.0) -> Treatment:
+def make_treatment(name: str, sink: int = 128, gap: float = 20.0) -> Treatment:
     """bf16-harness | q8_0 | q4_0 | kivi-2 | kivi-4 | fbla-3+3-exact | fbla-3+3-skip | fbla-4+2-exact | fbla-4+2-skip"""
     if name == "bf16-harness":
         return BF16()
@@ -372,7 +367,7 @@ def make_treatment(name: str, sink: int = 4, skip_delta: float = 10.0) -> Treatm
         _, mode, how = name.split("-")
         if how not in ("exact", "skip"):
             raise ValueError(f"unknown FBLA mode {how!r} in {name!r}")
-        return FBLA(mode, sink, skip=how == "skip", skip_delta=skip_delta)
+        return FBLA(mode, sink, skip=how == "skip", gap=gap)
     raise ValueError(f"unknown treatment {name!r}")
 
 
