@@ -18,5 +18,6 @@ def struct_layout() -> dict:
 
 
 __all__ = ["FBLACache", "CacheFullError", "empty", "append", "encode", "decode", "decode_at", "dequantize",
-           "reference_decode", "fake_quantize", "unpack_codes", "scratch_bytes", "record_layout", "decode_scratch_views", "struct_layout",
+           "reference_decode", "fake_quantize", "unpack_codes", "scratch_bytes", "record_layout", "decode_scratch_views",
+           "struct_layout",
            "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]

@@ -298,7 +298,8 @@ def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, ou
     tup = (*cache_geo[:7], records.data_ptr() if records.numel() else 0, sink_k.data_ptr(), sink_v.data_ptr(),
            tail_k.data_ptr(), tail_v.data_ptr(), lengths.data_ptr(), lengths.data_ptr())
     qs = q.stride()
-    args = (tup, q.data_ptr(), qs[0], qs[1], q.shape[1], out.data_ptr(), _OUT_DTYPE[out.dtype], float(scale), int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel())
+    args = (tup, q.data_ptr(), qs[0], qs[1], q.shape[1], out.data_ptr(), _OUT_DTYPE[out.dtype], float(scale),
+            int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel())
     if q.is_cuda:
         with torch.cuda.device(q.device):
             C.decode(True, _stream(q), *args)

@@ -1,0 +1,172 @@
+"""GPU: the kernels against the host emulation bit for bit (encoder records, append, decode in both
+modes and both output dtypes), GQA 1/2/4/5/8, head dims 64/128, lengths across group boundaries,
+mixed-length batches; results independent of the CTA count; exact == skip with every block
+refined; a full cache flagged on the device with nothing written; CUDA-graph replay of append +
+decode_at as the cache grows; a sanitizer subset. Run under each build of nox -s gpu_build (sm_90
+and the compute_61 / 70 / 75 / 80 PTX builds: compute_61 is the DP4A + integer-rounding path, from
+sm_80 the bf16 output takes cvt.rn)."""
+
+import pytest
+import torch
+from mlops_testing import assert_bits_equal, gpu_arch_tag, requires_cuda
+
+import mlops.attention as A
+
+pytestmark = requires_cuda
+GROUP = 128
+
+def make(B, H, T, D, seed, Hq, peaked=0.0):
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn(B, H, T, D, generator=g)
+    k[..., 7] = k[..., 7] * 8 + 3  # an outlier channel
+    v = torch.randn(B, H, T, D, generator=g)
+    q = torch.randn(B, Hq, D, generator=g)
+    if peaked:
+        G = Hq // H
+        for b in range(B):
+            for h in range(Hq):
+                q[b, h] = k[b, h // G, int(torch.randint(0, T, (1,), generator=g))] * peaked
+    return k.bfloat16(), v.bfloat16(), q.bfloat16()
+
+def check_cache(gc, cc, what):
+    tag = f"{what} ({gpu_arch_tag()})"
+    assert gc.lengths.cpu().tolist() == cc.lengths.tolist(), tag
+    assert_bits_equal(gc.records, cc.records, f"{tag}: records")
+    assert_bits_equal(gc.sink_k, cc.sink_k, f"{tag}: sink_k")
+    assert_bits_equal(gc.sink_v, cc.sink_v, f"{tag}: sink_v")
+    for b, L in enumerate(cc.lengths.tolist()):
+        filled = L % GROUP if L >= GROUP else 0  # rows past it are unspecified
+        assert_bits_equal(gc.tail_k[b, :, :filled], cc.tail_k[b, :, :filled], f"{tag}: tail_k[{b}]")
+        assert_bits_equal(gc.tail_v[b, :, :filled], cc.tail_v[b, :, :filled], f"{tag}: tail_v[{b}]")
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_encode_gpu_equals_host(mode, D):
+    B, H, T = 3, 2, 9 * GROUP + 77
+    k, v, _ = make(B, H, T, D, seed=D, Hq=H)
+    lens = [T, 255, 2 * GROUP]
+    gc = A.encode(k.cuda(), v.cuda(), lens, capacity=T + 100, mode=mode)
+    cc = A.encode(k, v, lens, capacity=T + 100, mode=mode)
+    check_cache(gc, cc, f"encode {mode} D={D}")
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+@pytest.mark.parametrize("steps", [[1] * 140 + [120, 1, 1, 300, 7], [128, 128, 256, 1, 127, 129]])
+def test_append_gpu_equals_host(mode, steps):
+    B, H, D = 2, 2, 128
+    T = sum(steps)
+    k, v, _ = make(B, H, T, D, seed=len(steps), Hq=H)
+    gc = A.empty(B, H, T, D, mode, device="cuda")
+    cc = A.empty(B, H, T, D, mode, device="cpu")
+    t = 0
+    for n in steps:
+        A.append(gc, k[:, :, t:t + n].cuda(), v[:, :, t:t + n].cuda())
+        A.append(cc, k[:, :, t:t + n], v[:, :, t:t + n])
+        t += n
+    check_cache(gc, cc, f"append {mode} {steps[:3]}")
+
+def both_decode(q, gc, cc, **kw):
+    return A.decode(q.cuda(), gc, **kw), A.decode(q, cc, **kw)
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("G", [1, 2, 4, 5, 8])
+def test_decode_gpu_equals_host(mode, D, G):
+    B, H = 4, 2
+    lens = [1, 129, 5 * GROUP + 3, 8 * GROUP]  # sink only, across boundaries, group-aligned
+    T = max(lens)
+    k, v, q = make(B, H, T, D, seed=G * 100 + D, Hq=H * G, peaked=1.5)
+    gc = A.encode(k.cuda(), v.cuda(), lens, capacity=T, mode=mode)
+    cc = A.encode(k, v, lens, capacity=T, mode=mode)
+    for exact in (True, False):
+        for gap in (A.DEFAULT_GAP, 3.0):
+            for od in (torch.float32, torch.bfloat16):
+                g, c = both_decode(q, gc, cc, exact=exact, gap=gap, out_dtype=od)
+                assert_bits_equal(g, c, f"decode {mode} D={D} G={G} exact={exact} gap={gap} {od} ({gpu_arch_tag()})")
+
+def test_decode_independent_of_ctas():
+    B, H, D, G = 2, 8, 128, 4
+    k, v, q = make(B, H, 20 * GROUP + 5, D, seed=3, Hq=H * G, peaked=1.0)
+    gc = A.encode(k.cuda(), v.cuda(), [20 * GROUP + 5, 700])
+    qc = q.cuda()
+    ref = A.decode(qc, gc, out_dtype=torch.float32)
+    for ctas in (1, 3, 17, 1000):
+        assert_bits_equal(A.decode(qc, gc, out_dtype=torch.float32, ctas=ctas), ref, f"ctas={ctas}")
+        assert_bits_equal(A.decode(qc, gc, exact=True, out_dtype=torch.float32, ctas=ctas),
+                          A.decode(qc, gc, exact=True, out_dtype=torch.float32), f"exact ctas={ctas}")
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+def test_exact_equals_skip_all_refined_gpu(mode):
+    k, v, q = make(2, 2, 3000, 128, seed=4, Hq=8, peaked=2.0)
+    gc = A.encode(k.cuda(), v.cuda(), [3000, 1000], mode=mode)
+    e = A.decode(q.cuda(), gc, exact=True, out_dtype=torch.float32)
+    s = A.decode(q.cuda(), gc, exact=False, gap=float("inf"), out_dtype=torch.float32)
+    assert_bits_equal(e, s, "exact == skip(gap=inf)")
+
+def test_full_cache_flag_gpu():
+    k, v, _ = make(2, 2, 400, 64, seed=5, Hq=2)
+    gc = A.encode(k[:, :, :390].cuda(), v[:, :, :390].cuda(), [390, 100], capacity=400)
+    before = [t.clone() for t in (gc.records, gc.sink_k, gc.sink_v, gc.tail_k, gc.tail_v, gc.lengths)]
+    with pytest.raises(A.CacheFullError):  # Python's pre-check
+        A.append(gc, k[:, :, :11].cuda(), v[:, :, :11].cuda())
+    gc.host_lengths = None  # as after CUDA-graph replays: only the device knows
+    A.append(gc, k[:, :, :11].cuda(), v[:, :, :11].cuda())
+    torch.cuda.synchronize()
+    assert gc.flags.item() == 1
+    for a, b in zip(before, (gc.records, gc.sink_k, gc.sink_v, gc.tail_k, gc.tail_v, gc.lengths)):
+        assert_bits_equal(a, b, "full cache: nothing written")
+
+def test_cuda_graph_append_and_decode_at():
+    """One graph of (append one token, decode_at) replayed step after step: the lengths live on the
+    device, so each replay attends to one more token; each step == the host emulation's."""
+    B, H, D, G = 2, 2, 128, 4
+    T0, steps = 250, 12  # crosses the 256 boundary (a group closes inside the graph)
+    k, v, q = make(B, H, T0 + steps, D, seed=6, Hq=H * G)
+    gc = A.encode(k[:, :, :T0].cuda(), v[:, :, :T0].cuda(), capacity=T0 + steps)
+    cc = A.encode(k[:, :, :T0], v[:, :, :T0], capacity=T0 + steps)
+    sk, sv, sq = torch.empty_like(k[:, :, :1]).cuda(), torch.empty_like(v[:, :, :1]).cuda(), q.cuda()
+    gc.scratch(H * G)  # allocated before capture
+    gc.host_lengths = None  # replays advance the device lengths only
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm up on the capture stream (a step of its own)
+        sk.copy_(k[:, :, T0:T0 + 1])
+        sv.copy_(v[:, :, T0:T0 + 1])
+        A.append(gc, sk, sv)
+        A.decode_at(sq, gc, out_dtype=torch.float32)
+    torch.cuda.current_stream().wait_stream(stream)
+    A.append(cc, k[:, :, T0:T0 + 1], v[:, :, T0:T0 + 1])
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        A.append(gc, sk, sv)
+        out = A.decode_at(sq, gc, out_dtype=torch.float32)
+    for t in range(T0 + 1, T0 + steps):
+        sk.copy_(k[:, :, t:t + 1])
+        sv.copy_(v[:, :, t:t + 1])
+        graph.replay()
+        torch.cuda.synchronize()
+        A.append(cc, k[:, :, t:t + 1], v[:, :, t:t + 1])
+        assert gc.lengths.cpu().tolist() == [t + 1] * B
+        assert_bits_equal(out, A.decode(q, cc, out_dtype=torch.float32), f"graph step {t}")
+    check_cache(gc, cc, "after graph replays")
+
+def test_decode_matches_float64_gpu():
+    k, v, q = make(2, 8, 4 * 1024, 128, seed=8, Hq=32)
+    gc = A.encode(k.cuda(), v.cuda())
+    out = A.decode(q.cuda(), gc, out_dtype=torch.float32)
+    cc = A.encode(k, v)
+    ref = A.reference_decode(q, cc)
+    assert (out.cpu().double() - ref).abs().max().item() <= 2e-4 * v.float().abs().max().item()
+
+def test_sanitizer_subset():
+    """A small mixed workload, what ci/gpu_tests.py runs under compute-sanitizer memcheck/racecheck."""
+    for mode in ("3+3", "4+2"):
+        for D, G in ((64, 5), (128, 2)):
+            k, v, q = make(2, 2, 700, D, seed=D + G, Hq=2 * G, peaked=1.0)
+            gc = A.encode(k[:, :, :600].cuda(), v[:, :, :600].cuda(), [600, 130], capacity=700, mode=mode)
+            cc = A.encode(k[:, :, :600], v[:, :, :600], [600, 130], capacity=700, mode=mode)
+            A.append(gc, k[:, :, 600:640].cuda(), v[:, :, 600:640].cuda())
+            A.append(cc, k[:, :, 600:640], v[:, :, 600:640])
+            check_cache(gc, cc, f"sanitizer subset {mode} D={D}")
+            for exact in (True, False):
+                g, c = both_decode(q, gc, cc, exact=exact, gap=4.0)
+                assert_bits_equal(g, c, f"sanitizer subset decode {mode} D={D} exact={exact}")
