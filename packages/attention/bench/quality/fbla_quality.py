@@ -44,6 +44,8 @@ BASE_NAME = "mlops_bf16_sdpa"
 KV_DTYPE = torch.bfloat16
 DEFAULT_TREATMENTS = ["bf16-harness", "q8_0", "q4_0", "kivi-2", "kivi-4",
                       "fbla-3+3-exact", "fbla-3+3-skip", "fbla-4+2-exact", "fbla-4+2-skip"]
+# the alternatives of FBLA's quantization axes (6-bit, exact): K per token, V per channel, both
+AXES_TREATMENTS = ["fbla6-ktok-vtok", "fbla6-kch-vch", "fbla6-ktok-vch"]
 
 
 class State:
@@ -125,11 +127,19 @@ def window_loss(model, ids: torch.Tensor, rows: int = 2048) -> float:
 
 
 def build_treatment(name: str, args, use_real: bool):
-    if use_real and name.startswith("fbla-"):
+    """NAME or NAME@ref: with real kernels in use, fbla-* runs them and fbla-*@ref the fake-quant reference."""
+    base, _, how = name.partition("@")
+    if how not in ("", "ref"):
+        raise ValueError(f"treatment {name!r}: the only suffix is @ref")
+    if use_real and base.startswith("fbla-") and not how:
         import real_fbla
 
-        return real_fbla.RealFBLA(name, gap=args.gap, batch=args.real_batch)
-    return kv_quant.make_treatment(name, sink=args.sink, gap=args.gap)
+        return real_fbla.RealFBLA(base, gap=args.gap, batch=args.real_batch)
+    return kv_quant.make_treatment(base, sink=args.sink, gap=args.gap)
+
+
+def is_real(name: str, use_real: bool) -> bool:
+    return use_real and name.startswith("fbla-") and "@" not in name
 
 
 def main(argv=None) -> int:
@@ -137,7 +147,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="folder for results.jsonl and results.md")
     ap.add_argument("--context", type=int, default=0, help="window length in tokens (0: the model's maximum)")
     ap.add_argument("--windows", type=int, default=8)
-    ap.add_argument("--treatments", default=",".join(DEFAULT_TREATMENTS))
+    ap.add_argument("--treatments", default=",".join(DEFAULT_TREATMENTS),
+                    help="comma-separated; 'axes' = " + ",".join(AXES_TREATMENTS) + "; NAME@ref: an fbla-* through "
+                         "the fake-quant reference even when the real kernels run")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
                     help="the model outside attention (float32: only the attention treatment moves the loss)")
@@ -160,6 +172,7 @@ def main(argv=None) -> int:
     State.chunk = args.chunk
     State.out_dtype = getattr(torch, args.attn_out)
     names = [n for n in args.treatments.split(",") if n]
+    names = [m for n in names for m in (AXES_TREATMENTS if n == "axes" else [n])]
 
     use_real = False
     real_info = None
@@ -191,7 +204,8 @@ def main(argv=None) -> int:
         "corpus": f"{corpus.PACKAGE} {corpus.VERSION} KJV ({len(ids_all)} tokens)",
         "context": ctx, "windows": len(wins), "device": str(dev),
         "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
-        "dtype": args.dtype, "attn_out": args.attn_out, "torch": torch.__version__, "transformers": __import__("transformers").__version__,
+        "dtype": args.dtype, "attn_out": args.attn_out, "torch": torch.__version__,
+        "transformers": __import__("transformers").__version__,
         "sink": args.sink, "gap": args.gap, "real_kernels": use_real, "real_info": real_info,
     }
     jl = open(out / "results.jsonl", "w")
@@ -213,7 +227,7 @@ def main(argv=None) -> int:
             ts = time.time()
             lt = window_loss(model, ids)
             rec = {"window": wi, "treatment": n, "loss": lt, "delta": lt - lb, "s": time.time() - ts,
-                   "real": bool(use_real and n.startswith("fbla-"))}
+                   "real": is_real(n, use_real)}
             rf = kv_quant.refine_fraction(tr) if not hasattr(tr, "refine_fraction") else tr.refine_fraction()
             if rf is not None:
                 rec["refined"] = rf
@@ -244,7 +258,8 @@ def main(argv=None) -> int:
 def render(meta: dict, base_loss: float, summary: list[dict]) -> str:
     lines = [
         f"{meta['model']} on {meta['corpus']}; {meta['windows']} windows of {meta['context']} tokens; "
-        f"{meta['device']} ({meta['device_name']}), model {meta['dtype']}, attention output {meta['attn_out']}, torch {meta['torch']}, "
+        f"{meta['device']} ({meta['device_name']}), model {meta['dtype']}, attention output {meta['attn_out']}, "
+        f"torch {meta['torch']}, "
         f"transformers {meta['transformers']}; FBLA sink {meta['sink']}, skip gap {meta['gap']}; {meta['date']}. "
         f"Baseline SDPA on BF16 q/k/v, loss {base_loss:.4f}. Δloss = treatment − baseline, per window, then mean "
         f"(sd over windows).",
@@ -253,7 +268,12 @@ def render(meta: dict, base_loss: float, summary: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
-        path = "mlops.attention kernels" if s["real"] else "reference (fake quant)"
+        if s["real"]:
+            path = "mlops.attention " + ("kernels" if meta["device"].startswith("cuda") else "host emulation")
+        elif s["summary"] == "bf16-harness":
+            path = "harness, K/V unchanged"
+        else:
+            path = "reference (fake quant)"
         ref = f"{s['refined']:.3f}" if s["refined"] is not None else ""
         lines.append(f"| {s['summary']} | {path} | {s['loss_mean']:.4f} | {s['delta_mean']:+.5f} | {s['delta_sd']:.5f} | "
                      f"{s['delta_min']:+.5f} | {s['delta_max']:+.5f} | {ref} |")

@@ -56,7 +56,7 @@ def q8_0_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(codes int8 [..., nb, 32], d fp16 [..., nb]) as ggml's quantize_row_q8_0_ref."""
     b = _blocks(x)
     d = b.abs().amax(-1) / 127.0
-    inv = torch.where(d != 0, 1.0 / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    inv = torch.where(d != 0, torch.ones_like(d) / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
     q = _round_half_away(b * inv[..., None]).clamp(-127, 127).to(torch.int8)
     return q, d.half()
 
@@ -71,7 +71,7 @@ def q4_0_quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     idx = b.abs().argmax(-1, keepdim=True)
     m = torch.gather(b, -1, idx)[..., 0]  # signed value of the largest magnitude (the first one on ties)
     d = m / -8.0
-    inv = torch.where(d != 0, 1.0 / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    inv = torch.where(d != 0, torch.ones_like(d) / torch.where(d != 0, d, torch.ones_like(d)), torch.zeros_like(d))
     # (int8_t)(x0 + 8.5f): x0 + 8.5 >= 0.5 here, so the C cast's truncation is a floor
     q = torch.clamp(torch.trunc(b * inv[..., None] + 8.5), max=15).to(torch.uint8)
     return q, d.half()
@@ -137,7 +137,9 @@ def fbla_quantize(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor
     mn = x.amin(dim, keepdim=True)
     rng = x.amax(dim, keepdim=True) - mn
     scale = rng / 63.0
-    inv = torch.where(rng > 0, 63.0 / torch.where(rng > 0, rng, torch.ones_like(rng)), torch.zeros_like(rng))
+    # a tensor / tensor division: torch computes `scalar / tensor` as scalar * reciprocal, not correctly rounded
+    inv = torch.where(rng > 0, torch.full_like(rng, 63.0) / torch.where(rng > 0, rng, torch.ones_like(rng)),
+                      torch.zeros_like(rng))
     code = torch.round((x - mn) * inv).clamp(0, 63)
     return code, mn, scale
 
@@ -277,6 +279,36 @@ class FBLA(Treatment):
         return m, m
 
 
+class FBLAAxes(Treatment):
+    """The quantization-axis alternatives of FBLA's 6-bit codes (exact mode, same groups, sink and masks):
+    k_axis / v_axis "channel" (each channel's min / scale over the group's 128 tokens) or "token" (each token's
+    over its head_dim channels). FBLA itself is K channel, V token (docs/attention.md, "Quantization axes")."""
+
+    def __init__(self, k_axis: str, v_axis: str, sink: int = 128, group: int = 128):
+        for a in (k_axis, v_axis):
+            if a not in ("channel", "token"):
+                raise ValueError(f"axis {a!r}: expected channel or token")
+        self.k_axis, self.v_axis, self.sink, self.group = k_axis, v_axis, sink, group
+        self.name = f"fbla6-k{k_axis[:2] if k_axis == 'channel' else 'tok'}-v{v_axis[:2] if v_axis == 'channel' else 'tok'}"
+
+    def _q(self, x: torch.Tensor, axis: str) -> torch.Tensor:
+        out = x.float().clone()
+        g, ng = _grouped_tokens(out, self.sink, self.group)
+        if ng:
+            code, mn, scale = fbla_quantize(g, dim=-2 if axis == "channel" else -1)
+            out[..., self.sink:self.sink + ng * self.group, :] = (mn + scale * code).reshape(
+                *x.shape[:-2], ng * self.group, x.shape[-1])
+        return out
+
+    def prepare(self, k, v):
+        self.n = k.shape[-2]
+        self.kq, self.vq = self._q(k, self.k_axis), self._q(v, self.v_axis)
+
+    def masks(self, t_q, t_k):
+        m = closed_group_mask(t_q, t_k, self.sink, self.group, self.n)
+        return m, m
+
+
 def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
 
@@ -356,13 +388,18 @@ def refine_fraction(tr: Treatment) -> float | None:
 
 
 def make_treatment(name: str, sink: int = 128, gap: float = 20.0) -> Treatment:
-    """bf16-harness | q8_0 | q4_0 | kivi-2 | kivi-4 | fbla-3+3-exact | fbla-3+3-skip | fbla-4+2-exact | fbla-4+2-skip"""
+    """bf16-harness | q8_0 | q4_0 | kivi-2 | kivi-4 | fbla-3+3-exact | fbla-3+3-skip | fbla-4+2-exact | fbla-4+2-skip
+    | fbla6-ktok-vtok | fbla6-kch-vch | fbla6-ktok-vch (the axis alternatives; fbla6-kch-vtok = FBLA exact)"""
     if name == "bf16-harness":
         return BF16()
     if name in ("q8_0", "q4_0"):
         return GGML(name)
     if name.startswith("kivi-"):
         return KIVI(int(name.split("-")[1]))
+    axes = {"ch": "channel", "tok": "token"}
+    if name.startswith("fbla6-k"):
+        k_axis, v_axis = name[len("fbla6-k"):].split("-v")
+        return FBLAAxes(axes[k_axis], axes[v_axis], sink=sink)
     if name.startswith("fbla-"):
         _, mode, how = name.split("-")
         if how not in ("exact", "skip"):
