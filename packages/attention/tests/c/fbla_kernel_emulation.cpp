@@ -1,0 +1,367 @@
+// The FBLA CUDA kernels (src/fbla_kernels.cuh) compiled as host C++ and run as the GPU runs them:
+// each CTA as blockDim cooperative fibers (ucontext; a barrier is a yield until the CTA or the warp
+// has arrived: no OS thread switches, so a CTA of 256 threads runs fast), warp shuffles / ballots
+// through a per-warp exchange, blockIdx / threadIdx per thread; CTAs one after another. Linked with the real
+// C API (fbla_api.cpp) and host emulation (fbla_host.cpp): mlops_fbla_append / mlops_fbla_decode
+// here drive the kernels (close / store / advance; coarse / refine / combine) with the launch
+// shapes of src/fbla_launch.cu, and their records and outputs are compared with the _host calls
+// bit for bit: both modes, head dims 64 / 128, GQA 1 / 2 / 4 / 5 / 8 / 16, lengths across group
+// boundaries, mixed lengths, appends in steps, exact / skip, CTA counts, a full cache.
+// The CPU suite builds and runs it (tests/test_attention_kernel_emulation.py), so the kernels'
+// logic is checked in CI, which has no GPU. Prints "N passed, M failed".
+#include <setjmp.h>
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "fbla_kernels.cuh"
+
+thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace {
+// ---- a CTA of fibers ----
+struct Fiber {
+  ucontext_t ctx;  // the first entry only; switches are _setjmp / _longjmp (no signal-mask syscalls)
+  jmp_buf jb;
+  bool started = false;
+  bool done = false;
+  dim3 tid;
+};
+jmp_buf g_sched;
+std::vector<Fiber>* g_fibers;
+int g_cur;
+const std::function<void()>* g_body;
+unsigned g_block_arrived, g_block_gen;
+unsigned g_warp_arrived[32], g_warp_gen[32];
+uint32_t g_xchg[32][32];
+int g_or[1024];
+int g_default_ctas = 5;
+constexpr size_t kStack = 64 * 1024;
+char* g_stacks = static_cast<char*>(std::malloc(kStack * 256));  // once: no zeroing, no new page faults a CTA
+
+void yield_to_scheduler() {
+  Fiber& f = (*g_fibers)[g_cur];
+  f.tid = threadIdx;
+  if (!_setjmp(f.jb)) _longjmp(g_sched, 1);
+  threadIdx = (*g_fibers)[g_cur].tid;
+}
+
+void fiber_main() {
+  (*g_body)();
+  (*g_fibers)[g_cur].done = true;
+  _longjmp(g_sched, 1);
+}
+
+void block_barrier() {
+  const unsigned gen = g_block_gen;
+  if (++g_block_arrived == blockDim.x) {
+    g_block_arrived = 0;
+    ++g_block_gen;
+    return;
+  }
+  while (g_block_gen == gen) yield_to_scheduler();
+}
+
+void warp_barrier() {
+  const int w = threadIdx.x / 32;
+  const unsigned gen = g_warp_gen[w];
+  if (++g_warp_arrived[w] == 32) {
+    g_warp_arrived[w] = 0;
+    ++g_warp_gen[w];
+    return;
+  }
+  while (g_warp_gen[w] == gen) yield_to_scheduler();
+}
+}  // namespace
+
+void __syncthreads() { block_barrier(); }
+
+int __syncthreads_or(int pred) {
+  g_or[threadIdx.x] = pred != 0;
+  __syncthreads();
+  int r = 0;
+  for (unsigned i = 0; i < blockDim.x; ++i) r |= g_or[i];
+  __syncthreads();
+  return r;
+}
+
+uint32_t emu_shfl_xor(uint32_t bits, int off) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  g_xchg[w][l] = bits;
+  warp_barrier();
+  const uint32_t r = g_xchg[w][l ^ off];
+  warp_barrier();
+  return r;
+}
+
+uint32_t __ballot_sync(uint32_t, int pred) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  g_xchg[w][l] = pred != 0;
+  warp_barrier();
+  uint32_t r = 0;
+  for (int i = 0; i < 32; ++i) r |= g_xchg[w][i] << i;
+  warp_barrier();
+  return r;
+}
+
+// Runs body() as a grid of `grid` CTAs of `block` fibers (block a multiple of 32), one CTA at a time.
+static void run_grid(int grid, int block, const std::function<void()>& body) {
+  if (std::getenv("FBLA_EMU_TRACE")) std::fprintf(stderr, "grid %d x %d\n", grid, block);
+  blockDim.x = unsigned(block);
+  gridDim.x = unsigned(grid);
+  g_body = &body;
+  for (int x = 0; x < grid; ++x) {
+    std::vector<Fiber> fibers(block);
+    g_fibers = &fibers;
+    g_block_arrived = 0;
+    for (int w = 0; w < 32; ++w) g_warp_arrived[w] = 0;
+    for (int t = 0; t < block; ++t) {
+      Fiber& f = fibers[t];
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = g_stacks + kStack * t;
+      f.ctx.uc_stack.ss_size = kStack;
+      f.ctx.uc_link = nullptr;
+      makecontext(&f.ctx, fiber_main, 0);
+      f.tid.x = unsigned(t);
+    }
+    blockIdx.x = unsigned(x);
+    long passes = 0;
+    for (bool any = true; any; ++passes) {
+      if (passes > 100000000) {
+        std::printf("CTA %d of %d (block %d) does not finish: a barrier some threads never reach\n", x, grid, block);
+        std::abort();
+      }
+      any = false;
+      for (int t = 0; t < block; ++t) {
+        if (fibers[t].done) continue;
+        any = true;
+        g_cur = t;
+        threadIdx = fibers[t].tid;
+        if (!_setjmp(g_sched)) {
+          if (!fibers[t].started) {
+            fibers[t].started = true;
+            setcontext(&fibers[t].ctx);
+          }
+          _longjmp(fibers[t].jb, 1);
+        }
+      }
+    }
+    if (g_block_arrived) {
+      std::printf("a barrier was left waiting (threads returned early)\n");
+      std::abort();
+    }
+  }
+}
+
+namespace mlops::fbla {
+
+template <int D>
+static void append_e(const AppendParams& p) {  // src/fbla_launch.cu append_t
+  const int B = p.c.batch, H = p.c.kv_heads;
+  if (p.closes > 0 && p.c.slots > 0) run_grid(B * H * p.closes, kCloseThreads, [&] { close_kernel<D>(p); });
+  run_grid(B * H, kThreads, [&] { store_kernel<D>(p); });
+  run_grid(1, kThreads, [&] { advance_kernel(p); });
+}
+
+template <int D>
+static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu decode_t
+  const int per = p.c.batch * p.c.kv_heads;
+  const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
+  const int res = ctas > 0 ? ctas : g_default_ctas;
+  if (!p.exact && coarse_items > 0)
+    run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
+  run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
+  run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
+}
+
+cudaError_t append_device(const AppendParams& p, cudaStream_t) {
+  p.c.head_dim == 64 ? append_e<64>(p) : append_e<128>(p);
+  return cudaSuccess;
+}
+
+cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t) {
+  p.c.head_dim == 64 ? decode_e<64>(p, ctas) : decode_e<128>(p, ctas);
+  return cudaSuccess;
+}
+
+}  // namespace mlops::fbla
+
+// ---------------------------------------------------------------------------------------------
+static int passed, failed;
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (cond) {                                   \
+      ++passed;                                   \
+    } else {                                      \
+      ++failed;                                   \
+      std::printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+      std::printf(__VA_ARGS__);                   \
+      std::printf("\n");                          \
+    }                                             \
+  } while (0)
+
+static uint16_t bf16(float f) { return mlops::f32_to_bf16(f); }
+
+struct Cache {  // host memory, the layout of mlops_fbla_cache
+  std::vector<uint8_t> rec_store;
+  std::vector<uint16_t> sk, sv, tk, tv;
+  std::vector<int32_t> lengths, flags;
+  mlops_fbla_cache c{};
+  Cache(int B, int H, int cap, int D, mlops_fbla_mode mode) {
+    c.batch = B; c.kv_heads = H; c.capacity = cap; c.head_dim = D; c.mode = mode;
+    c.slots = cap / 128 > 1 ? cap / 128 - 1 : 0;
+    c.record_bytes = mlops_fbla_record_bytes(D);
+    rec_store.assign(size_t(B) * H * c.slots * c.record_bytes + 256, 0xab);  // garbage, not zeros
+    uint8_t* r = rec_store.data();
+    r += (256 - (reinterpret_cast<uintptr_t>(r) & 255)) & 255;
+    c.records = r;
+    const size_t tile = size_t(B) * H * 128 * D;
+    sk.assign(tile, 0x7fc1); sv.assign(tile, 0x7fc1); tk.assign(tile, 0x7fc1); tv.assign(tile, 0x7fc1);
+    lengths.assign(B, 0);
+    flags.assign(1, 0);
+    c.sink_k = sk.data(); c.sink_v = sv.data(); c.tail_k = tk.data(); c.tail_v = tv.data();
+    c.lengths = lengths.data(); c.flags = flags.data();
+  }
+  size_t rec_bytes() const { return size_t(c.batch) * c.kv_heads * c.slots * c.record_bytes; }
+};
+
+static bool same_cache(const Cache& a, const Cache& b) {
+  if (a.lengths != b.lengths || a.flags != b.flags) return false;
+  if (std::memcmp(a.c.records, b.c.records, a.rec_bytes())) return false;
+  const int D = a.c.head_dim;
+  for (int bb = 0; bb < a.c.batch; ++bb) {
+    const int L = a.lengths[bb];
+    const int ns = L < 128 ? L : 128, nt = L >= 128 ? L % 128 : 0;
+    for (int h = 0; h < a.c.kv_heads; ++h) {
+      const size_t base = (size_t(bb) * a.c.kv_heads + h) * 128 * D;
+      if (std::memcmp(&a.sk[base], &b.sk[base], size_t(ns) * D * 2) || std::memcmp(&a.sv[base], &b.sv[base], size_t(ns) * D * 2))
+        return false;
+      if (std::memcmp(&a.tk[base], &b.tk[base], size_t(nt) * D * 2) || std::memcmp(&a.tv[base], &b.tv[base], size_t(nt) * D * 2))
+        return false;
+    }
+  }
+  return true;
+}
+
+struct Data {
+  std::vector<uint16_t> k, v;  // [B][H][T][D]
+  int B, H, T, D;
+};
+
+static Data make_data(int B, int H, int T, int D, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  Data d{{}, {}, B, H, T, D};
+  d.k.resize(size_t(B) * H * T * D);
+  d.v.resize(d.k.size());
+  for (size_t i = 0; i < d.k.size(); ++i) {
+    float x = n(rng);
+    if (i % D == 7) x = x * 8.0f + 3.0f;
+    d.k[i] = bf16(x);
+    d.v[i] = bf16(n(rng));
+  }
+  return d;
+}
+
+static mlops_fbla_kv kv_of(const Data& d, int t0, const int32_t* counts, int count, int max_count) {
+  mlops_fbla_kv kv{};
+  kv.k = d.k.data() + size_t(t0) * d.D;
+  kv.v = d.v.data() + size_t(t0) * d.D;
+  kv.batch_stride = int64_t(d.H) * d.T * d.D; kv.head_stride = int64_t(d.T) * d.D; kv.token_stride = d.D;
+  kv.v_batch_stride = kv.batch_stride; kv.v_head_stride = kv.head_stride; kv.v_token_stride = d.D;
+  kv.counts = counts; kv.count = count; kv.max_count = max_count;
+  return kv;
+}
+
+static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned seed, bool peaked, const Data& d) {
+  const int B = gc.c.batch, D = gc.c.head_dim, G = Hq / gc.c.kv_heads;
+  std::vector<uint16_t> q(size_t(B) * Hq * D);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hq; ++h)
+      for (int dd = 0; dd < D; ++dd) {
+        const int t = int(rng() % unsigned(hc.lengths[b] > 0 ? hc.lengths[b] : 1));
+        const float kx = mlops::bf16_to_f32(d.k[((size_t(b) * d.H + h / G) * d.T + t) * D + dd]);
+        q[(size_t(b) * Hq + h) * D + dd] = bf16(peaked ? 1.5f * kx : n(rng));
+      }
+  const size_t sb = mlops_fbla_decode_scratch_bytes(&gc.c, Hq);
+  std::vector<uint8_t> s1(sb + 256, 0xcd), s2(sb + 256, 0x5a);  // different garbage: no initial contents needed
+  auto al = [](std::vector<uint8_t>& v) { uint8_t* p = v.data(); return p + ((256 - (reinterpret_cast<uintptr_t>(p) & 255)) & 255); };
+  for (int exact = 0; exact < 2; ++exact)
+    for (float gap : {20.0f, 3.0f, INFINITY})
+      for (int odt = 0; odt < 2; ++odt) {
+        if (exact && gap != 20.0f) continue;
+        std::vector<float> o1(size_t(B) * Hq * D, -7.0f), o2(o1.size(), 9.0f);
+        mlops_fbla_decode_args a{};
+        a.q = q.data(); a.q_batch_stride = int64_t(Hq) * D; a.q_head_stride = D; a.q_heads = Hq;
+        a.out_dtype = odt ? MLOPS_DTYPE_BF16 : MLOPS_DTYPE_FP32;
+        a.scale = 1.0f / std::sqrt(float(D)); a.exact = exact; a.gap = gap;
+        a.ctas = int(seed % 4);  // 0 (default 5), 1, 2, 3
+        a.out = o1.data();
+        mlops_status st1 = mlops_fbla_decode(&gc.c, &a, al(s1), sb, nullptr);
+        a.out = o2.data();
+        mlops_status st2 = mlops_fbla_decode_host(&hc.c, &a, al(s2), sb);
+        const size_t nbytes = o1.size() * (odt ? 2 : 4);
+        CHECK(st1 == MLOPS_OK && st2 == MLOPS_OK && std::memcmp(o1.data(), o2.data(), nbytes) == 0,
+              "%s: decode exact=%d gap=%g out=%s ctas=%d differs (%s)", what, exact, double(gap), odt ? "bf16" : "fp32",
+              a.ctas, mlops_fbla_last_error());
+      }
+}
+
+int main() {
+  // encode (per-sequence counts) and decode: modes, head dims, GQA, lengths across boundaries
+  unsigned seed = 1;
+  for (int mode = 0; mode < 2; ++mode)
+    for (int D : {64, 128})
+      for (int G : {1, 2, 4, 5, 8, 16}) {
+        const int B = 3, H = 2, T = 4 * 128 + 70;
+        const Data d = make_data(B, H, T, D, seed);
+        const int32_t counts[B] = {T, 129, 256 + (G % 3)};
+        Cache gc(B, H, T + 50, D, mlops_fbla_mode(mode)), hc(B, H, T + 50, D, mlops_fbla_mode(mode));
+        mlops_fbla_kv kv = kv_of(d, 0, counts, 0, T);
+        CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append: %s", mlops_fbla_last_error());
+        CHECK(mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK, "append_host: %s", mlops_fbla_last_error());
+        char what[96];
+        std::snprintf(what, sizeof what, "mode %d D %d G %d", mode, D, G);
+        CHECK(same_cache(gc, hc), "%s: encode records / sink / tail / lengths differ", what);
+        decode_case(what, gc, hc, H * G, seed, G % 2 == 0, d);
+        ++seed;
+      }
+  // appends in steps (uniform counts), crossing boundaries, one token at a time
+  for (int mode = 0; mode < 2; ++mode) {
+    const int B = 2, H = 2, D = 128;
+    const int steps[] = {1, 126, 1, 1, 127, 128, 129, 3, 255, 1};
+    int T = 0;
+    for (int s : steps) T += s;
+    const Data d = make_data(B, H, T, D, 77 + mode);
+    Cache gc(B, H, T, D, mlops_fbla_mode(mode)), hc(B, H, T, D, mlops_fbla_mode(mode));
+    int t0 = 0;
+    for (int s : steps) {
+      mlops_fbla_kv kv = kv_of(d, t0, nullptr, s, s);
+      CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append step");
+      CHECK(mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK, "append_host step");
+      t0 += s;
+      CHECK(same_cache(gc, hc), "mode %d: append step to %d differs", mode, t0);
+    }
+    decode_case("after steps", gc, hc, 8, 91 + mode, true, d);
+    // a full cache: the kernels write nothing and flag it
+    Cache before = gc;
+    before.c.records = nullptr;
+    std::vector<uint8_t> rec(gc.c.records, gc.c.records + gc.rec_bytes());
+    mlops_fbla_kv kv = kv_of(d, 0, nullptr, 1, 1);
+    CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append to a full cache launches");
+    CHECK(gc.flags[0] == MLOPS_FBLA_FLAG_FULL, "full cache flag %d", gc.flags[0]);
+    CHECK(gc.lengths == before.lengths && gc.sk == before.sk && gc.tk == before.tk && gc.tv == before.tv &&
+              std::memcmp(rec.data(), gc.c.records, rec.size()) == 0,
+          "full cache: nothing written");
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
