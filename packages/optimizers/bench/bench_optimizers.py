@@ -2,7 +2,7 @@
 one process on the same parameters and gradients (each optimizer has its own states). L2 is
 flushed before every timed step (the working sets are GBs anyway). One JSON line per case.
 
-    python packages/optimizers/bench/bench_optimizers.py [--quick]
+    python packages/optimizers/bench/bench_optimizers.py [--quick] [--case 8bit ...]
 
 Cases (issue 4): 1.0e9 fp32 params in 100 tensors; bf16 params + fp32 master weights (peer:
 torch's usual recipe, fp32 master params: grads copied up, fused step, params copied down);
@@ -105,17 +105,22 @@ def case_bf16_master(b, n_tensors, numel, reps):
 def case_8bit(b, n_tensors, numel, reps):
     ps = make(n_tensors, numel, torch.float32)
     n = n_tensors * numel
-    q8 = mo.AdamW(ps, lr=1e-4, state_8bit=True)
+    q8 = mo.AdamW(ps, lr=1e-4, state_8bit=True)  # the planner's variant
+    q8v = {v: mo.AdamW(ps, lr=1e-4, state_8bit=True, variant=v) for v in ("occ3", "occ2")}
     fp = mo.AdamW(ps, lr=1e-4)
     fused = torch.optim.AdamW(ps, lr=1e-4, fused=True)
-    t = b.time_interleaved({"mlops_8bit": q8.step, "mlops_fp32": fp.step, "torch_fused": fused.step}, flush=True,
-                           reps=reps)
+    t = b.time_interleaved({"mlops_8bit": q8.step, "mlops_8bit_occ3": q8v["occ3"].step,
+                            "mlops_8bit_occ2": q8v["occ2"].step, "mlops_fp32": fp.step, "torch_fused": fused.step},
+                           flush=True, reps=reps)
     ratio = state_bytes(q8) / state_bytes(fused)
     case = f"adamw 8-bit states {n_tensors}x{numel}"
     # read p, g (8) + codes (2); write p (4) + codes (2); absmax 8 B a 256 block
     b.record(case=case, impl="mlops_8bit", seconds=t["mlops_8bit"], bytes=16 * n + n // 32,
              peer_seconds=t["torch_fused"], state_bytes=state_bytes(q8), state_ratio_vs_fp32=round(ratio, 4),
              target_ratio=0.30)
+    for v in ("occ3", "occ2"):  # both kernel variants (the same bits), for the planner
+        b.record(case=case, impl=f"mlops_8bit_{v}", seconds=t[f"mlops_8bit_{v}"], bytes=16 * n + n // 32,
+                 peer_seconds=t["torch_fused"])
     b.record(case=case, impl="mlops_fp32", seconds=t["mlops_fp32"], bytes=28 * n, peer_seconds=t["torch_fused"])
     b.record(case=case, impl="torch_fused", seconds=t["torch_fused"], bytes=28 * n, state_bytes=state_bytes(fused))
 
@@ -180,17 +185,26 @@ def case_clip(b, n_tensors, numel, reps):
     b.record(case=case, impl="torch_clip_foreach", seconds=t["torch_clip_foreach"], bytes=12 * n)
 
 
+CASES = ("fp32", "bf16", "8bit", "small", "clip")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1/10 of the sizes, fewer repetitions")
+    ap.add_argument("--case", action="append", choices=CASES,
+                    help="run only this case (repeatable); default: all")
     a = ap.parse_args()
     b = Bench("optimizers", reps=20 if a.quick else 50)
     b.header()
     big = 1_000_000 if a.quick else 10_000_000  # 100 tensors: 1.0e8 / 1.0e9 params
     reps = 10 if a.quick else 30
     # each case's tensors die with its frame; free() hands the memory back before the next
-    for case, args in ((case_fp32, (100, big)), (case_bf16_master, (100, big)), (case_8bit, (100, big)),
-                       (case_many_small, (1000 if a.quick else 10_000, 4096)), (case_clip, (100, big))):
+    for name, case, args in (("fp32", case_fp32, (100, big)), ("bf16", case_bf16_master, (100, big)),
+                             ("8bit", case_8bit, (100, big)),
+                             ("small", case_many_small, (1000 if a.quick else 10_000, 4096)),
+                             ("clip", case_clip, (100, big))):
+        if a.case and name not in a.case:
+            continue
         case(b, *args, 3 * reps if case is case_many_small else reps)
         free()
 

@@ -48,17 +48,18 @@ void update_tensor(const mlops_optim_args& a, const mlops_optim_tensor& t) {
       t.absmax1[blk] = am1;
       if (ALGO == MLOPS_OPTIM_ADAM) t.absmax2[blk] = am2;
     }
+    const float r1 = qrecip(am1), r2 = qrecip(am2);
     for (int k = 0; k < cnt; ++k) {
       const int64_t i = base + k;
       const Elem& e = x[k];
       from_f32(e.p, static_cast<PT*>(t.param)[i], sr, sr ? sr_bits(key, i) : 0u);
       if (t.master) t.master[i] = e.p;
       if (has_m) {
-        if (q8) static_cast<uint8_t*>(t.state1)[i] = quantize_nearest(a.qmap1, qnormalize(e.m, am1));
+        if (q8) static_cast<uint8_t*>(t.state1)[i] = quantize_nearest(a.qmap1, qnormalize(e.m, am1, r1));
         else static_cast<float*>(t.state1)[i] = e.m;
       }
       if (ALGO == MLOPS_OPTIM_ADAM) {
-        if (q8) static_cast<uint8_t*>(t.state2)[i] = quantize_nearest(a.qmap2, qnormalize(e.v, am2));
+        if (q8) static_cast<uint8_t*>(t.state2)[i] = quantize_nearest(a.qmap2, qnormalize(e.v, am2, r2));
         else static_cast<float*>(t.state2)[i] = e.v;
         if (a.amsgrad) t.state3[i] = e.vm;
       }

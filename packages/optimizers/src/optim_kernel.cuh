@@ -7,6 +7,7 @@
 
 #include "optim_layout.h"
 #include "optim_math.h"
+#include "optim_quant.h"
 
 namespace mlops::optim {
 
@@ -63,6 +64,17 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The 8-bit maps as a CTA holds them in shared memory (or the host test passes them).
+struct QView {
+  const float* map1;        // qmap1 (signed), as given
+  const float* map2;        // qmap2 (unsigned)
+  const float* thr1;        // the table quantizer's thresholds and buckets (optim_quant.h)
+  const float* thr2;
+  const uint8_t* bucket1;
+  const uint8_t* bucket2;
+  bool table;               // both maps are the standard ones: the table quantizer is exact
+};
+
 // 8-bit state of one unit: codes -> values (load), values -> absmax, codes (store).
 __device__ __forceinline__ void load8_q(const uint8_t* q, const float* absmax, const float* map, int64_t base,
                                         int lane, int64_t n, bool vec, float out[8]) {
@@ -74,16 +86,37 @@ __device__ __forceinline__ void load8_q(const uint8_t* q, const float* absmax, c
   for (int e = 0; e < 8; ++e) out[e] = map[raw[e]] * am;
 }
 
-__device__ __forceinline__ void store8_q(uint8_t* q, float* absmax, const float* map, int64_t base, int lane,
-                                         int64_t n, bool vec, const float in[8]) {
+// Codes: the table quantizer where it is exact (standard maps, |x| < 1.0078125, not NaN),
+// else (any other map, or a lane with such a value: rare) quantize_nearest: the same codes.
+template <bool SIGNED>
+__device__ __forceinline__ void store8_q(uint8_t* q, float* absmax, const float* map, const float* thr,
+                                         const uint8_t* bucket, bool table, int64_t base, int lane, int64_t n,
+                                         bool vec, const float in[8]) {
   float am = 0.0f;
 #pragma unroll
-  for (int e = 0; e < 8; ++e)
-    if (base + unit_pos(lane, e) < n) am = fabs_max(am, in[e]);
+  for (int e = 0; e < 8; ++e)  // vec: a whole unit (no index test)
+    if (vec || base + unit_pos(lane, e) < n) am = fabs_max(am, in[e]);
   am = warp_max(am);
-  uint8_t raw[8];
+  // qnormalize(in[e], am, r) for the 8 values, its common case (a product) out of the loop
+  const float r = qrecip(am);
+  float x[8];
+  if (am > 0.0f && qrecip_finite(r)) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) raw[e] = quantize_nearest(map, qnormalize(in[e], am));
+    for (int e = 0; e < 8; ++e) x[e] = in[e] * r;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[e] = qnormalize(in[e], am, r);
+  }
+  uint8_t raw[8];
+  bool bad = !table;
+  if (table) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) raw[e] = uint8_t(quantize_table<SIGNED>(x[e], bucket, thr, bad));
+  }
+  if (bad) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) raw[e] = quantize_nearest(map, x[e]);
+  }
   st4(q, base + 4 * lane, n, vec, raw);
   st4(q, base + 128 + 4 * lane, n, vec, raw + 4);
   if (lane == 0) absmax[base / MLOPS_OPTIM_QBLOCK] = am;
@@ -91,8 +124,7 @@ __device__ __forceinline__ void store8_q(uint8_t* q, float* absmax, const float*
 
 template <class PT, int ALGO, bool Q8, bool AMS>
 __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Scalars& s, const mlops_optim_tensor& t,
-                                            int64_t base, int lane, bool vec, uint32_t key, const float* map1,
-                                            const float* map2) {
+                                            int64_t base, int lane, bool vec, uint32_t key, const QView& qv) {
   const int64_t n = t.numel;
   constexpr bool q8 = Q8;  // a template argument: the fp32-state path carries no 8-bit registers
   float p[8], g[8], m[8], v[8], vm[8];
@@ -101,11 +133,11 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
   load8(static_cast<const PT*>(t.grad), base, lane, n, vec, g);
   const bool has_m = ALGO != MLOPS_OPTIM_SGD || a.beta1 != 0.0;
   if (has_m) {
-    if (q8) load8_q(static_cast<const uint8_t*>(t.state1), t.absmax1, map1, base, lane, n, vec, m);
+    if (q8) load8_q(static_cast<const uint8_t*>(t.state1), t.absmax1, qv.map1, base, lane, n, vec, m);
     else load8(static_cast<const float*>(t.state1), base, lane, n, vec, m);
   }
   if (ALGO == MLOPS_OPTIM_ADAM) {
-    if (q8) load8_q(static_cast<const uint8_t*>(t.state2), t.absmax2, map2, base, lane, n, vec, v);
+    if (q8) load8_q(static_cast<const uint8_t*>(t.state2), t.absmax2, qv.map2, base, lane, n, vec, v);
     else load8(static_cast<const float*>(t.state2), base, lane, n, vec, v);
     if (AMS) load8(t.state3, base, lane, n, vec, vm);
   }
@@ -128,14 +160,18 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
     st4(t.master, base + 128 + 4 * lane, n, vec, p + 4);
   }
   if (has_m) {
-    if (q8) store8_q(static_cast<uint8_t*>(t.state1), t.absmax1, map1, base, lane, n, vec, m);
+    if (q8)
+      store8_q<true>(static_cast<uint8_t*>(t.state1), t.absmax1, qv.map1, qv.thr1, qv.bucket1, qv.table, base, lane,
+                     n, vec, m);
     else {
       st4(static_cast<float*>(t.state1), base + 4 * lane, n, vec, m);
       st4(static_cast<float*>(t.state1), base + 128 + 4 * lane, n, vec, m + 4);
     }
   }
   if (ALGO == MLOPS_OPTIM_ADAM) {
-    if (q8) store8_q(static_cast<uint8_t*>(t.state2), t.absmax2, map2, base, lane, n, vec, v);
+    if (q8)
+      store8_q<false>(static_cast<uint8_t*>(t.state2), t.absmax2, qv.map2, qv.thr2, qv.bucket2, qv.table, base, lane,
+                      n, vec, v);
     else {
       st4(static_cast<float*>(t.state2), base + 4 * lane, n, vec, v);
       st4(static_cast<float*>(t.state2), base + 128 + 4 * lane, n, vec, v + 4);
@@ -147,6 +183,14 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
   }
 }
 
+// The shared memory of an 8-bit CTA: the maps as given, and the table quantizer's data.
+struct alignas(16) QSmem {
+  float map[2][256];
+  float thr[2][256];
+  uint8_t bucket_s[kQBucketBytesS];
+  uint8_t bucket_u[kQBucketBytesU];
+};
+
 // Q8: 8-bit states, AMS: amsgrad (compile time: each costs registers the common path must not
 // carry). MIN_CTAS: the CTAs an SM must hold (ptxas caps registers to fit them). ptxas -v,
 // nvcc 13.0, sm_90, Adam fp32: variant "occ3" (3: <= 80 registers) does not spill without
@@ -154,16 +198,27 @@ __device__ __forceinline__ void update_unit(const mlops_optim_args& a, const Sca
 // 8-bit ~100) registers, 2 CTAs an SM, no spills. Both are listed in mlops/optimizers.h (MLOPS_OPTIM_VARIANT_*); the bench times both.
 template <class PT, int ALGO, bool Q8, bool AMS, int MIN_CTAS>
 __global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_optim_args a) {
-  __shared__ float maps[2][256];
   if (a.found_inf && *a.found_inf != 0.0f) return;  // GradScaler saw inf/nan: change nothing
   const auto* tab = static_cast<const mlops_optim_tensor*>(a.table);
   const int32_t* chunk_map = reinterpret_cast<const int32_t*>(tab + a.num_tensors);
   const int64_t c = blockIdx.x;
   const mlops_optim_tensor t = tab[chunk_map[c]];
-  if (Q8) {
-    maps[0][threadIdx.x] = a.qmap1[threadIdx.x];
-    maps[1][threadIdx.x] = a.qmap2[threadIdx.x];
-    __syncthreads();
+  QView qv{};
+  if constexpr (Q8) {
+    __shared__ QSmem qs;
+    const int k = threadIdx.x;  // kThreads == 256: one entry of each map a thread
+    const float m1 = a.qmap1[k], m2 = a.qmap2[k];
+    qs.map[0][k] = m1;
+    qs.map[1][k] = m2;
+    qs.thr[0][k] = bits_f32(kQThrS[k]);
+    qs.thr[1][k] = bits_f32(kQThrU[k]);
+    for (int w = k; w < kQBucketBytesS / 16; w += kThreads)
+      reinterpret_cast<uint4*>(qs.bucket_s)[w] = reinterpret_cast<const uint4*>(kQBucketS)[w];
+    for (int w = k; w < kQBucketBytesU / 16; w += kThreads)
+      reinterpret_cast<uint4*>(qs.bucket_u)[w] = reinterpret_cast<const uint4*>(kQBucketU)[w];
+    const bool standard = f32_bits(m1) == kQMapS[k] && f32_bits(m2) == kQMapU[k];
+    const bool table = __syncthreads_and(standard ? 1 : 0) != 0;  // also the barrier for the copies
+    qv = QView{qs.map[0], qs.map[1], qs.thr[0], qs.thr[1], qs.bucket_s, qs.bucket_u, table};
   }
   const double lr = a.lr_device ? double(*a.lr_device) : a.lr;
   const float step = *t.step;
@@ -175,7 +230,7 @@ __global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_op
   for (int u = warp; u < kUnitsPerChunk; u += kThreads / 32) {
     const int64_t base = chunk_start + int64_t(u) * kUnitElems;
     if (base >= t.numel) break;
-    update_unit<PT, ALGO, Q8, AMS>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, maps[0], maps[1]);
+    update_unit<PT, ALGO, Q8, AMS>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key, qv);
   }
 }
 

@@ -158,7 +158,14 @@ MLOPS_HD uint8_t quantize_nearest(const float* map, float x) {
   return (x - map[lo]) <= (map[hi] - x) ? uint8_t(lo) : uint8_t(hi);
 }
 
-MLOPS_HD float qnormalize(float x, float absmax) { return absmax > 0.0f ? x / absmax : 0.0f; }
+// x / absmax as the 8-bit update computes it: x times r = 1 / absmax (qrecip: one division a
+// block, as bitsandbytes does), 0 when absmax is 0, and a true division in a block whose
+// 1 / absmax is not finite (absmax < 2^-128).
+MLOPS_HD float qrecip(float absmax) { return absmax > 0.0f ? 1.0f / absmax : 0.0f; }
+MLOPS_HD bool qrecip_finite(float r) { return r <= 3.40282347e38f; }
+MLOPS_HD float qnormalize(float x, float absmax, float r) {
+  return absmax > 0.0f ? (qrecip_finite(r) ? x * r : x / absmax) : 0.0f;
+}
 
 MLOPS_HD float fabs_max(float a, float b) {
   const float fb = fabsf(b);

@@ -33,4 +33,30 @@ def test_kernel_device_code_on_host_equals_host_emulation(tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and " 0 failed" in r.stdout, r.stdout + r.stderr
-    assert r.stdout.strip().endswith("12 passed, 0 failed")
+    assert r.stdout.strip().endswith("13 passed, 0 failed")
+
+
+def test_qtables_are_generated_from_the_dynamic_maps():
+    """src/optim_qtables.h is tools/gen_qtables.py's output (the maps, thresholds and buckets it
+    derives from the spec, quantize_nearest, re-derived here)."""
+    r = subprocess.run([sys.executable, str(PKG / "tools" / "gen_qtables.py"), "--check"], capture_output=True,
+                       text=True, check=False)
+    assert r.returncode == 0, "src/optim_qtables.h differs from tools/gen_qtables.py's output: rerun it\n" + r.stderr
+
+
+def test_table_quantizer_equals_quantize_nearest(tmp_path):
+    """The kernels' table quantizer (src/optim_quant.h) against quantize_nearest (the spec, which
+    the host emulation runs) on both standard maps: every 61st float bit pattern of all 2^32 and
+    every float within 64 ulps of each map entry, threshold and bucket edge (stride 1, all 2^32:
+    run by hand, see docs/optimizers.md). kernel_on_host.cpp checks the maps are
+    mlops_optim_dynamic_map's."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    assert cxx, "a C++ compiler on PATH"
+    exe = tmp_path / "qtables_exhaustive"
+    cmd = [cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-w", f"-I{PKG / 'include'}",
+           f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
+           str(PKG / "tests" / "c" / "qtables_exhaustive.cpp"), "-o", str(exe)]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-4000:]
+    r = subprocess.run([str(exe), "61"], capture_output=True, text=True, check=False)
+    assert r.returncode == 0 and "mismatches 0, uncovered 0" in r.stdout, r.stdout + r.stderr

@@ -38,6 +38,7 @@ static std::barrier<>* g_block_barrier = nullptr;
 static std::barrier<>* g_warp_barrier[8] = {};
 static float g_slots[8][32];
 static inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
+static inline int __syncthreads_and(int) { std::abort(); }  // named by step_kernel's 8-bit prologue (not run here)
 static inline float __shfl_xor_sync(unsigned, float v, int off) {
   const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
   if (!g_warp_barrier[w]) std::abort();
@@ -120,15 +121,21 @@ static void emulate_kernel(const mlops_optim_args& a) {
         if (base >= t.numel) break;
         for (int lane = 0; lane < 32; ++lane)
           update_unit<PT, ALGO, false, AMS>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel, key,
-                                            nullptr, nullptr);
+                                            QView{});
       }
   }
 }
 
-// The 8-bit Adam kernel: the same walk, the 32 lanes of each unit as 32 threads of one warp.
+// The 8-bit Adam kernel: the same walk, the 32 lanes of each unit as 32 threads of one warp;
+// the maps and the table quantizer's data as step_kernel's prologue puts them in shared memory
+// (the table quantizer only where both maps are the standard ones).
 template <class PT>
 static void emulate_kernel_q8(const mlops_optim_args& a) {
   if (a.found_inf && *a.found_inf != 0.0f) return;
+  float thr1[256], thr2[256];
+  std::memcpy(thr1, kQThrS, sizeof thr1);
+  std::memcpy(thr2, kQThrU, sizeof thr2);
+  const QView qv{a.qmap1, a.qmap2, thr1, thr2, kQBucketS, kQBucketU, qmaps_standard(a.qmap1, a.qmap2)};
   const auto* tab = static_cast<const mlops_optim_tensor*>(a.table);
   for (int64_t i = 0; i < a.num_tensors; ++i) *tab[i].step = *tab[i].step + 1.0f;
   const int32_t* chunk_map = chunk_map_of(a.table, a.num_tensors);
@@ -144,7 +151,7 @@ static void emulate_kernel_q8(const mlops_optim_args& a) {
           const int64_t base = chunk_start + int64_t(u) * kUnitElems;
           if (base >= t.numel) break;
           update_unit<PT, MLOPS_OPTIM_ADAM, true, false>(a, s, t, base, lane, aligned && base + kUnitElems <= t.numel,
-                                                        key, a.qmap1, a.qmap2);
+                                                        key, qv);
         }
     }
   });
@@ -249,14 +256,26 @@ static bool same(const Tensors& A, const Tensors& B, bool q8 = false) {
   return true;
 }
 
+// custom_map: an ascending map that is not the standard one (the kernel's quantize_nearest path)
 template <class PT, int ALGO, bool AMS, bool Q8 = false>
-static void run_case(const char* name, int dtype, bool master, bool sr, double beta1, double beta2) {
+static void run_case(const char* name, int dtype, bool master, bool sr, double beta1, double beta2,
+                     bool custom_map = false) {
   const std::vector<int64_t> sizes = Q8 ? std::vector<int64_t>{1000, 7, 16385, 256, 3}
                                         : std::vector<int64_t>{1000, 7, 16384, 16385, 40000, 256, 3, 4096};
   Tensors A = make(sizes, dtype, master, AMS, 1, Q8), B = make(sizes, dtype, master, AMS, 1, Q8);
   float map1[256], map2[256];
   mlops_optim_dynamic_map(1, map1);
   mlops_optim_dynamic_map(0, map2);
+  if (Q8 && !custom_map && !qmaps_standard(map1, map2)) {  // the generated tables describe these maps
+    ++failed;
+    std::printf("FAIL %s: optim_qtables.h's maps are not mlops_optim_dynamic_map's\n", name);
+    return;
+  }
+  if (custom_map) {
+    for (int k = 0; k < 256; ++k) map2[k] = std::sqrt(map2[k]);  // still ascending in [0, 1]
+    map1[200] = 0.5f * (map1[199] + map1[200]);
+    if (qmaps_standard(map1, map2)) std::abort();
+  }
   auto table_of = [](Tensors& T, std::vector<uint8_t>& buf, int64_t& chunks) {
     const int64_t bytes = mlops_optim_table_bytes(T.rows.data(), int64_t(T.rows.size()), &chunks);
     buf.assign(size_t(bytes) + 16, 0);
@@ -318,6 +337,8 @@ int main() {
   run_case<float, MLOPS_OPTIM_ADAM, false, true>("adamw fp32 8-bit", MLOPS_DTYPE_FP32, false, false, 0.9, 0.999);
   run_case<bf16_t, MLOPS_OPTIM_ADAM, false, true>("adamw bf16 master 8-bit", MLOPS_DTYPE_BF16, true, false, 0.9,
                                                   0.999);
+  run_case<float, MLOPS_OPTIM_ADAM, false, true>("adamw fp32 8-bit custom maps", MLOPS_DTYPE_FP32, false, false, 0.9,
+                                                 0.999, true);
   {  // the global norm: kernels (run on the host) vs the host emulation, every grad dtype
     // 19 chunks of very different magnitudes, so a different summation order gives different bits
     std::vector<int64_t> sizes = {1000, 7, 40000, 256, 3};
