@@ -299,7 +299,9 @@ __device__ __forceinline__ int32_t dot_codes(const int8_t (&what)[2][128], const
 // Max over the CTA of one value a head (every thread calls it; result in sm.m).
 __device__ __forceinline__ void cta_max(DecodeSmem& sm, float (&v)[kHeadBatch], int nh) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-  for (int hi = 0; hi < nh; ++hi) {
+#pragma unroll
+  for (int hi = 0; hi < kHeadBatch; ++hi) {
+    if (hi >= nh) break;
     float x = v[hi];
 #pragma unroll
     for (int off = 16; off >= 1; off >>= 1) x = fmax_step(x, __shfl_xor_sync(0xffffffffu, x, off));
@@ -341,7 +343,9 @@ __global__ void __launch_bounds__(kThreads) coarse_kernel(DecodeParams p, int it
       __syncthreads();
       float lb[kHeadBatch];
       for (int hi = 0; hi < kHeadBatch; ++hi) lb[hi] = neg_inf();
-      for (int hi = 0; hi < nh; ++hi) {
+#pragma unroll
+      for (int hi = 0; hi < kHeadBatch; ++hi) {
+        if (hi >= nh) break;
         int32_t u2 = INT_MIN;
         if (active) {
           const int32_t c2 = coarse_dot2(dot_codes<D>(sm.what[hi][gi], c4), sm.wsum[hi][gi], l.fb);
@@ -408,7 +412,8 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
             for (int hi = 0; hi < kHeadBatch; ++hi)
               if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d], kf, dot[hi]);
           }
-          for (int hi = 0; hi < nh; ++hi) s[hi] = dot[hi] * p.scale;
+#pragma unroll
+          for (int hi = 0; hi < kHeadBatch; ++hi) if (hi < nh) s[hi] = dot[hi] * p.scale;
         }
         if (tid < kChunkGroups * kBlocksPerGroup) sm.any[tid] = 1;
         for (int i = tid; i < kHeadBatch * kChunkGroups * kBlocksPerGroup; i += kThreads)
@@ -453,14 +458,17 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
           const uint8_t* rec = record_of(c, it.b, it.kh, ch * kChunkGroups + gi);
           uint32_t c4[D / 4];
           load_codes<D>(l, rec, t, false, c4);
-          for (int hi = 0; hi < nh; ++hi)
+#pragma unroll
+          for (int hi = 0; hi < kHeadBatch; ++hi) if (hi < nh)
             if (sm.ref[hi][blk]) s[hi] = score_of(sm.bias[hi][gi], sm.sw[hi][gi], dot_codes<D>(sm.what[hi][gi], c4), p.scale);
         }
         active = active && sm.any[blk];
       }
       // ---- chunk max, probabilities
       cta_max(sm, s, nh);
-      for (int hi = 0; hi < nh; ++hi) {
+#pragma unroll
+      for (int hi = 0; hi < kHeadBatch; ++hi) {
+        if (hi >= nh) break;
         const int blk = gi * kBlocksPerGroup + t / kBlock;
         sm.sc[hi][tid] = (active && sm.ref[hi][blk] && gi < ng) ? exp_det(s[hi] - sm.m[hi]) : 0.0f;
       }
@@ -521,7 +529,8 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
             }
           }
         }
-        for (int hi = 0; hi < nh; ++hi) sm.gv[hi][g][d] = val[hi];
+#pragma unroll
+        for (int hi = 0; hi < kHeadBatch; ++hi) if (hi < nh) sm.gv[hi][g][d] = val[hi];
       }
       __syncthreads();
       // ---- the partial: groups in order
