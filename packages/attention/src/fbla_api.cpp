@@ -43,8 +43,8 @@ mlops_status check_cache(const mlops_fbla_cache* c) {
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "record_bytes: expected %lld for head_dim %d, got %lld", (long long)rb,
                 c->head_dim, (long long)c->record_bytes);
   if (slots > 0 && !c->records) return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: NULL with %d slots", slots);
-  if (c->records && (reinterpret_cast<uintptr_t>(c->records) & 255u))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 256-byte aligned pointer");
+  if (c->records && (reinterpret_cast<uintptr_t>(c->records) & 15u))
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 16-byte aligned pointer");
   if (!c->sink_k || !c->sink_v || !c->tail_k || !c->tail_v)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink_k / sink_v / tail_k / tail_v: NULL");
   if (!c->lengths) return fail(MLOPS_ERR_INVALID_ARGUMENT, "lengths: NULL");
@@ -89,8 +89,8 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (a->ctas < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "ctas: expected >= 0, got %d", a->ctas);
   const size_t need = mlops_fbla_decode_scratch_bytes(c, a->q_heads);
   if (!scratch) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
-  if (reinterpret_cast<uintptr_t>(scratch) & 255u)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: expected a 256-byte aligned pointer");
+  if (reinterpret_cast<uintptr_t>(scratch) & 15u)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: expected a 16-byte aligned pointer");
   if (bytes < need) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch_bytes: expected >= %zu, got %zu", need, bytes);
   return MLOPS_OK;
 }

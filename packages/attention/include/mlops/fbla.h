@@ -55,7 +55,7 @@ typedef struct mlops_fbla_cache {
   mlops_fbla_mode mode;
   int32_t slots;      /* closed-group records a (sequence, kv head): max(0, capacity / 128 - 1) */
   int64_t record_bytes;
-  uint8_t* records;   /* [batch][kv_heads][slots][record_bytes], 256-byte aligned */
+  uint8_t* records;   /* [batch][kv_heads][slots][record_bytes], 16-byte aligned (empty(): 256) */
   uint16_t* sink_k;   /* bf16 [batch][kv_heads][128][head_dim]: tokens 0 .. 127 */
   uint16_t* sink_v;
   uint16_t* tail_k;   /* bf16 [batch][kv_heads][128][head_dim]: the filling group, row t % 128 */
