@@ -33,7 +33,7 @@ def test_kernel_device_code_on_host_equals_host_emulation(tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and " 0 failed" in r.stdout, r.stdout + r.stderr
-    assert r.stdout.strip().endswith("13 passed, 0 failed")
+    assert r.stdout.strip().endswith("15 passed, 0 failed")
 
 
 def test_qtables_are_generated_from_the_dynamic_maps():

@@ -258,8 +258,9 @@ static bool same(const Tensors& A, const Tensors& B, bool q8 = false) {
 
 // custom_map: an ascending map that is not the standard one (the kernel's quantize_nearest path)
 template <class PT, int ALGO, bool AMS, bool Q8 = false>
+// clip > 0: a clip coefficient (mlops_optim_grad_norm's output) multiplies the gradients
 static void run_case(const char* name, int dtype, bool master, bool sr, double beta1, double beta2,
-                     bool custom_map = false) {
+                     bool custom_map = false, float clip = 0.0f) {
   const std::vector<int64_t> sizes = Q8 ? std::vector<int64_t>{1000, 7, 16385, 256, 3}
                                         : std::vector<int64_t>{1000, 7, 16384, 16385, 40000, 256, 3, 4096};
   Tensors A = make(sizes, dtype, master, AMS, 1, Q8), B = make(sizes, dtype, master, AMS, 1, Q8);
@@ -303,6 +304,8 @@ static void run_case(const char* name, int dtype, bool master, bool sr, double b
   a.state_8bit = Q8;
   a.qmap1 = map1;
   a.qmap2 = map2;
+  const float clip_coef = clip;
+  if (clip > 0.0f) a.clip_coef = &clip_coef;
   mlops_optim_args b = a;
   a.table = ta.data();
   a.num_chunks = ca;
@@ -339,6 +342,12 @@ int main() {
                                                   0.999);
   run_case<float, MLOPS_OPTIM_ADAM, false, true>("adamw fp32 8-bit custom maps", MLOPS_DTYPE_FP32, false, false, 0.9,
                                                  0.999, true);
+  // the 8-bit kernel's AdamW loop with options as constants: with a clip coefficient; and its
+  // general loop (|1 - beta1| >= 0.5)
+  run_case<float, MLOPS_OPTIM_ADAM, false, true>("adamw fp32 8-bit clip", MLOPS_DTYPE_FP32, false, false, 0.9, 0.999,
+                                                 false, 0.37f);
+  run_case<bf16_t, MLOPS_OPTIM_ADAM, false, true>("adamw bf16 master 8-bit beta1 0.2", MLOPS_DTYPE_BF16, true, false,
+                                                  0.2, 0.999);
   {  // the global norm: kernels (run on the host) vs the host emulation, every grad dtype
     // 19 chunks of very different magnitudes, so a different summation order gives different bits
     std::vector<int64_t> sizes = {1000, 7, 40000, 256, 3};
