@@ -46,6 +46,11 @@ cudaError_t lm_head_launch_cuda_core(const LmHeadParams& p, int64_t grid, void* 
 cudaError_t lm_head_launch_mma(const LmHeadParams& p, int kind, int64_t grid, void* stream);
 int lm_head_mma_code_arch(int kind);
 int lm_head_mma_tile_rows();
+// The cp.async-pipelined m16n8k16 instance (lm_head_pipe_kernel.cu, sm_80+): a grid of up to
+// ctas_per_sm * sms CTAs (fewer a SM when 2 stages of that many do not fit its shared memory), each
+// with as many stages as fit, at most max_stages (2 .. 6).
+cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, void* stream);
+int lm_head_pipe_code_arch();
 // Tiles of vocabulary rows the CUDA-core kernel cuts V into.
 inline int lm_head_tile_rows(int tokens) {
   const int mt = tokens <= 1 ? 1 : tokens <= 2 ? 2 : tokens <= 4 ? 4 : 8;

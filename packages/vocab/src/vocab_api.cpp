@@ -106,8 +106,16 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {3, MLOPS_LM_HEAD_MMA_BF16_K16, 80, 2, "mma_m16n8k16_bf16"},
     {4, MLOPS_LM_HEAD_MMA_F16_K8, 75, 2, "mma_m16n8k8_f16"},
     {5, MLOPS_LM_HEAD_MMA_F16_K4, 70, 2, "mma_m8n8k4_f16"},
+    // cp.async pipeline (kLmHeadPipeStages: the cap on its stages): 1 CTA an SM with up to 4
+    // stages (96 KB a CTA in flight); 2 CTAs an SM with the stages that fit (2 on the H200: 16
+    // warps, 1 chunk each in flight while computing); 1 CTA an SM with up to 6 (160 KB in flight)
+    {6, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe"},
+    {7, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 2, "mma_m16n8k16_bf16_pipe_2cta"},
+    {8, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe_deep"},
 };
-constexpr int kNumLmHead = 6;
+constexpr int kNumLmHead = 9;
+static_assert(sizeof kLmHeadVariants / sizeof kLmHeadVariants[0] == kNumLmHead, "kNumLmHead");
+constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6};
 
 // The kind index of lm_head_mma_kernel.cu for a tensor-core variant.
 int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : k == MLOPS_LM_HEAD_MMA_F16_K8 ? 1 : 2; }
@@ -115,7 +123,33 @@ int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 
 // The arch an instance's code was generated for: the CUDA-core kernel has a body everywhere.
 int code_arch_of(const mlops_lm_head_variant& v) {
   if (v.kind == MLOPS_LM_HEAD_CUDA_CORE) return 1000;
+  if (v.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) return lm_head_pipe_code_arch();
   return lm_head_mma_code_arch(mma_kind(v.kind));
+}
+
+// The planner's preference, fastest expected first, by arch (bench/results, docs/vocab.md):
+//   sm_80+: the cp.async pipeline (the register-fed m16n8k16 drains its loads at every tile: 57 %
+//           of copy bandwidth on the H200, the CUDA-core kernel 18 .. 45 %), then what a build
+//           without sm_80 code still has: m16n8k8 FP16, m8n8k4 FP16;
+//   sm_75 .. 79: m16n8k8 FP16 (as fast as m16n8k16 on the H200; the CUDA-core kernel is compute
+//           bound from M = 2 on), then m8n8k4;
+//   sm_70 .. 74: m8n8k4 FP16 (Volta's native MMA; unmeasured there);
+// and the CUDA-core instance last, everywhere (below sm_70 alone). Every list ends with index 0.
+constexpr int kPlanSm80[] = {6, 3, 4, 5, 0};
+constexpr int kPlanSm75[] = {4, 5, 0};
+constexpr int kPlanSm70[] = {5, 0};
+constexpr int kPlanOther[] = {0};
+
+template <class Runs>
+int plan_lm_head(int sm, Runs runs) {
+  auto first = [&](const int* list) {
+    for (;; ++list)
+      if (*list == 0 || runs(kLmHeadVariants[*list])) return *list;
+  };
+  if (sm >= 80) return first(kPlanSm80);
+  if (sm >= 75) return first(kPlanSm75);
+  if (sm >= 70) return first(kPlanSm70);
+  return first(kPlanOther);
 }
 
 mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
@@ -313,10 +347,9 @@ int mlops_lm_head_variant_runs(int index) {
 }
 
 int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms) {
-  (void)tokens; (void)hidden; (void)vocab; (void)sm; (void)sms;
-  // The CUDA-core instance (bit for bit with the host, persistent grid of 2 CTAs an SM) everywhere
-  // until the bench shows a tensor-core instance faster on some (arch, M): it enters the plan then.
-  return 0;
+  (void)tokens; (void)hidden; (void)vocab; (void)sms;
+  // a build with code for sm: every instance with min_sm <= sm has its body
+  return plan_lm_head(sm, [sm](const mlops_lm_head_variant& v) { return sm >= v.min_sm; });
 }
 
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
@@ -324,7 +357,10 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   if (st != MLOPS_OK) return st;
   Device d;
   if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
-  const int v = args->variant < 0 ? mlops_lm_head_plan(args->tokens, args->hidden, args->vocab, d.sm, d.sms) : args->variant;
+  // planned: the first instance of the arch's list whose code in this build is for its arch
+  const int v = args->variant >= 0 ? args->variant : plan_lm_head(d.sm, [&d](const mlops_lm_head_variant& x) {
+    return d.sm >= x.min_sm && code_arch_of(x) >= x.min_sm;
+  });
   const mlops_lm_head_variant& var = kLmHeadVariants[v];
   if (d.sm < var.min_sm)
     return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
@@ -332,14 +368,18 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
     return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs code built for sm_%d or newer; this build's is for sm_%d",
                 var.name, var.min_sm, code_arch_of(var));
   const LmHeadParams p = make_lm_head_params(*args);
-  const bool cc = var.kind == MLOPS_LM_HEAD_CUDA_CORE;
-  const int rows = cc ? lm_head_tile_rows(p.tokens) : lm_head_mma_tile_rows();
-  const int64_t tiles = (p.vocab + rows - 1) / rows;
-  int64_t grid = var.ctas_per_sm == 0 ? tiles : int64_t(var.ctas_per_sm) * d.sms;
-  if (grid > tiles) grid = tiles;
-  if (grid > 0x7fffffff) grid = 0x7fffffff;
-  cudaError_t e = cc ? lm_head_launch_cuda_core(p, grid, stream)
-                     : lm_head_launch_mma(p, mma_kind(var.kind), grid, stream);
+  cudaError_t e;
+  if (var.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) {
+    e = lm_head_launch_pipe(p, var.ctas_per_sm, kLmHeadPipeStages[v], d.sms, stream);
+  } else {
+    const bool cc = var.kind == MLOPS_LM_HEAD_CUDA_CORE;
+    const int rows = cc ? lm_head_tile_rows(p.tokens) : lm_head_mma_tile_rows();
+    const int64_t tiles = (p.vocab + rows - 1) / rows;
+    int64_t grid = var.ctas_per_sm == 0 ? tiles : int64_t(var.ctas_per_sm) * d.sms;
+    if (grid > tiles) grid = tiles;
+    if (grid > 0x7fffffff) grid = 0x7fffffff;
+    e = cc ? lm_head_launch_cuda_core(p, grid, stream) : lm_head_launch_mma(p, mma_kind(var.kind), grid, stream);
+  }
   if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head launch (%s) failed: %s", var.name, cudaGetErrorString(e));
   return MLOPS_OK;
 }

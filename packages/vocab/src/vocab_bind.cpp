@@ -107,7 +107,8 @@ nb::list lm_head_variants() {
     d["kind"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE ? "cuda_core"
                 : v[i].kind == MLOPS_LM_HEAD_MMA_BF16_K16 ? "mma_m16n8k16_bf16"
                 : v[i].kind == MLOPS_LM_HEAD_MMA_F16_K8   ? "mma_m16n8k8_f16"
-                                                          : "mma_m8n8k4_f16";
+                : v[i].kind == MLOPS_LM_HEAD_MMA_F16_K4   ? "mma_m8n8k4_f16"
+                                                          : "mma_m16n8k16_bf16_pipe";
     d["min_sm"] = v[i].min_sm;
     d["ctas_per_sm"] = v[i].ctas_per_sm;
     d["bitwise_host"] = v[i].kind == MLOPS_LM_HEAD_CUDA_CORE;

@@ -100,14 +100,67 @@ def test_lm_head_every_variant_near_float64(variant):
         assert int(o.key_hist.sum()) == M * V
 
 
-def test_lm_head_padded_strides_sanitizer_subset():
-    M, V, H = 3, 77, 264
+def keys(t: torch.Tensor) -> torch.Tensor:
+    b = t.contiguous().view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    return torch.where(b >= 0x80000000, (~b) & 0xFFFFFFFF, b | 0x80000000)
+
+
+def check_lm_head_variant(variant, x, w, r, out_pad=0, tag=""):
+    """One call of an instance on (possibly strided) x, w: bitwise instances equal the host
+    emulation; the others are within twice the fp32 bound of float64 (the MMA truncates its
+    internal sums). The statistics describe the logits written (max, lowest argmax, key counts
+    exactly), and nothing is written past the logits' columns."""
+    info = next(v for v in mv.lm_head_variants() if v["name"] == variant)
+    M, V = x.shape[0], w.shape[0]
+    H = x.shape[1]
+    buf = torch.full((M, V + out_pad), 7.0, device="cuda")
+    o = mv.lm_head(x, w, row_scale=r.cuda(), logit_scale=0.5, stats=True, out=buf[:, :V], variant=variant)
+    assert bool((buf[:, V:] == 7.0).all()), f"{variant} wrote past the logits' columns {tag}"
+    g = buf[:, :V].cpu()
+    if info["bitwise_host"]:
+        c = mv.lm_head(x.cpu(), w.cpu(), row_scale=r, logit_scale=0.5)
+        assert_bits_equal(g, c, f"lm_head {variant} {tag} [{TAG}]")
+    else:
+        xc, wc = x.cpu(), w.cpu()
+        mag = (xc.double().abs() @ wc.double().abs().T) * r.double()[:, None] * 0.5
+        bound = 2 * ((H / 8 + 8) * 2**-24 * mag) + 1e-30
+        err = (g.double() - lm_head64(xc, wc, r) * 0.5).abs()
+        worst = float((err / bound).max())
+        assert worst <= 1.0, (variant, tag, worst)
+    assert torch.equal(o.argmax.cpu(), g.argmax(1)), (variant, tag)
+    assert_bits_equal(o.max.cpu(), g.max(1).values, f"max {variant} {tag}")
+    hist = torch.stack([torch.bincount(keys(g[m]) >> 24, minlength=256) for m in range(M)]).to(torch.int32)
+    assert torch.equal(o.key_hist.cpu(), hist), (variant, tag)
+
+
+@pytest.mark.parametrize("variant", LM_VARIANTS)
+def test_lm_head_padded_strides_sanitizer_subset(variant):
+    """Padded strides of x, W and the logits, V not a multiple of any tile, H = 264 (one unit and 8
+    columns: a warp with four 64-column chunks, one with a partial chunk, six with none), enough rows
+    for several tiles a CTA (the pipelined instances reuse their stages across tiles)."""
+    if not mv.lm_head_variant_runs(variant):
+        pytest.skip(f"{variant} does not run on this GPU / build [{TAG}]")
+    M, V, H = 3, 32 * 132 * 2 + 77, 264
     xb = randn((M, H + 8), torch.bfloat16, 1).cuda()
-    wb = randn((V, H + 16), torch.bfloat16, 2).cuda()
-    out = torch.full((M, V + 5), 7.0, device="cuda")
-    mv.lm_head(xb[:, :H], wb[:, :H], out=out[:, :V])
-    assert_bits_equal(out[:, :V], mv.lm_head(xb[:, :H].cpu(), wb[:, :H].cpu()), "strided")
-    assert bool((out[:, V:] == 7.0).all()), "wrote past the logits' columns"
+    wb = randn((V, H + 16), torch.bfloat16, 2, scale=0.05).cuda()
+    r = torch.rand(M, generator=torch.Generator().manual_seed(3)) + 0.5
+    check_lm_head_variant(variant, xb[:, :H], wb[:, :H], r, out_pad=5, tag=f"strided {M}x{V}x{H}")
+
+
+@pytest.mark.parametrize("variant", LM_VARIANTS)
+@pytest.mark.parametrize("M", range(1, 9))
+def test_lm_head_every_variant_every_m(variant, M):
+    """M = 1 .. 8 for every instance that runs here, V not a multiple of the tiles (1 .. 31 rows in
+    the last), H a multiple of 64 or not (a partial last chunk, segments of unequal or no units),
+    vocabularies spanning many tiles per CTA, and padded strides."""
+    if not mv.lm_head_variant_runs(variant):
+        pytest.skip(f"{variant} does not run on this GPU / build [{TAG}]")
+    r = torch.rand(M, generator=torch.Generator().manual_seed(M)) + 0.5
+    for V, H, pad in [(4099, 4096, 0), (12011, 2048, 64), (9005, 1000, 8), (1001, 512, 0), (37, 1000, 24),
+                      (77, 8, 8), (31, 2056, 0)]:
+        x = randn((M, H + pad), torch.bfloat16, M + H).cuda()[:, :H]
+        w = randn((V, H + pad), torch.bfloat16, V, scale=0.05).cuda()[:, :H]
+        check_lm_head_variant(variant, x, w, r, out_pad=pad, tag=f"M={M} {V}x{H} pad {pad}")
 
 
 def test_lm_head_graph_replay():

@@ -9,6 +9,13 @@ The CUDA-core LM head (src/lm_head_kernel.cuh, tests/c/lm_head_kernel_on_host.cp
 split, the reduce-scatter whose tree must be the butterfly, the segment fold, the epilogue and its
 statistics, grids of 1, 2 and every tile; reversing the segment fold is caught.
 
+The cp.async-pipelined tensor-core LM head (src/lm_head_pipe_kernel.cuh,
+tests/c/lm_head_pipe_kernel_on_host.cpp), its PTX primitives given host meanings (copies deferred
+to the wait that needs them, the m16n8k16 MMA gathered over the warp in double): bit for bit against
+a mirror of its order, within the float64 bound, statistics against the logits written, for stages
+2, 3, 4, 6 and grids of 1, 2 and every tile; a wait count one too small, an unswizzled read and a
+reversed segment fold are each caught (checked when it was written).
+
 The sampler (src/sample_kernel.cuh, tests/c/sample_kernel_on_host.cpp): pass 1, the radix selections on the row
 and on the shared-memory candidates,
 the draw, the penalty kernels and every phase of the split variant (tokens, flags, log-probabilities,
@@ -52,6 +59,10 @@ def test_embed_device_code_on_host_equals_host_emulation(tmp_path):
 
 def test_lm_head_device_code_on_host_equals_host_emulation(tmp_path):
     _build_and_run(tmp_path, "lm_head_kernel_on_host", "lm_head_host.cpp", 135)
+
+
+def test_lm_head_pipe_device_code_on_host(tmp_path):
+    _build_and_run(tmp_path, "lm_head_pipe_kernel_on_host", "lm_head_host.cpp", 528)
 
 
 def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):

@@ -72,3 +72,24 @@ def test_variants_listed_as_data():
     vs = mv.lm_head_variants()
     assert vs and all({"index", "name", "kind", "min_sm", "ctas_per_sm", "bitwise_host"} <= set(v) for v in vs)
     assert [v["index"] for v in vs] == list(range(len(vs)))
+
+
+def test_planner_picks_tensor_cores_where_the_arch_has_them():
+    """mlops_lm_head_plan for a build with code for the arch: the cp.async-pipelined m16n8k16 on
+    sm_80+ (every M, both bench shapes), m16n8k8 FP16 on sm_75, m8n8k4 FP16 on sm_70 / 72, the
+    CUDA-core instance below; and the chosen instance's min_sm never above the arch."""
+    from mlops.vocab._native import C
+
+    by_name = {v["name"]: v for v in mv.lm_head_variants()}
+    want = {90: "mma_m16n8k16_bf16_pipe", 89: "mma_m16n8k16_bf16_pipe", 86: "mma_m16n8k16_bf16_pipe",
+            80: "mma_m16n8k16_bf16_pipe", 75: "mma_m16n8k8_f16", 72: "mma_m8n8k4_f16", 70: "mma_m8n8k4_f16",
+            61: "cuda_core", 52: "cuda_core", 50: "cuda_core"}
+    for sm, name in want.items():
+        for M in range(1, 9):
+            for V, H in [(151936, 4096), (32000, 4096), (5, 8)]:
+                i = C.lm_head_plan(M, H, V, sm, 132)
+                v = mv.lm_head_variants()[i]
+                assert v["name"] == name, (sm, M, V, H, v["name"])
+                assert v["min_sm"] <= sm
+    assert by_name["mma_m16n8k16_bf16_pipe"]["kind"] == "mma_m16n8k16_bf16_pipe"
+    assert not by_name["mma_m16n8k16_bf16_pipe"]["bitwise_host"]

@@ -91,7 +91,9 @@ typedef enum mlops_lm_head_kind {
                                        segment; within the float64 bound of docs/vocab.md */
   MLOPS_LM_HEAD_MMA_F16_K8 = 2,     /* mma m16n8k8 FP16 converted from BF16 in registers (sm_75+):
                                        exact conversion for |x|, |w| < 65504 */
-  MLOPS_LM_HEAD_MMA_F16_K4 = 3      /* mma m8n8k4 FP16 (Volta's quad-pairs, sm_70+), same conversion */
+  MLOPS_LM_HEAD_MMA_F16_K4 = 3,     /* mma m8n8k4 FP16 (Volta's quad-pairs, sm_70+), same conversion */
+  MLOPS_LM_HEAD_MMA_BF16_K16_PIPE = 4 /* mma m16n8k16 BF16 fed by a cp.async shared-memory pipeline
+                                       (sm_80+): the same order and bound as MMA_BF16_K16 */
 } mlops_lm_head_kind;
 
 typedef struct mlops_lm_head_variant {
@@ -107,6 +109,11 @@ int mlops_lm_head_variants(mlops_lm_head_variant* out, int capacity);
 /* 1 when the variant can run on the current device with this build (the device's arch and the
  * arch its code was generated for are both >= min_sm), else 0. */
 int mlops_lm_head_variant_runs(int index);
+/* The variant the planner picks for a GPU of arch sm (major * 10 + minor) with sms SMs, for a build
+ * that has code for that arch: the fastest expected one (tensor cores where the arch has them).
+ * mlops_lm_head with variant -1 starts from this choice and steps down (to the next tensor-core
+ * instance, at last the CUDA-core one) while this build's code for it is below its min_sm (a
+ * compute_75 PTX build JIT-compiled on an sm_90 GPU has no m16n8k16 BF16 body). */
 int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms);
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream);
 /* The host emulation of the CUDA-core order (args->variant is not used). */

@@ -149,8 +149,10 @@ int main(void) {
     cudaMemcpy(out2, dout, sizeof out2, cudaMemcpyDeviceToHost);
     cudaMemcpy(r2, dr, sizeof r2, cudaMemcpyDeviceToHost);
     CHECK(memcmp(out, out2, sizeof out) == 0 && memcmp(r, r2, sizeof r) == 0, "embed gpu bits == host");
-    mlops_lm_head_variant vs[8];
-    int nv = mlops_lm_head_variants(vs, 8);
+    mlops_lm_head_variant vs[32];
+    int nv = mlops_lm_head_variants(vs, 32);
+    CHECK(nv <= 32, "lm_head variants: %d listed", nv);
+    if (nv > 32) nv = 32;
     for (int v = 0; v < nv; ++v) {
       if (vs[v].kind != MLOPS_LM_HEAD_CUDA_CORE) continue;
       mlops_lm_head_args dlh = l;

@@ -1,0 +1,68 @@
+// The launch of the cp.async-pipelined LM head (lm_head_pipe_kernel.cuh). It stays in this file, the
+// one that instantiates the kernel (nvcc >= 12.8: launch stubs are local to their object).
+#include "lm_head_pipe_kernel.cuh"
+
+namespace mlops::vocab {
+namespace {
+
+// The stages a CTA gets when ctas CTAs share an SM: what fits next to the static shared memory,
+// at most max_stages, at least 2 (0: does not fit).
+int stages_for(int ctas, int max_stages) {
+  int dev = 0, per_sm = 0, per_block = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  cudaFuncAttributes attr;
+  if (cudaFuncGetAttributes(&attr, lm_head_pipe_kernel) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  int64_t room = int64_t(per_sm) / ctas - 1024 - int64_t(attr.sharedSizeBytes);  // 1 KB a CTA reserved (sm_80+)
+  const int64_t block_room = int64_t(per_block) - int64_t(attr.sharedSizeBytes);
+  if (room > block_room) room = block_room;
+  int64_t s = room / (int64_t(kSegments) * kChunkBytes);
+  if (s > max_stages) s = max_stages;
+  return s >= 2 ? int(s) : 0;
+}
+
+}  // namespace
+
+int lm_head_pipe_code_arch() {
+  cudaFuncAttributes attr;
+  if (cudaFuncGetAttributes(&attr, lm_head_pipe_kernel) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return attr.ptxVersion;
+}
+
+// ctas_per_sm: what the variant asks; fewer when the stages of that many do not fit an SM.
+cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  max_stages = max_stages < 2 ? 2 : max_stages > kStagesMax ? kStagesMax : max_stages;
+  int ctas = ctas_per_sm < 1 ? 1 : ctas_per_sm, stages = 0;
+  for (; ctas >= 1 && (stages = stages_for(ctas, max_stages)) == 0; --ctas) {
+  }
+  if (stages == 0) return cudaErrorInvalidConfiguration;
+  const size_t smem = size_t(stages) * kSegments * kChunkBytes;
+  cudaError_t e = cudaFuncSetAttribute(lm_head_pipe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return e;
+  if (p.best) {
+    e = cudaMemsetAsync(p.best, 0, sizeof(uint64_t) * p.tokens, s);
+    if (e != cudaSuccess) return e;
+  }
+  if (p.key_hist) {
+    e = cudaMemsetAsync(p.key_hist, 0, sizeof(uint32_t) * 256 * p.tokens, s);
+    if (e != cudaSuccess) return e;
+  }
+  const int64_t tiles = (p.vocab + kTileRows - 1) / kTileRows;
+  int64_t grid = int64_t(ctas) * (sms > 0 ? sms : 1);
+  if (grid > tiles) grid = tiles;
+  lm_head_pipe_kernel<<<unsigned(grid), kThreads, smem, s>>>(p, stages);
+  return cudaGetLastError();
+}
+
+}  // namespace mlops::vocab

@@ -1,0 +1,134 @@
+// The cp.async-pipelined LM head's device code (src/lm_head_pipe_kernel.cuh: the per-warp chunk
+// streams across tiles, the stage rotation and wait counts, the swizzled shared layout, the k
+// permutation of the fragments, the zero fill past V and H, the segment fold and the epilogue with
+// its statistics) compiled by the host compiler and run with one host thread an emulated GPU thread
+// (cuda_on_host.h; the header's host primitives: cp.async copies deferred to the wait that needs
+// them, the MMA gathered over the warp and summed in double). Checked bit for bit against a mirror
+// of the order the kernel must follow (per segment: for each 32-k step the two k16 MMAs over
+// k0 + 8t + {0..3} and k0 + 8t + {4..7}, t = 0..3, each rounded to float once; segments added in
+// order; the epilogue), against float64 within the fp32 bound, statistics against the logits
+// written, and nothing written past the logits' columns; for M = 1, 3, 8, stages 2, 3, 4, 6, grids of 1,
+// 2 and every tile, H with partial chunks and empty segments, V not a multiple of 32.
+// Prints "N passed, M failed".
+#include "cuda_on_host.h"
+#ifndef MLOPS_CUDA_ON_HOST
+#define MLOPS_CUDA_ON_HOST 1
+#endif
+#include "lm_head_pipe_kernel.cuh"
+
+#include <algorithm>
+
+using namespace mlops::vocab;
+using mlops::kUnit;
+
+static int passed, failed;
+#define CHECK(cond, ...)                               \
+  do {                                                 \
+    if (cond) {                                        \
+      ++passed;                                        \
+    } else {                                           \
+      ++failed;                                        \
+      std::printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+      std::printf(__VA_ARGS__);                        \
+      std::printf("\n");                               \
+    }                                                  \
+  } while (0)
+
+static uint16_t bf16_of(float f) { return mlops::f32_to_bf16_int(f); }
+static double bf(uint16_t h) { return double(mlops::bf16_to_f32(h)); }
+
+// The order of the kernel (with the host MMA's double sums), written from its description.
+static float mirror_dot(const LmHeadParams& p, int m, int64_t v) {
+  const uint16_t* x = p.x + m * p.x_stride;
+  const uint16_t* w = p.weight + v * p.weight_stride;
+  float total = 0.0f;
+  for (int s = 0; s < kSegments; ++s) {
+    const int64_t kb = int64_t(segment_begin(s, p.units)) * kUnit;
+    const int64_t ke = std::min<int64_t>(int64_t(segment_begin(s + 1, p.units)) * kUnit, p.hidden);
+    float acc = 0.0f;
+    for (int64_t k0 = kb; k0 < ke; k0 += 32)
+      for (int half = 0; half < 2; ++half) {
+        double d = acc;
+        for (int t = 0; t < 4; ++t)
+          for (int i = 0; i < 4; ++i) {
+            const int64_t k = k0 + 8 * t + 4 * half + i;
+            if (k < ke) d += bf(x[k]) * bf(w[k]);
+          }
+        acc = float(d);
+      }
+    total = s == 0 ? acc : total + acc;
+  }
+  return total;
+}
+
+int main() {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Shape { int64_t V, H; };
+  // H = 8: one 16-byte column of one chunk, seven empty segments; 264: a warp with four chunks, one
+  // with a partial chunk; 520: three units over 8 segments; 2056: 9 units (one segment of two, its
+  // chunks spanning several stage rotations); V: 1 .. 31 rows in the last tile, several tiles a CTA
+  const Shape shapes[] = {{37, 8}, {45, 264}, {300, 520}, {29, 2056}, {161, 1024}};
+  for (const Shape sh : shapes) {
+    for (int M : {1, 3, 8}) {
+      const int64_t xs = sh.H + 8, ws = sh.H + 16, ls = sh.V + 3;  // padded strides
+      std::vector<uint16_t> x(size_t(M * xs)), w(size_t(sh.V * ws));
+      for (auto& v : x) v = bf16_of(nd(gen));
+      for (auto& v : w) v = bf16_of(nd(gen) * 0.1f);
+      // the padding holds huge values: a read past H would show
+      for (int m = 0; m < M; ++m)
+        for (int64_t k = sh.H; k < xs; ++k) x[size_t(m * xs + k)] = bf16_of(1e30f);
+      for (int64_t v = 0; v < sh.V; ++v)
+        for (int64_t k = sh.H; k < ws; ++k) w[size_t(v * ws + k)] = bf16_of(-1e30f);
+      std::vector<float> rs(static_cast<size_t>(M));
+      for (auto& v : rs) v = 0.5f + std::fabs(nd(gen));
+      LmHeadParams p{};
+      p.tokens = M; p.hidden = sh.H; p.vocab = sh.V; p.units = int((sh.H + 255) / 256);
+      p.x = x.data(); p.x_stride = xs; p.weight = w.data(); p.weight_stride = ws;
+      p.logits_stride = ls; p.row_scale = rs.data(); p.logit_scale = 0.75f;
+      std::vector<float> want(size_t(M * ls), -1.0f);
+      for (int m = 0; m < M; ++m)
+        for (int64_t v = 0; v < sh.V; ++v)
+          want[size_t(m * ls + v)] = lm_head_epilogue(mirror_dot(p, m, v), p.row_scale, m, p.logit_scale);
+      const int64_t tiles = (sh.V + kTileRows - 1) / kTileRows;
+      for (int stages : {2, 3, 4, 6}) {
+        for (int64_t grid : {int64_t(1), int64_t(2), tiles}) {
+          if ((stages == 3 || stages == 6) && grid != 2) continue;  // time: 3 and 6 stages on one grid
+          std::vector<float> got(size_t(M * ls), -1.0f);
+          std::vector<uint64_t> best(static_cast<size_t>(M), 0);
+          std::vector<uint32_t> hist(size_t(M * 256), 0);
+          p.logits = got.data(); p.best = best.data(); p.key_hist = hist.data();
+          run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_pipe_kernel(p, stages); });
+          const char* f = "M=%d V=%lld H=%lld stages=%d grid=%lld";
+          const long long V = sh.V, H = sh.H, G = grid;
+          CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0, "logits (mirror order, padding) " "M=%d V=%lld H=%lld stages=%d grid=%lld", M, V, H, stages, G);
+          double worst = 0.0;
+          std::vector<uint64_t> best_want(static_cast<size_t>(M), 0);
+          std::vector<uint32_t> hist_want(size_t(M * 256), 0);
+          for (int m = 0; m < M; ++m)
+            for (int64_t v = 0; v < sh.V; ++v) {
+              double ref = 0.0, mag = 0.0;
+              for (int64_t k = 0; k < sh.H; ++k) {
+                ref += bf(x[size_t(m * xs + k)]) * bf(w[size_t(v * ws + k)]);
+                mag += std::fabs(bf(x[size_t(m * xs + k)]) * bf(w[size_t(v * ws + k)]));
+              }
+              const double scale = double(rs[size_t(m)]) * 0.75;
+              const float g = got[size_t(m * ls + v)];
+              const double bound = 2.0 * (double(sh.H) / 8 + 8) * std::ldexp(1.0, -24) * mag * scale + 1e-30;
+              worst = std::max(worst, std::fabs(double(g) - ref * scale) / bound);
+              const uint32_t key = key_of(g);
+              const uint64_t b = pack_best(key, uint32_t(v));
+              if (b > best_want[size_t(m)]) best_want[size_t(m)] = b;
+              ++hist_want[size_t(m * 256 + (key >> 24))];
+            }
+          CHECK(worst <= 1.0, "float64 bound: worst %.3g, M=%d V=%lld H=%lld stages=%d grid=%lld", worst, M, V, H, stages, G);
+          CHECK(best == best_want, "best M=%d V=%lld H=%lld stages=%d grid=%lld", M, V, H, stages, G);
+          CHECK(hist == hist_want, "key counts M=%d V=%lld H=%lld stages=%d grid=%lld", M, V, H, stages, G);
+          (void)f;
+        }
+      }
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
