@@ -151,11 +151,13 @@ __device__ __forceinline__ uint4 lds128(uint32_t a) {
 static_assert(kStagesMax - 2 <= 4, "cp_async_wait takes counts 0 .. 4");
 
 // Each warp's stream of chunks: for the CTA's tiles j = 0, 1, ... (tile blockIdx.x + j gridDim.x),
-// chunks kc = 0 .. nk - 1 of the warp's segment. Issues one chunk (or an empty group past the end).
+// chunks kc = 0 .. nk - 1 of the warp's segment. The next chunk to issue, and its stage.
 struct ChunkIssuer {
-  int64_t tile, tiles;  // the tile of the next chunk to issue
-  int kc, nk;           // its chunk within the segment
-  int slot;             // its stage
+  int64_t tile;          // its tile
+  int kc;                // its chunk within the segment
+  int slot;              // its stage
+  const uint16_t* row;   // the lane's first row of the tile (v0 + lane / 8) at its segment's column kb + 8 (lane % 8)
+  int64_t rows_left;     // rows of the tile from that first row on that exist (V - v0 - lane / 8)
 };
 
 __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams p, int stages) {
@@ -176,25 +178,35 @@ __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams 
   const uint32_t my_stages = pipe_smem_addr(pipe_stage_mem()) + uint32_t(warp * stages * kChunkBytes);
   const uint64_t policy = evict_first_policy();
 
-  // copy lanes: instruction i moves rows 4i + lane / 8, 16-byte column lane % 8 (4 rows x 128 B)
+  // copy lanes: instruction i moves rows 4i + lane / 8, 16-byte column lane % 8 (4 rows x 128 B);
+  // in the stage, row r's column c sits at (c ^ 4 (r & 1)), and r & 1 = (lane / 8) & 1
   const int cr = lane >> 3, cc = lane & 7;
-  ChunkIssuer is{int64_t(blockIdx.x), tiles, 0, nk, 0};
+  const uint32_t lane_dst = uint32_t(cr * 128 + ((cc ^ ((cr & 1) << 2)) << 4));
+  const int64_t stride4 = 4 * p.weight_stride;
+  ChunkIssuer is{int64_t(blockIdx.x), 0, 0, nullptr, 0};
+  auto to_tile = [&]() {
+    const int64_t v = is.tile * kTileRows + cr;
+    is.row = p.weight + v * p.weight_stride + kb + cc * 8;
+    is.rows_left = p.vocab - v;
+  };
+  to_tile();
   auto issue = [&]() {
-    if (nk > 0 && is.tile < is.tiles) {
-      const int64_t v0 = is.tile * kTileRows;
-      const int64_t col = kb + int64_t(is.kc) * kChunkK + cc * 8;  // H % 8 == 0: all in or all out
-      const uint32_t dst = my_stages + uint32_t(is.slot * kChunkBytes);
+    if (nk > 0 && is.tile < tiles) {
+      // H % 8 == 0: a lane's 16 bytes are all in or all out
+      const bool col_in = kb + int64_t(is.kc) * kChunkK + cc * 8 < p.hidden;
+      const uint16_t* src = is.row + int64_t(is.kc) * kChunkK;
+      const uint32_t dst = my_stages + uint32_t(is.slot * kChunkBytes) + lane_dst;
+      // rows past V (the last tile) and columns past H: zero fill, nothing read
+      const int full = col_in ? (is.rows_left >= kTileRows ? kTileRows / 4 : int((is.rows_left + 3) / 4)) : 0;
 #pragma unroll
-      for (int i = 0; i < kTileRows / 4; ++i) {
-        const int r = 4 * i + cr;
-        const int64_t v = v0 + r;
-        const bool in = v < p.vocab && col < p.hidden;
-        const uint16_t* src = in ? p.weight + v * p.weight_stride + col : p.weight;
-        cp_async16(dst + uint32_t(r * 128 + ((cc ^ ((r & 1) << 2)) << 4)), src, in ? 16u : 0u, policy);
+      for (int i = 0; i < kTileRows / 4; ++i, src += stride4) {
+        const bool in = i < full;
+        cp_async16(dst + uint32_t(i * 512), in ? src : p.weight, in ? 16u : 0u, policy);
       }
       if (++is.kc == nk) {
         is.kc = 0;
         is.tile += gridDim.x;
+        to_tile();
       }
     }
     cp_async_commit();  // empty past the end: keeps every lane's group count uniform
