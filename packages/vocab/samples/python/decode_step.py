@@ -1,6 +1,7 @@
 """One decode step of a toy model with mlops.vocab: embed (with the first RMSNorm's inputs), the LM
 head fed the deferred norm scalar, and sampling fed the head's statistics. Runs on the GPU when
-there is one, else on the CPU (the host emulation: the same bits, slowly).
+there is one, else on the CPU (the host emulation, slowly: the same bits as the GPU's CUDA-core LM
+head; on sm_70+ the planner picks a tensor-core one, within the float64 bound of docs/vocab.md).
 
     python packages/vocab/samples/python/decode_step.py
 """
