@@ -5,24 +5,32 @@
 namespace mlops::vocab {
 namespace {
 
-// The stages a CTA gets when ctas CTAs share an SM: what fits next to the static shared memory,
-// at most max_stages, at least 2 (0: does not fit).
-int stages_for(int ctas, int max_stages) {
+// What the stage count depends on: the device's shared memory a SM and a block (opt-in), and the
+// kernel's static shared memory.
+struct SmemLimits {
+  int64_t per_sm = 0, per_block = 0, fixed = 0;
+};
+bool smem_limits(SmemLimits* l) {
   int dev = 0, per_sm = 0, per_block = 0;
+  cudaFuncAttributes attr;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+      cudaFuncGetAttributes(&attr, lm_head_pipe_kernel) != cudaSuccess) {
     cudaGetLastError();
-    return 0;
+    return false;
   }
-  cudaFuncAttributes attr;
-  if (cudaFuncGetAttributes(&attr, lm_head_pipe_kernel) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  int64_t room = int64_t(per_sm) / ctas - 1024 - int64_t(attr.sharedSizeBytes);  // 1 KB a CTA reserved (sm_80+)
-  const int64_t block_room = int64_t(per_block) - int64_t(attr.sharedSizeBytes);
-  if (room > block_room) room = block_room;
+  l->per_sm = per_sm;
+  l->per_block = per_block;
+  l->fixed = int64_t(attr.sharedSizeBytes);
+  return true;
+}
+
+// The stages a CTA gets when ctas CTAs share an SM: what fits next to the static shared memory,
+// at most max_stages, at least 2 (0: does not fit).
+int stages_for(const SmemLimits& l, int ctas, int max_stages) {
+  int64_t room = l.per_sm / ctas - 1024 - l.fixed;  // 1 KB a CTA reserved (sm_80+)
+  if (room > l.per_block - l.fixed) room = l.per_block - l.fixed;
   int64_t s = room / (int64_t(kSegments) * kChunkBytes);
   if (s > max_stages) s = max_stages;
   return s >= 2 ? int(s) : 0;
@@ -43,12 +51,18 @@ int lm_head_pipe_code_arch() {
 cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   max_stages = max_stages < 2 ? 2 : max_stages > kStagesMax ? kStagesMax : max_stages;
+  SmemLimits l;
+  if (!smem_limits(&l)) return cudaErrorInvalidDeviceFunction;
   int ctas = ctas_per_sm < 1 ? 1 : ctas_per_sm, stages = 0;
-  for (; ctas >= 1 && (stages = stages_for(ctas, max_stages)) == 0; --ctas) {
+  for (; ctas >= 1 && (stages = stages_for(l, ctas, max_stages)) == 0; --ctas) {
   }
   if (stages == 0) return cudaErrorInvalidConfiguration;
   const size_t smem = size_t(stages) * kSegments * kChunkBytes;
-  cudaError_t e = cudaFuncSetAttribute(lm_head_pipe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  // the attribute is the most any launch of any variant may ask on this device (the same value from
+  // every thread: a call with fewer stages never lowers it under another's launch); a launch's own
+  // size decides its occupancy
+  cudaError_t e = cudaFuncSetAttribute(lm_head_pipe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(l.per_block - l.fixed));
   if (e != cudaSuccess) return e;
   if (p.best) {
     e = cudaMemsetAsync(p.best, 0, sizeof(uint64_t) * p.tokens, s);
