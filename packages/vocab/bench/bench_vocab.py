@@ -154,7 +154,8 @@ def bench_sampling(b: Bench, quick: bool):
                 print(f"# {name}: eager timing ({type(e).__name__}: {e})", file=sys.stderr)
             b.record(case=f"sample V={V} B={B}", impl=name, seconds=peer_t[name])
         for mode, cfg in MODES.items():
-            for variant in (None, "split"):  # the planner's one-CTA-a-row instance, and split
+            # the planner's pick (a cluster variant on sm_90), then each instance by name
+            for variant in (None, "t1024", "split", "cluster8", "cluster16"):
                 t = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
                 peer = {"greedy": "torch.argmax", "greedy+stats": "torch.argmax", "top_k50": "torch.topk+multinomial",
                         "top_k50+stats": "torch.topk+multinomial"}.get(mode, "torch.sort top_p")

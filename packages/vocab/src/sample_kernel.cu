@@ -1,6 +1,8 @@
 // Launches of the sampler's kernels (sample_kernel.cuh). They stay in this file, the one that
 // instantiates the templates (nvcc >= 12.8: template launch stubs are local to their object).
-#include "sample_kernel.cuh"
+#include <mutex>
+
+#include "sample_cluster_kernel.cuh"
 
 namespace mlops::vocab {
 namespace {
@@ -19,7 +21,82 @@ cudaError_t launch_penalties(const SampleParams& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// The launch configuration of a cluster of C CTAs a row over `rows` rows.
+template <int C>
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  ClusterLaunch(int64_t rows, cudaStream_t s) {
+    cfg.gridDim = dim3(unsigned(C), unsigned(rows), 1);
+    cfg.blockDim = dim3(unsigned(kClusterThreads), 1, 1);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(C);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+};
+
+// Whether this device schedules clusters of 16 (a non-portable size: the attribute is set, and the
+// occupancy asked, once a device, outside any capture since the first call of a variant is eager).
+bool cluster16_ok() {
+  static std::mutex mu;
+  static uint64_t known = 0, ok = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  std::lock_guard<std::mutex> g(mu);
+  if (!(known >> dev & 1u)) {
+    auto kernel = sample_cluster_kernel<16, kClusterThreads>;
+    int n = 0;
+    bool yes = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    if (yes) {
+      ClusterLaunch<16> l(1, nullptr);
+      yes = cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) == cudaSuccess && n > 0;
+    }
+    cudaGetLastError();
+    known |= uint64_t(1) << dev;
+    if (yes) ok |= uint64_t(1) << dev;
+  }
+  return (ok >> dev & 1u) != 0;
+}
+
+template <int C>
+cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
+  ClusterLaunch<C> l(p.rows, s);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, kClusterThreads>, p);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+template <int C>
+int cluster_code_arch() {
+  cudaFuncAttributes attr;
+  if (cudaFuncGetAttributes(&attr, sample_cluster_kernel<C, kClusterThreads>) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return attr.ptxVersion;  // major * 10 + minor
+}
+
 }  // namespace
+
+// The arch the cluster kernel's code was generated for: a compute_80 build JIT-compiled on an sm_90
+// GPU has an empty body there, so the API must not launch it.
+int sample_cluster_code_arch(int cluster) { return cluster > 8 ? cluster_code_arch<16>() : cluster_code_arch<8>(); }
+
+cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
+  switch (cluster) {
+    case 8: return launch_cluster<8>(p, s);
+    case 16: return cluster16_ok() ? launch_cluster<16>(p, s) : launch_cluster<8>(p, s);  // same tokens
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);

@@ -25,12 +25,24 @@ constexpr unsigned kFull = 0xffffffffu;
 
 constexpr int kCand = 2048;  // elements a row may move to shared memory once a threshold bounds them
 
+// Mass histograms are counted in copies (lane l adds to copy l % kRep of its bin, at bin * kRep +
+// copy: fewer same-address atomics) of two 32-bit words with a carry: a 64-bit atomicAdd on shared
+// memory is a compare-and-swap loop (ATOMS.CAST.SPIN.64), which stalls when a row's elements crowd
+// into a few bins. The copies' sum is the same integer.
+constexpr int kRep = 8;
+
+__device__ __forceinline__ void add_mass(uint32_t* lo, uint32_t* hi, uint32_t w) {
+  const uint32_t old = atomicAdd(lo, w);
+  if (old + w < old) atomicAdd(hi, 1u);  // the low word wrapped: carry one into the high word
+}
+
 template <int NT>
 struct Shared {
   uint64_t red[NT / 32];
   uint64_t scan[NT];
   uint32_t cnt[256];
   uint64_t mass[256];
+  uint32_t hlo[256 * kRep], hhi[256 * kRep];  // mass copies as they are counted
   float cand_val[kCand];
   int32_t cand_idx[kCand];
   uint32_t select_prefix, select_mask;
@@ -75,6 +87,27 @@ __device__ uint64_t block_sum_u64(uint64_t v, Shared<NT>& sh) {
   return r;
 }
 
+// Suffix sums over the 256 bins of a histogram: thread j < 256 holds bin 255 - j's value x and gets
+// the sum over bins >= 255 - j (an inclusive scan in j, exact integers); threads >= 256 get 0.
+// Every thread of the CTA calls it (two barriers).
+template <int NT>
+__device__ uint64_t suffix256(uint64_t x, Shared<NT>& sh) {
+  static_assert(NT >= 256, "a thread a bin");
+  const unsigned lane = threadIdx.x & 31u;
+  uint64_t v = threadIdx.x < 256 ? x : 0;
+#pragma unroll
+  for (unsigned off = 1; off < 32; off <<= 1) {
+    const uint64_t o = __shfl_up_sync(kFull, v, off);
+    if (lane >= off) v += o;
+  }
+  if (lane == 31 && threadIdx.x < 256) sh.red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x < 256)
+    for (int w = 0; w < int(threadIdx.x >> 5); ++w) v += sh.red[w];
+  __syncthreads();
+  return threadIdx.x < 256 ? v : 0;
+}
+
 // Thread t's contiguous chunk [c0, c1) of n elements (index order across threads).
 template <int NT>
 __device__ __forceinline__ void chunk_of(int64_t n, int64_t& c0, int64_t& c1) {
@@ -84,21 +117,29 @@ __device__ __forceinline__ void chunk_of(int64_t n, int64_t& c0, int64_t& c1) {
   c1 = c0 + chunk < n ? c0 + chunk : n;
 }
 
-// Exclusive scan of sh.scan[0 .. NT) by thread 0 (NT exact additions); returns the total.
+// Exclusive scan of sh.scan[0 .. NT) (entry i is thread i's; exact integer sums, so the same values
+// as a serial scan): warp scans by shuffles, then the warp totals; returns the total.
 template <int NT>
 __device__ uint64_t scan_exclusive(Shared<NT>& sh) {
   __syncthreads();
-  if (threadIdx.x == 0) {
-    uint64_t run = 0;
-    for (int i = 0; i < NT; ++i) {
-      const uint64_t c = sh.scan[i];
-      sh.scan[i] = run;
-      run += c;
-    }
-    sh.bcast2 = run;
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t mine = sh.scan[threadIdx.x];
+  uint64_t v = mine;
+#pragma unroll
+  for (unsigned off = 1; off < 32; off <<= 1) {
+    const uint64_t o = __shfl_up_sync(kFull, v, off);
+    if (lane >= off) v += o;
   }
+  if (lane == 31) sh.red[threadIdx.x >> 5] = v;
   __syncthreads();
-  return sh.bcast2;
+  uint64_t before = 0, total = 0;
+  for (int w = 0; w < NT / 32; ++w) {
+    if (w < int(threadIdx.x >> 5)) before += sh.red[w];
+    total += sh.red[w];
+  }
+  sh.scan[threadIdx.x] = before + v - mine;
+  __syncthreads();
+  return total;
 }
 
 // Moves the row's elements with key >= lo into shared memory, in index order (the caller knows
@@ -196,22 +237,27 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
           if ((k & mask) == prefix) atomicAdd(&sh.cnt[(k >> sh_bits) & 255u], 1u);
         }
         __syncthreads();
-        if (tid == 0) {
-          uint32_t cum = 0;
-          int bin = -1;
-          for (int b = 255; b >= 0; --b) {
-            if (cum + sh.cnt[b] >= k_rem) { bin = b; break; }
-            cum += sh.cnt[b];
-          }
-          // bin < 0 cannot happen (k < V, no NaN here); keep everything if it did
-          sh.select_prefix = bin < 0 ? 0u : prefix | (uint32_t(bin) << sh_bits);
-          sh.select_mask = bin < 0 ? 0u : mask | (255u << sh_bits);
+        // the bin: the highest one whose count with those above reaches k_rem (a parallel suffix
+        // scan; thread j holds bin 255 - j)
+        const uint32_t c = tid < 256 ? sh.cnt[255 - tid] : 0u;
+        if (tid == 0) {  // no bin reaches it (cannot happen: k < V, no NaN here): keep everything
+          sh.select_prefix = 0u;
+          sh.select_mask = 0u;
+          sh.done = 1;
+          sh.bcast = k_rem;
+          sh.gather = 0;
+        }
+        const uint64_t incl = suffix256<NT>(c, sh);
+        if (tid < 256 && incl - c < uint64_t(k_rem) && uint64_t(k_rem) <= incl) {
+          const uint32_t bin = uint32_t(255 - tid), cum = uint32_t(incl - c);
+          sh.select_prefix = prefix | (bin << sh_bits);
+          sh.select_mask = mask | (255u << sh_bits);
           // every key of the bin is kept when the bin holds exactly the remaining count
-          sh.done = bin < 0 || sh.cnt[bin] == k_rem - cum;
+          sh.done = c == k_rem - cum;
           sh.bcast = k_rem - cum;
           // after the first level, the keys in this bin and above (a superset of what is kept)
           // move to shared memory when they fit: later levels and the draw read only them
-          sh.gather = bin >= 0 && level == 3 && uint64_t(cum) + sh.cnt[bin] <= uint64_t(kCand);
+          sh.gather = level == 3 && incl <= uint64_t(kCand);
         }
         __syncthreads();
         prefix = sh.select_prefix;
@@ -238,34 +284,52 @@ __global__ void __launch_bounds__(NT) sample_kernel(SampleParams p) {
           sh.mass[i] = from_ws ? p.split[row].pmass[i] : 0;
           sh.cnt[i] = from_ws ? p.split[row].pcnt[i] : 0;
         }
+        for (int i = tid; i < 256 * kRep; i += NT) {
+          sh.hlo[i] = 0;
+          sh.hhi[i] = 0;
+        }
         __syncthreads();
         uint64_t total = 0;
+        const uint32_t copy = uint32_t(tid) & uint32_t(kRep - 1);
         for (int64_t i = tid; !from_ws && i < src.n; i += NT) {
           const float x = src.val(i);
           const uint32_t k = key_of(x);
           if (k < tau || (k & mask) != prefix) continue;
           const uint32_t w = sample_weight(x, m, T);
           const uint32_t bin = (k >> sh_bits) & 255u;
-          if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&sh.mass[bin]), (unsigned long long)w);
+          if (w) add_mass(&sh.hlo[bin * kRep + copy], &sh.hhi[bin * kRep + copy], w);
           if (level == 3) atomicAdd(&sh.cnt[bin], 1u);
           total += w;
         }
         if (level == 3) thr = top_p_threshold(cfg.top_p, from_ws ? p.split[row].ptotal : block_sum_u64<NT>(total, sh));
         __syncthreads();
-        if (tid == 0) {
-          uint64_t cum = acc, n_ge = 0;
-          int bin = -1;
-          for (int b = 255; b >= 0; --b) {
-            n_ge += sh.cnt[b];
-            if (double(cum + sh.mass[b]) >= thr) { bin = b; break; }
-            cum += sh.mass[b];
+        if (!from_ws)
+          for (int i = tid; i < 256; i += NT) {
+            uint64_t t = 0;
+            for (int r = 0; r < kRep; ++r) t += (uint64_t(sh.hhi[i * kRep + r]) << 32) | sh.hlo[i * kRep + r];
+            sh.mass[i] = t;
           }
-          sh.select_prefix = bin < 0 ? prefix : prefix | (uint32_t(bin) << sh_bits);
-          sh.select_mask = bin < 0 ? mask : mask | (255u << sh_bits);
-          sh.bcast = cum;
-          sh.done = bin < 0;
+        __syncthreads();
+        // the bin: the highest one where the mass from the top reaches thr (parallel suffix scans
+        // of masses and counts; thread j holds bin 255 - j)
+        const uint64_t ms = tid < 256 ? sh.mass[255 - tid] : 0;
+        const uint64_t cs = tid < 256 ? sh.cnt[255 - tid] : 0;
+        if (tid == 0) {  // no bin reaches it: the prefix stays, the levels end
+          sh.select_prefix = prefix;
+          sh.select_mask = mask;
+          sh.bcast = acc;
+          sh.done = 1;
+          sh.gather = 0;
+        }
+        const uint64_t incl = acc + suffix256<NT>(ms, sh);
+        const uint64_t n_ge = suffix256<NT>(cs, sh);
+        if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - ms) >= thr))) {
+          sh.select_prefix = prefix | (uint32_t(255 - tid) << sh_bits);
+          sh.select_mask = mask | (255u << sh_bits);
+          sh.bcast = incl - ms;
+          sh.done = 0;
           // first level over the row: the keys >= max(tau, bin << 24) move to shared memory when they fit
-          sh.gather = bin >= 0 && level == 3 && src.idx == nullptr && n_ge <= uint64_t(kCand);
+          sh.gather = level == 3 && src.idx == nullptr && n_ge <= uint64_t(kCand);
         }
         __syncthreads();
         prefix = sh.select_prefix;
@@ -389,7 +453,7 @@ __global__ void __launch_bounds__(kSplitThreads) split_stats_kernel(SampleParams
 // Phase A2: top-p's first level for rows that sample with top-p and without top-k: each chunk's
 // weight and count per key byte and its total weight, merged with integer atomics.
 __global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams p) {
-  __shared__ uint64_t mass[256];
+  __shared__ uint32_t hlo[256 * kRep], hhi[256 * kRep];
   __shared__ uint32_t cnt[256];
   __shared__ uint64_t red[kSplitThreads / 32];
   const int64_t row = blockIdx.y;
@@ -404,17 +468,19 @@ __global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams 
   const float* z = p.logits + row * p.logits_stride;
   int64_t v0, v1;
   chunk_range(p, v0, v1);
-  for (int i = tid; i < 256; i += kSplitThreads) {
-    mass[i] = 0;
-    cnt[i] = 0;
+  for (int i = tid; i < 256; i += kSplitThreads) cnt[i] = 0;
+  for (int i = tid; i < 256 * kRep; i += kSplitThreads) {
+    hlo[i] = 0;
+    hhi[i] = 0;
   }
   __syncthreads();
   uint64_t total = 0;
+  const uint32_t copy = uint32_t(tid) & uint32_t(kRep - 1);
   for (int64_t v = v0 + tid; v < v1; v += kSplitThreads) {
     const float x = z[v];
     const uint32_t k = key_of(x);
     const uint32_t w = sample_weight(x, m, T);
-    if (w) atomicAdd(reinterpret_cast<unsigned long long*>(&mass[k >> 24]), (unsigned long long)w);
+    if (w) add_mass(&hlo[(k >> 24) * kRep + copy], &hhi[(k >> 24) * kRep + copy], w);
     atomicAdd(&cnt[k >> 24], 1u);
     total += w;
   }
@@ -423,7 +489,9 @@ __global__ void __launch_bounds__(kSplitThreads) split_mass_kernel(SampleParams 
   if ((tid & 31) == 0) red[tid >> 5] = total;
   __syncthreads();
   for (int i = tid; i < 256; i += kSplitThreads) {
-    if (mass[i]) atomicAdd(reinterpret_cast<unsigned long long*>(&ws.pmass[i]), (unsigned long long)mass[i]);
+    uint64_t mass = 0;
+    for (int r = 0; r < kRep; ++r) mass += (uint64_t(hhi[i * kRep + r]) << 32) | hlo[i * kRep + r];
+    if (mass) atomicAdd(reinterpret_cast<unsigned long long*>(&ws.pmass[i]), (unsigned long long)mass);
     if (cnt[i]) atomicAdd(&ws.pcnt[i], cnt[i]);
   }
   if (tid == 0) {

@@ -190,9 +190,17 @@ mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
 }
 
 // ---- sample -------------------------------------------------------------------------------
-const mlops_sample_variant kSampleVariants[] = {
-    {0, 256, 0, "t256"}, {1, 512, 0, "t512"}, {2, 1024, 0, "t1024"}, {3, 1024, 1, "split"}};
-constexpr int kNumSample = 4;
+const mlops_sample_variant kSampleVariants[] = {{0, 256, 0, 0, "t256"},   {1, 512, 0, 0, "t512"},
+                                               {2, 1024, 0, 0, "t1024"}, {3, 1024, 1, 0, "split"},
+                                               {4, 512, 0, 8, "cluster8"}, {5, 512, 0, 16, "cluster16"}};
+constexpr int kNumSample = 6;
+constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
+
+// Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and
+// rows on grid.y.
+bool cluster_runs(const mlops_sample_variant& v, const Device& d, int64_t rows) {
+  return v.cluster > 0 && d.sm >= 90 && sample_cluster_code_arch(v.cluster) >= 90 && rows <= 65535;
+}
 
 // Chunks (CTAs) a row is cut into by the split variant: ~2048 elements each, at most 64.
 int split_chunks(int64_t vocab) {
@@ -397,10 +405,22 @@ int mlops_sample_variants(mlops_sample_variant* out, int capacity) {
   return kNumSample;
 }
 
+int mlops_sample_variant_runs(int index) {
+  if (index < 0 || index >= kNumSample) return 0;
+  const mlops_sample_variant& v = kSampleVariants[index];
+  if (!v.cluster) return 1;
+  Device d;
+  if (!current_device(&d)) return 0;
+  return cluster_runs(v, d, 1);
+}
+
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
-  (void)rows; (void)sm; (void)sms;
-  // One CTA a row. The split variant needs a workspace the caller sizes, so it is only named
-  // (mlops.vocab.Sampler(variant="split")), never planned.
+  (void)sms;
+  // sm_90: a cluster a row for large vocabularies (16 CTAs while the batch is small, 8 above: the
+  // same work in fewer, fuller waves); mlops_sample runs t1024 where the build has no sm_90 code.
+  // Elsewhere one CTA a row. The split variant needs a workspace the caller sizes, so it is only
+  // named (mlops.vocab.Sampler(variant="split")), never planned.
+  if (sm >= 90 && vocab >= 16384 && rows <= 65535) return rows <= 16 ? 5 : 4;
   return vocab >= 16384 ? 2 : vocab >= 2048 ? 1 : 0;
 }
 
@@ -433,14 +453,19 @@ mlops_status mlops_sample(const mlops_sample_args* args, void* stream) {
   mlops_status st = check_sample(args);
   if (st != MLOPS_OK) return st;
   int v = args->variant;
+  Device d;
+  const bool have_device = current_device(&d);
   if (v < 0) {
-    Device d;
-    if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    if (!have_device) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
     v = mlops_sample_plan(args->rows, args->vocab, d.sm, d.sms);
   }
+  if (kSampleVariants[v].cluster && !(have_device && cluster_runs(kSampleVariants[v], d, args->rows)))
+    v = kSampleFallback;  // the same tokens (the header says so)
   SampleParams sp = make_sample_params(*args);
   cudaError_t e;
-  if (kSampleVariants[v].split) {
+  if (kSampleVariants[v].cluster) {
+    e = sample_launch_cluster(sp, kSampleVariants[v].cluster, stream);
+  } else if (kSampleVariants[v].split) {
     sp.split = static_cast<SplitRow*>(args->workspace);
     sp.chunks = split_chunks(args->vocab);
     e = sample_launch_split(sp, kSampleVariants[v].threads, stream);

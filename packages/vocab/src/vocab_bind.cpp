@@ -127,6 +127,7 @@ nb::list sample_variants() {
     d["name"] = v[i].name;
     d["threads"] = v[i].threads;
     d["split"] = bool(v[i].split);
+    d["cluster"] = v[i].cluster;
     out.append(d);
   }
   return out;
@@ -148,5 +149,6 @@ NB_MODULE(_C, m) {
   m.def("lm_head_plan", &mlops_lm_head_plan);
   m.def("lm_head_variant_runs", &mlops_lm_head_variant_runs);
   m.def("sample_plan", &mlops_sample_plan);
+  m.def("sample_variant_runs", &mlops_sample_variant_runs);
   m.def("sample_workspace_bytes", &mlops_sample_workspace_bytes);
 }

@@ -178,6 +178,10 @@ typedef struct mlops_sample_variant {
   int split;    /* 0: one CTA a row does everything; 1: chunks of the row go to several CTAs for
                    the max, the first histogram and the draw (small batches), one CTA a row for
                    the radix selection between them; needs a workspace */
+  int cluster;  /* 0, or C: a thread-block cluster of C CTAs a row (sm_90+, code built for sm_90):
+                   one launch, histograms and sums exchanged in distributed shared memory. Where
+                   it cannot run (older GPU or code, more than 65535 rows) the call runs t1024
+                   instead: the same tokens (mlops_sample_variant_runs says which) */
   const char* name;
 } mlops_sample_variant;
 
@@ -185,6 +189,9 @@ typedef struct mlops_sample_variant {
 int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant);
 
 int mlops_sample_variants(mlops_sample_variant* out, int capacity);
+/* 1 when the variant runs as itself on the current device with this build, 0 when a call falls
+ * back (a cluster variant below sm_90 or without sm_90 code: t1024). */
+int mlops_sample_variant_runs(int index);
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms);
 /* Host-side validation of configurations (the device kernels also clamp, never fault). */
 mlops_status mlops_sample_check_configs(const mlops_sample_config* configs, int64_t rows);

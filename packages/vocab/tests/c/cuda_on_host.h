@@ -1,7 +1,10 @@
 // CUDA device code on the host, for tests: each emulated GPU thread is a host thread (its threadIdx
-// thread-local, blockIdx set before a block's threads start), __shared__ arrays are statics (blocks
-// run one after another), __syncthreads is a barrier of the block's threads, a shuffle meets the 32
-// threads of its warp at a barrier, atomics take one lock. Include before the kernel header.
+// and blockIdx thread-local), __shared__ arrays are statics (blocks run one after another, except the
+// blocks of a thread-block cluster, which run together: kernels written for clusters take their
+// shared memory from host_block_shared<T>(), one instance a block of the cluster), __syncthreads is a
+// barrier of the block's threads, a shuffle / ballot meets the 32 threads of its warp at a barrier,
+// cluster_sync() is a barrier of the cluster's threads, atomics take one lock. Include before the
+// kernel header.
 #pragma once
 #include <cuda_runtime.h>
 #include <device_launch_parameters.h>
@@ -17,47 +20,89 @@
 #include <thread>
 #include <vector>
 
+#define MLOPS_CUDA_ON_HOST 1
 #undef __launch_bounds__
 #define __launch_bounds__(...)
 static thread_local uint3 tl_threadIdx;
-static uint3 g_blockIdx;
+static thread_local uint3 tl_blockIdx;
+static thread_local int tl_slot;  // the block's place in the blocks running together (its cluster rank)
 static dim3 g_blockDim, g_gridDim;
 #define threadIdx tl_threadIdx
-#define blockIdx g_blockIdx
+#define blockIdx tl_blockIdx
 #define blockDim g_blockDim
 #define gridDim g_gridDim
 #undef __shared__
 #define __shared__ static
 
-static std::barrier<>* g_block_barrier = nullptr;
-static std::barrier<>* g_warp_barrier[32] = {};
-static uint64_t g_slots[32][32];
-static std::atomic<int> g_or{0};
+constexpr int kHostMaxSlots = 16;  // blocks that run together (a cluster)
+static std::barrier<>* g_block_barrier[kHostMaxSlots] = {};
+static std::barrier<>* g_warp_barrier[kHostMaxSlots][32] = {};
+static std::barrier<>* g_cluster_barrier = nullptr;
+static uint64_t g_slots[kHostMaxSlots][32][32];
+static std::atomic<int> g_or[kHostMaxSlots];
 static std::mutex g_atomic_mu;
 
-static inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
+static inline void __syncthreads() { g_block_barrier[tl_slot]->arrive_and_wait(); }
 static inline int __syncthreads_or(int v) {
-  if (v) g_or.fetch_or(1);
-  g_block_barrier->arrive_and_wait();
-  const int r = g_or.load();
-  g_block_barrier->arrive_and_wait();
-  if (tl_threadIdx.x == 0) g_or.store(0);
-  g_block_barrier->arrive_and_wait();
+  std::barrier<>* b = g_block_barrier[tl_slot];
+  if (v) g_or[tl_slot].fetch_or(1);
+  b->arrive_and_wait();
+  const int r = g_or[tl_slot].load();
+  b->arrive_and_wait();
+  if (tl_threadIdx.x == 0) g_or[tl_slot].store(0);
+  b->arrive_and_wait();
   return r;
 }
-template <class T>
-static inline T __shfl_xor_sync(unsigned, T v, int off) {
+// Every lane publishes 8 bytes, the warp meets, each lane reads the slot of lane src(l), the warp meets.
+template <class T, class Src>
+static inline T warp_exchange(T v, Src src) {
   static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
   const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
   uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
-  g_slots[w][l] = bits;
-  g_warp_barrier[w]->arrive_and_wait();
-  bits = g_slots[w][l ^ unsigned(off)];
-  g_warp_barrier[w]->arrive_and_wait();
+  g_slots[tl_slot][w][l] = bits;
+  g_warp_barrier[tl_slot][w]->arrive_and_wait();
+  bits = g_slots[tl_slot][w][src(l)];
+  g_warp_barrier[tl_slot][w]->arrive_and_wait();
   T r;
   std::memcpy(&r, &bits, sizeof(T));
   return r;
+}
+template <class T>
+static inline T __shfl_xor_sync(unsigned, T v, int off) {
+  return warp_exchange(v, [off](unsigned l) { return l ^ unsigned(off); });
+}
+template <class T>
+static inline T __shfl_sync(unsigned, T v, int src) {
+  return warp_exchange(v, [src](unsigned) { return unsigned(src) & 31u; });
+}
+template <class T>
+static inline T __shfl_up_sync(unsigned, T v, unsigned d) {
+  return warp_exchange(v, [d](unsigned l) { return l >= d ? l - d : l; });
+}
+static inline unsigned __ballot_sync(unsigned, int pred) {
+  const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
+  g_slots[tl_slot][w][l] = pred ? 1u : 0u;
+  g_warp_barrier[tl_slot][w]->arrive_and_wait();
+  unsigned r = 0;
+  for (unsigned i = 0; i < 32; ++i) r |= unsigned(g_slots[tl_slot][w][i]) << i;
+  g_warp_barrier[tl_slot][w]->arrive_and_wait();
+  return r;
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __ffs(unsigned x) { return __builtin_ffs(int(x)); }
+// Thread-block clusters (sm_90): the rank is the block's slot, map_shared_rank the same object of
+// another block of the cluster.
+static inline unsigned cluster_rank() { return unsigned(tl_slot); }
+static inline void cluster_sync() { g_cluster_barrier->arrive_and_wait(); }
+template <class T>
+static T& host_block_shared() {
+  static T inst[kHostMaxSlots];
+  return inst[tl_slot];
+}
+template <class T>
+static T* cluster_map(T* local, unsigned rank) {
+  return local - tl_slot + int(rank);
 }
 template <class T>
 static inline T atomicAdd(T* p, T v) {
@@ -106,33 +151,56 @@ static inline float warp_butterfly32(float v) {
 }
 }  // namespace mlops
 
+// `n` CTAs that run together (blocks first .. first + n - 1 along x: a cluster), `threads` host
+// threads each running fn().
+template <class F>
+static void run_blocks(uint3 first, int n, dim3 grid, int threads, F fn) {
+  g_gridDim = grid;
+  g_blockDim = dim3(unsigned(threads), 1, 1);
+  std::barrier<> cluster_bar(n * threads);
+  g_cluster_barrier = &cluster_bar;
+  std::vector<std::unique_ptr<std::barrier<>>> bars;
+  for (int b = 0; b < n; ++b) {
+    bars.emplace_back(new std::barrier<>(threads));
+    g_block_barrier[b] = bars.back().get();
+    g_or[b].store(0);
+    for (int w = 0; w < threads / 32; ++w) {
+      bars.emplace_back(new std::barrier<>(32));
+      g_warp_barrier[b][w] = bars.back().get();
+    }
+  }
+  std::vector<std::thread> ts;
+  for (int b = 0; b < n; ++b)
+    for (int i = 0; i < threads; ++i)
+      ts.emplace_back([&, b, i] {
+        tl_slot = b;
+        tl_blockIdx = uint3{first.x + unsigned(b), first.y, first.z};
+        tl_threadIdx = uint3{unsigned(i), 0, 0};
+        fn();
+      });
+  for (auto& t : ts) t.join();
+  for (auto& s : g_warp_barrier)
+    for (auto& w : s) w = nullptr;
+  for (auto& b : g_block_barrier) b = nullptr;
+  g_cluster_barrier = nullptr;
+}
+
 // One CTA: `threads` host threads running fn().
 template <class F>
 static void run_block(uint3 block, dim3 grid, int threads, F fn) {
-  g_blockIdx = block;
-  g_gridDim = grid;
-  g_blockDim = dim3(unsigned(threads), 1, 1);
-  std::barrier<> block_bar(threads);
-  std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
-  for (int w = 0; w < threads / 32; ++w) {
-    warp_bars.emplace_back(new std::barrier<>(32));
-    g_warp_barrier[w] = warp_bars.back().get();
-  }
-  g_block_barrier = &block_bar;
-  std::vector<std::thread> ts;
-  for (int i = 0; i < threads; ++i)
-    ts.emplace_back([&, i] {
-      tl_threadIdx = uint3{unsigned(i), 0, 0};
-      fn();
-    });
-  for (auto& t : ts) t.join();
-  for (auto& b : g_warp_barrier) b = nullptr;
-  g_block_barrier = nullptr;
+  run_blocks(block, 1, grid, threads, fn);
 }
 
 template <class F>
 static void run_grid(dim3 grid, int threads, F fn) {
   for (unsigned y = 0; y < grid.y; ++y)
     for (unsigned x = 0; x < grid.x; ++x) run_block(uint3{x, y, 0}, grid, threads, fn);
+}
+
+// A grid of clusters of `cluster` CTAs along x (grid.x a multiple of it), a cluster at a time.
+template <class F>
+static void run_cluster_grid(dim3 grid, int cluster, int threads, F fn) {
+  for (unsigned y = 0; y < grid.y; ++y)
+    for (unsigned x = 0; x < grid.x; x += unsigned(cluster)) run_blocks(uint3{x, y, 0}, cluster, grid, threads, fn);
 }
 

@@ -7,7 +7,7 @@
 // __shared__ arrays are statics (blocks run one after another), atomics take one lock.
 // Prints "N passed, M failed".
 #include "cuda_on_host.h"
-#include "sample_kernel.cuh"
+#include "sample_cluster_kernel.cuh"
 
 using namespace mlops::vocab;
 
@@ -30,10 +30,18 @@ struct Case {
   mlops_sample_config cfg;
   float scale;
   bool history, specials;
+  bool stats = false;  // feed the LM head's statistics (max / lowest argmax, key-byte counts)
 };
 
-// What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D).
-static void emulate(SampleParams p, int threads, bool split, std::vector<SplitRow>& ws) {
+// What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D;
+// cluster: one cluster of `cluster` CTAs a row, run together).
+static void emulate(SampleParams p, int threads, bool split, int cluster, std::vector<SplitRow>& ws) {
+  if (cluster) {  // the penalties are the kernel's own first phase
+    const dim3 grid(unsigned(cluster), unsigned(p.rows));
+    if (cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256>(p); });
+    else run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256>(p); });
+    return;
+  }
   if (p.history) {
     const dim3 grid(unsigned((p.history_stride + 255) / 256), unsigned(p.rows));
     run_grid(grid, 256, [&] { penalty_count_kernel(p); });
@@ -78,6 +86,8 @@ int main() {
       {"NaN / inf / -inf rows", 4, 700, cfg(1.0f, 0, 0.9f, 0.0f), 3.0f, false, true},
       {"one token", 2, 1, cfg(1.0f, 0, 0.5f, 0.0f), 3.0f, false, false},
       {"ties", 3, 2100, cfg(1.0f, 7, 1.0f, 0.0f), 0.0f, false, false},
+      {"top_k 40 + stats", 2, 5000, cfg(1.0f, 40, 1.0f, 0.0f), 3.0f, false, false, true},
+      {"all + stats", 2, 5000, cfg(0.9f, 300, 0.9f, 0.01f), 3.0f, false, false, true},
   };
   for (const Case& c : cases) {
     std::mt19937 gen(unsigned(c.V * 7 + c.B));
@@ -90,6 +100,14 @@ int main() {
       for (int64_t v = 0; v < c.V; ++v) z[2 * c.V + v] = -INFINITY;
       for (int64_t v = 0; v < c.V; ++v) z[3 * c.V + v] = std::nanf("");
     }
+    std::vector<uint64_t> best(size_t(c.B), 0);
+    std::vector<uint32_t> khist(size_t(c.B * 256), 0);
+    for (int64_t r = 0; r < c.B && c.stats; ++r)
+      for (int64_t v = 0; v < c.V; ++v) {
+        const uint32_t k = key_of(z[r * c.V + v]);
+        ++khist[r * 256 + (k >> 24)];
+        if (!is_nan(z[r * c.V + v])) best[r] = std::max(best[r], pack_best(k, uint32_t(v)));
+      }
     std::vector<mlops_sample_config> cfgs(size_t(c.B), c.cfg);
     std::vector<uint64_t> seeds(size_t(c.B));
     for (int64_t r = 0; r < c.B; ++r) seeds[r] = 1000 + uint64_t(r);
@@ -99,11 +117,12 @@ int main() {
       hlen[r] = int32_t(r == 1 ? 0 : L - r);
       for (int64_t i = 0; i < L; ++i) hist[r * L + i] = int32_t((i * 37 + r * 11) % (c.V + 3)) - 1;  // repeats, -1, >= V
     }
-    for (int variant = 0; variant < 3; ++variant) {  // t256, t1024, split
+    for (int variant = 0; variant < 5; ++variant) {  // t256, t1024, split, cluster 4 x 256, cluster 3 x 256
       const bool split = variant == 2;
+      const int cluster = variant == 3 ? 4 : variant == 4 ? 3 : 0;
       const int threads = variant == 0 ? 256 : 1024;
       // two steps (two draws) for the 256-thread instance, one for the others: 1024-thread blocks
-      // are 1024 host threads each, and the suite runs on two shared cores
+      // (or clusters) are 1024 host threads each, and the suite runs on two shared cores
       for (int64_t step0 : {int64_t(41), int64_t(0)}) {
         if (step0 == 0 && variant != 0) continue;
         std::vector<float> zh = z, zk = z;
@@ -113,6 +132,10 @@ int main() {
         std::vector<int32_t> counts(size_t(c.B * c.V), 0);
         SampleParams p{};
         p.rows = c.B; p.vocab = c.V; p.logits_stride = c.V; p.configs = cfgs.data(); p.seeds = seeds.data();
+        if (c.stats) {
+          p.stats_best = best.data();
+          p.stats_key_hist = khist.data();
+        }
         if (c.history) {
           p.history = hist.data(); p.history_stride = L; p.history_len = hlen.data(); p.penalty_counts = counts.data();
         }
@@ -120,8 +143,8 @@ int main() {
         sample_host(p);
         p.logits = zk.data(); p.steps = sk.data(); p.tokens = tk.data(); p.flags = fk.data(); p.logprobs = lk.data();
         std::vector<SplitRow> ws;
-        emulate(p, threads, split, ws);
-        const char* vn = variant == 0 ? "t256" : variant == 1 ? "t1024" : "split";
+        emulate(p, threads, split, cluster, ws);
+        const char* vn = variant == 0 ? "t256" : variant == 1 ? "t1024" : variant == 2 ? "split" : variant == 3 ? "cluster4" : "cluster3";
         CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
               tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
         CHECK(fh == fk, "%s [%s]: flags", c.name, vn);

@@ -31,8 +31,15 @@ class SampleOutput(NamedTuple):
 
 
 def sample_variants() -> list[dict]:
-    """The sampler instances as data: index, name, threads (all give the same token)."""
+    """The sampler instances as data: index, name, threads, split, cluster (CTAs a row in one
+    thread-block cluster, sm_90; 0: none). All give the same token."""
     return [dict(v) for v in _VARIANTS]
+
+
+def sample_variant_runs(variant) -> bool:
+    """Whether a variant (name or index) runs as itself on the current CUDA device with this build;
+    a cluster variant that cannot (below sm_90, or a build without sm_90 code) runs t1024 instead."""
+    return bool(C.sample_variant_runs(resolve_variant("variant", variant, _VARIANTS)))
 
 
 def _check_config(row: int, c: dict):

@@ -1,0 +1,138 @@
+"""GPU: the sampler's thread-block-cluster variants (cluster8, cluster16: sm_90, one launch, C CTAs a
+row exchanging histograms through distributed shared memory) against the host emulation bit for bit,
+on the shapes that reach their edge paths: slices that are empty (V < C) or uneven, candidates that
+overflow a CTA's shared-memory list (a hot top-p), the LM head's statistics, penalties, per-row
+configurations in one batch, graph replay, and the fallback to t1024 where a cluster cannot run
+(more than 65535 rows; a build or GPU below sm_90, where every test here still holds). The general
+suites of test_vocab_gpu.py iterate every variant too."""
+
+import pytest
+import torch
+from mlops_testing import gpu_arch_tag, randn, requires_cuda
+
+import mlops.vocab as mv
+
+pytestmark = requires_cuda
+TAG = gpu_arch_tag()
+CLUSTER = [v["name"] for v in mv.sample_variants() if v["cluster"]]
+
+MODES = {
+    "greedy": dict(temperature=0.0),
+    "temperature": dict(temperature=0.8),
+    "top_k50": dict(temperature=0.8, top_k=50),
+    "top_k1": dict(temperature=0.8, top_k=1),
+    "top_k_large": dict(temperature=1.0, top_k=20000),
+    "top_p": dict(temperature=0.8, top_p=0.9),
+    "top_p_hot": dict(temperature=4.0, top_p=0.95),  # the crossing bin holds most of the row
+    "min_p": dict(temperature=0.8, min_p=0.05),
+    "all": dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05),
+    "top_k_top_p_hot": dict(temperature=3.0, top_k=30000, top_p=0.99),
+}
+
+
+def test_cluster_variants_listed():
+    names = {v["name"]: v for v in mv.sample_variants()}
+    assert names["cluster8"]["cluster"] == 8 and names["cluster16"]["cluster"] == 16
+    # below sm_90 (or in a build without sm_90 code) they fall back to t1024; on sm_90 SASS builds
+    # they run as themselves
+    major, _ = torch.cuda.get_device_capability()
+    if major < 9:
+        assert not mv.sample_variant_runs("cluster8")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("variant", CLUSTER)
+def test_cluster_bits_vs_host(mode, variant):
+    for B, V in [(1, 151936), (5, 151936), (3, 32000), (2, 4099), (2, 100), (3, 7), (1, 1)]:
+        z = randn((B, V), torch.float32, B * V + 3, scale=3.0)
+        if V > 7:
+            z[0, 3:7] = z[0, 7]  # ties
+        cfg = MODES[mode]
+        sc = mv.Sampler(B, V, device="cpu", seed=11, **cfg)
+        sg = mv.Sampler(B, V, device="cuda", seed=11, variant=variant, **cfg)
+        for step in range(3):
+            c = sc(z.clone(), logprobs=True)
+            g = sg(z.cuda(), logprobs=True)
+            assert torch.equal(g.tokens.cpu(), c.tokens), f"{mode} {variant} {B}x{V} step {step} [{TAG}]"
+            assert torch.equal(g.flags.cpu(), c.flags), f"{mode} {variant} {B}x{V} flags [{TAG}]"
+            torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
+        assert torch.equal(sg.steps.cpu(), sc.steps)
+
+
+@pytest.mark.parametrize("variant", CLUSTER)
+def test_cluster_per_row_configs_specials_and_penalties(variant):
+    B, V, L = 6, 50000, 200
+    z = randn((B, V), torch.float32, 17, scale=2.5)
+    z[1, 77] = float("nan")
+    z[2, 5] = float("inf")
+    z[3] = float("-inf")
+    cfgs = [dict(temperature=0.7, top_p=0.9), dict(temperature=1.0), dict(temperature=0.9, top_k=40),
+            dict(temperature=0.0), dict(temperature=1.2, top_k=500, top_p=0.8, min_p=0.01),
+            dict(temperature=0.8, top_p=0.95, repetition_penalty=1.3, presence_penalty=0.2, frequency_penalty=0.1)]
+    gen = torch.Generator().manual_seed(3)
+    hist = torch.randint(-3, V + 3, (B, L), generator=gen, dtype=torch.int32)
+    hlen = torch.tensor([200, 0, 50, 10, 120, 200], dtype=torch.int32)
+    sc = mv.Sampler(B, V, device="cpu", seed=[5, 6, 7, 8, 9, 10], configs=cfgs)
+    sg = mv.Sampler(B, V, device="cuda", seed=[5, 6, 7, 8, 9, 10], configs=cfgs, variant=variant)
+    zc, zg = z.clone(), z.cuda()
+    for _ in range(2):
+        c = sc(zc, history=hist, history_len=hlen, logprobs=True)
+        g = sg(zg, history=hist.cuda(), history_len=hlen.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), variant
+        assert torch.equal(g.flags.cpu(), c.flags), variant
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
+    assert torch.equal(zg.cpu(), zc), "penalized logits"
+
+
+@pytest.mark.parametrize("mode", ["greedy", "top_k50", "all", "top_p"])
+@pytest.mark.parametrize("variant", CLUSTER)
+def test_cluster_with_lm_head_stats(mode, variant):
+    M, V, H = 4, 151936, 256
+    x = randn((M, H), torch.bfloat16, 1).cuda()
+    w = randn((V, H), torch.bfloat16, 2, scale=0.2).cuda()
+    o = mv.lm_head(x, w, stats=True)
+    cfg = MODES[mode]
+    g = mv.Sampler(M, V, device="cuda", seed=4, variant=variant, **cfg)(o.logits.clone(), stats=o)
+    oc = mv.LmHeadOutput(*[t.cpu() for t in o])
+    c = mv.Sampler(M, V, device="cpu", seed=4, **cfg)(oc.logits.clone(), stats=oc)
+    assert torch.equal(g.tokens.cpu(), c.tokens) and torch.equal(g.flags.cpu(), c.flags), (mode, variant)
+
+
+@pytest.mark.parametrize("variant", CLUSTER)
+def test_cluster_graph_replay_advances_step(variant):
+    B, V = 3, 151936
+    z = randn((B, V), torch.float32, 9, scale=3.0).cuda()
+    s = mv.Sampler(B, V, device="cuda", seed=5, variant=variant, temperature=0.8, top_k=50, top_p=0.9)
+    ref = mv.Sampler(B, V, device="cpu", seed=5, temperature=0.8, top_k=50, top_p=0.9)
+    tokens = torch.empty(B, dtype=torch.int32, device="cuda")
+    s(z.clone(), tokens=tokens)  # warm up (step 0)
+    ref(z.cpu())
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        s(z, tokens=tokens)
+    s.steps.fill_(1)
+    for step in range(1, 4):
+        g.replay()
+        assert torch.equal(tokens.cpu(), ref(z.cpu()).tokens), f"replay at step {step}"
+    assert s.steps.tolist() == [4] * B
+
+
+def test_cluster_falls_back_above_65535_rows():
+    B, V = 70000, 64
+    z = randn((B, V), torch.float32, 2, scale=2.0)
+    c = mv.Sampler(B, V, device="cpu", seed=1, temperature=0.9, top_p=0.9)(z.clone())
+    g = mv.Sampler(B, V, device="cuda", seed=1, variant="cluster16", temperature=0.9, top_p=0.9)(z.cuda())
+    assert torch.equal(g.tokens.cpu(), c.tokens)
+
+
+@pytest.mark.parametrize("variant", CLUSTER)
+def test_cluster_sanitizer_subset(variant):
+    """Small rows through the cluster kernel's paths (what compute-sanitizer runs)."""
+    B, V = 2, 5000
+    z = randn((B, V), torch.float32, 31, scale=3.0)
+    for cfg in (dict(temperature=0.0), dict(temperature=1.0), dict(temperature=0.3, top_p=0.9),
+                dict(temperature=1.0, top_k=40), dict(temperature=0.8, top_k=3000, top_p=0.95, min_p=0.01)):
+        c = mv.Sampler(B, V, device="cpu", seed=9, **cfg)(z.clone(), logprobs=True)
+        g = mv.Sampler(B, V, device="cuda", seed=9, variant=variant, **cfg)(z.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), (variant, cfg)
