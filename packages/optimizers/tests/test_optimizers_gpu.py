@@ -48,6 +48,9 @@ CONFIGS = {
     "adamw": (mo.AdamW, {"lr": 1e-2, "weight_decay": 0.1}),
     "adam_l2_amsgrad_maximize": (mo.Adam, {"lr": 1e-2, "weight_decay": 0.05, "amsgrad": True, "maximize": True}),
     "adamw_8bit": (mo.AdamW, {"lr": 1e-2, "state_8bit": True}),
+    # the 8-bit kernel's AdamW loop with a clip coefficient, and its general loop (L2, maximize)
+    "adamw_8bit_clip": (mo.AdamW, {"lr": 1e-2, "state_8bit": True, "max_grad_norm": 5.0}),
+    "adam_8bit_l2_maximize": (mo.Adam, {"lr": 1e-2, "weight_decay": 0.05, "maximize": True, "state_8bit": True}),
     "adamw_clip": (mo.AdamW, {"lr": 1e-2, "max_grad_norm": 5.0}),
     "sgd_nesterov": (mo.SGD, {"lr": 1e-2, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
     "sgd_dampening": (mo.SGD, {"lr": 1e-2, "momentum": 0.9, "dampening": 0.3}),
