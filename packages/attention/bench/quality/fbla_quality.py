@@ -41,7 +41,6 @@ import model as model_mod  # noqa: E402
 
 ATTN_NAME = "mlops_kv_treatment"
 BASE_NAME = "mlops_bf16_sdpa"
-KV_DTYPE = torch.bfloat16
 DEFAULT_TREATMENTS = ["bf16-harness", "q8_0", "q4_0", "kivi-2", "kivi-4",
                       "fbla-3+3-exact", "fbla-3+3-skip", "fbla-4+2-exact", "fbla-4+2-skip"]
 # the alternatives of FBLA's quantization axes (6-bit, exact): K per token, V per channel, both
@@ -53,11 +52,13 @@ class State:
     chunk = 1024
     calls = 0
     out_dtype = torch.bfloat16
+    kv_dtype = torch.bfloat16
 
 
 def _bf16_boundary(query, key, value):
-    """The cache holds BF16 K/V and the kernels take BF16 queries: round the model's (float32) q, k, v to BF16."""
-    return query.to(KV_DTYPE), key.to(KV_DTYPE), value.to(KV_DTYPE)
+    """The cache holds BF16 K/V and the kernels take BF16 queries: round the model's (float32) q, k, v to BF16
+    (--kv-dtype float32: no rounding, a low-noise measure of the quantization alone; fake-quant treatments only)."""
+    return query.to(State.kv_dtype), key.to(State.kv_dtype), value.to(State.kv_dtype)
 
 
 def treatment_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -145,6 +146,7 @@ def is_real(name: str, use_real: bool) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for results.jsonl and results.md")
+    ap.add_argument("--render", action="store_true", help="only rewrite OUT/results.md from OUT/results.jsonl")
     ap.add_argument("--context", type=int, default=0, help="window length in tokens (0: the model's maximum)")
     ap.add_argument("--windows", type=int, default=8)
     ap.add_argument("--treatments", default=",".join(DEFAULT_TREATMENTS),
@@ -159,18 +161,25 @@ def main(argv=None) -> int:
     ap.add_argument("--gap", type=float, default=20.0, help="FBLA skip mode's gap (mlops.attention.DEFAULT_GAP)")
     ap.add_argument("--real-batch", type=int, default=512,
                     help="--real: query positions decoded by one encode + decode call (a batch of caches)")
+    ap.add_argument("--kv-dtype", default="bfloat16", choices=["bfloat16", "float32"],
+                    help="q, k, v as the attention gets them (float32: no BF16 rounding anywhere, noise floor ~0; "
+                         "with --attn-out float32; not with the real kernels)")
     ap.add_argument("--attn-out", default="bfloat16", choices=["bfloat16", "float32"],
                     help="attention output rounding, baseline and treatments alike (float32: no output rounding noise)")
     ap.add_argument("--chunk", type=int, default=1024, help="queries per masked-attention chunk")
     ap.add_argument("--real", default="auto", choices=["auto", "on", "off"],
                     help="FBLA through mlops.attention's kernels (auto: when importable and on CUDA)")
     args = ap.parse_args(argv)
+    if args.render:
+        print(render_folder(pathlib.Path(args.out)))
+        return 0
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dev = torch.device(args.device)
     State.chunk = args.chunk
     State.out_dtype = getattr(torch, args.attn_out)
+    State.kv_dtype = getattr(torch, args.kv_dtype)
     names = [n for n in args.treatments.split(",") if n]
     names = [m for n in names for m in (AXES_TREATMENTS if n == "axes" else [n])]
 
@@ -187,6 +196,9 @@ def main(argv=None) -> int:
         if args.real == "on" and not use_real:
             print("--real on: mlops.attention does not import here", file=sys.stderr)
             return 2
+    if use_real and args.kv_dtype != "bfloat16":
+        print("--kv-dtype float32: the real kernels take BF16 only (use --real off)", file=sys.stderr)
+        return 2
 
     t0 = time.time()
     model, tok, gguf = model_mod.load(args.model, device=args.device, dtype=getattr(torch, args.dtype))
@@ -204,7 +216,7 @@ def main(argv=None) -> int:
         "corpus": f"{corpus.PACKAGE} {corpus.VERSION} KJV ({len(ids_all)} tokens)",
         "context": ctx, "windows": len(wins), "device": str(dev),
         "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or "cpu",
-        "dtype": args.dtype, "attn_out": args.attn_out, "torch": torch.__version__,
+        "dtype": args.dtype, "attn_out": args.attn_out, "kv_dtype": args.kv_dtype, "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,
         "sink": args.sink, "gap": args.gap, "real_kernels": use_real, "real_info": real_info,
     }
@@ -237,16 +249,8 @@ def main(argv=None) -> int:
             print(f"window {wi}: {n} loss {lt:.5f} Δ {lt - lb:+.5f}"
                   + (f" refined {rf:.3f}" if rf is not None else "") + f" ({rec['s']:.1f} s)", flush=True)
 
-    summary = []
-    for n in names:
-        d = [r["delta"] for r in rows[n]]
-        mean = sum(d) / len(d)
-        sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1)) if len(d) > 1 else float("nan")
-        rf = [r["refined"] for r in rows[n] if "refined" in r]
-        s = {"summary": n, "delta_mean": mean, "delta_sd": sd, "delta_max": max(d), "delta_min": min(d),
-             "loss_mean": sum(r["loss"] for r in rows[n]) / len(d), "windows": len(d),
-             "refined": sum(rf) / len(rf) if rf else None, "real": rows[n][0]["real"]}
-        summary.append(s)
+    summary = summarize(names, rows)
+    for s in summary:
         jl.write(json.dumps(s) + "\n")
     jl.close()
     md = render(meta, sum(base) / len(base), summary)
@@ -255,17 +259,52 @@ def main(argv=None) -> int:
     return 0
 
 
+def summarize(names: list[str], rows: dict) -> list[dict]:
+    """One summary a treatment over the windows it finished (a window's Δ against that window's baseline)."""
+    out = []
+    for n in names:
+        if not rows.get(n):
+            continue
+        d = [r["delta"] for r in rows[n]]
+        mean = sum(d) / len(d)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1)) if len(d) > 1 else float("nan")
+        rf = [r["refined"] for r in rows[n] if "refined" in r]
+        out.append({"summary": n, "delta_mean": mean, "delta_sd": sd, "delta_max": max(d), "delta_min": min(d),
+                    "loss_mean": sum(r["loss"] for r in rows[n]) / len(d), "windows": len(d),
+                    "refined": sum(rf) / len(rf) if rf else None, "real": rows[n][0]["real"]})
+    return out
+
+
+def render_folder(folder: pathlib.Path) -> str:
+    """results.md again from results.jsonl's window lines (for a run cut short: only its finished windows)."""
+    meta, rows, base = None, {}, {}
+    for line in (folder / "results.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if "meta" in r:
+            meta = r["meta"]
+        elif r.get("treatment") == "bf16-sdpa":
+            base[r["window"]] = r["loss"]
+        elif "treatment" in r:
+            rows.setdefault(r["treatment"], []).append(r)
+    done = set(base)
+    meta = dict(meta, windows=f"{len(done)} (finished)" if meta["windows"] != len(done) else meta["windows"])
+    md = render(meta, sum(base.values()) / len(base), summarize(list(rows), rows))
+    (folder / "results.md").write_text(md)
+    return md
+
+
 def render(meta: dict, base_loss: float, summary: list[dict]) -> str:
     lines = [
         f"{meta['model']} on {meta['corpus']}; {meta['windows']} windows of {meta['context']} tokens; "
-        f"{meta['device']} ({meta['device_name']}), model {meta['dtype']}, attention output {meta['attn_out']}, "
+        f"{meta['device']} ({meta['device_name']}), model {meta['dtype']}, attention q/k/v {meta.get('kv_dtype', 'bfloat16')}, "
+        f"output {meta['attn_out']}, "
         f"torch {meta['torch']}, "
         f"transformers {meta['transformers']}; FBLA sink {meta['sink']}, skip gap {meta['gap']}; {meta['date']}. "
-        f"Baseline SDPA on BF16 q/k/v, loss {base_loss:.4f}. Δloss = treatment − baseline, per window, then mean "
+        f"Baseline SDPA, loss {base_loss:.4f}. Δloss = treatment − baseline, per window, then mean "
         f"(sd over windows).",
         "",
-        "| treatment | K/V path | loss | Δloss mean | sd | min | max | skip: blocks refined |",
-        "|---|---|---|---|---|---|---|---|",
+        "| treatment | K/V path | windows | loss | Δloss mean | sd | min | max | skip: blocks refined |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         if s["real"]:
@@ -275,7 +314,8 @@ def render(meta: dict, base_loss: float, summary: list[dict]) -> str:
         else:
             path = "reference (fake quant)"
         ref = f"{s['refined']:.3f}" if s["refined"] is not None else ""
-        lines.append(f"| {s['summary']} | {path} | {s['loss_mean']:.4f} | {s['delta_mean']:+.5f} | {s['delta_sd']:.5f} | "
+        sd = "" if math.isnan(s["delta_sd"]) else f"{s['delta_sd']:.5f}"
+        lines.append(f"| {s['summary']} | {path} | {s['windows']} | {s['loss_mean']:.4f} | {s['delta_mean']:+.5f} | {sd} | "
                      f"{s['delta_min']:+.5f} | {s['delta_max']:+.5f} | {ref} |")
     return "\n".join(lines) + "\n"
 
