@@ -75,7 +75,7 @@ __device__ __forceinline__ void prefetch_l2(const void* ptr) {
 
 // The 8-bit kernel asks L2 for a warp's next unit while it works on this one: its loads then
 // wait on L2, not on DRAM, and more DRAM requests stay in flight than the loads alone keep (an
-// 8-bit unit moves 16 B an element against ~95 instructions: its warps spend most of their
+// 8-bit unit moves 16 B an element against ~100 instructions: its warps spend most of their
 // time issuing). One 128-byte line a lane: what the unit [base, base + 256) reads (the fp32
 // master or the param, the grad, both code arrays); the caller checks it lies in the tensor.
 template <class PT>
@@ -247,7 +247,9 @@ struct alignas(16) QSmem {
 // carry). MIN_CTAS: the CTAs an SM must hold (ptxas caps registers to fit them). ptxas -v,
 // nvcc 13.0, sm_90, Adam fp32: variant "occ3" (3: <= 80 registers) does not spill without
 // amsgrad / 8-bit, which spill ~30-40 bytes; variant "occ2" (1: no cap) uses 90 (amsgrad 116,
-// 8-bit ~100) registers, 2 CTAs an SM, no spills. Both are listed in mlops/optimizers.h (MLOPS_OPTIM_VARIANT_*); the bench times both.
+// 8-bit ~100) registers, 2 CTAs an SM, no spills. The 8-bit instances (table quantizer,
+// 2026-11-30): occ3 78-80 registers, no spills; occ2 101-110; 12960 bytes of shared memory.
+// Both are listed in mlops/optimizers.h (MLOPS_OPTIM_VARIANT_*); the bench times both.
 template <class PT, int ALGO, bool Q8, bool AMS, int MIN_CTAS>
 __global__ void __launch_bounds__(kThreads, MIN_CTAS) step_kernel(const mlops_optim_args a) {
   if (a.found_inf && *a.found_inf != 0.0f) return;  // GradScaler saw inf/nan: change nothing
