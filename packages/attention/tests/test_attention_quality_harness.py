@@ -235,6 +235,25 @@ def test_registry_plumbing_tiny_llama():
     assert fq.window_loss(model, ids) != same
 
 
+def test_render_partial_run(tmp_path):
+    """results.md from the lines of a run the time limit cut: only the windows that have treatments count."""
+    import json
+
+    fq = _load("fbla_quality", "attention_quality_fbla_quality")
+    meta = {"meta": {"model": "m", "corpus": "c", "windows": 2, "context": 8, "device": "cuda", "device_name": "g",
+                     "dtype": "float32", "attn_out": "bfloat16", "torch": "t", "transformers": "x", "sink": 128,
+                     "gap": 20.0, "date": "d"}}
+    lines = [meta, {"window": 0, "treatment": "bf16-sdpa", "loss": 2.0},
+             {"window": 0, "treatment": "fbla-3+3-exact", "loss": 2.001, "delta": 0.001, "real": True},
+             {"window": 0, "treatment": "fbla-3+3-skip", "loss": 2.002, "delta": 0.002, "real": True, "refined": 0.5},
+             {"window": 1, "treatment": "bf16-sdpa", "loss": 3.0}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    md = fq.render_folder(tmp_path)
+    assert "1 (finished) windows" in md and "loss 2.0000" in md
+    assert "| fbla-3+3-exact | mlops.attention kernels | 1 | 2.0010 | +0.00100 |" in md
+    assert md.rstrip().endswith("| 0.500 |")
+
+
 def test_corpus_windows():
     cp = _load("corpus", "attention_quality_corpus")
     ids = list(range(1000))

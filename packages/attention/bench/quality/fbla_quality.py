@@ -286,9 +286,9 @@ def render_folder(folder: pathlib.Path) -> str:
             base[r["window"]] = r["loss"]
         elif "treatment" in r:
             rows.setdefault(r["treatment"], []).append(r)
-    done = set(base)
+    done = {r["window"] for rs in rows.values() for r in rs}  # windows with at least one treatment measured
     meta = dict(meta, windows=f"{len(done)} (finished)" if meta["windows"] != len(done) else meta["windows"])
-    md = render(meta, sum(base.values()) / len(base), summarize(list(rows), rows))
+    md = render(meta, sum(base[w] for w in done) / len(done), summarize(list(rows), rows))
     (folder / "results.md").write_text(md)
     return md
 
