@@ -162,6 +162,7 @@ struct DecodeSmem {
   float sw[kHeadBatch][kChunkGroups], bias[kHeadBatch][kChunkGroups];
   int32_t wsum[kHeadBatch][kChunkGroups], wabs[kHeadBatch][kChunkGroups];
   float lg[kHeadBatch][kChunkGroups], bs[kHeadBatch][kChunkGroups];
+  float vmn[kChunkGroups][kGroup], vsc[kChunkGroups][kGroup];  // the chunk's V min / scale a token
   float m[kHeadBatch], thr[kHeadBatch];
   float red[kThreads / 32][kHeadBatch];
   unsigned char ref[kHeadBatch][kChunkGroups * kBlocksPerGroup];
@@ -262,23 +263,22 @@ __device__ __forceinline__ void load_codes(const Layout& l, const uint8_t* rec, 
 #pragma unroll
   for (int q = 0; q < D / 4; ++q) c4[q] = 0;
   const int shift = coarse_only ? 0 : l.fb;
-  for (int j = 0; j < l.cb; ++j) {
+  const int np = coarse_only ? l.cb : 6;  // planes used: the cb coarse ones, then the fb fine ones
+  // all the plane words first (independent loads, one memory latency), then the spreads
+  uint32_t word[6][W];
 #pragma unroll
-    for (int w = 0; w < W; ++w) {
-      const uint32_t word = kc[j * W + w];
+  for (int j = 0; j < 6; ++j) {
+    const uint32_t* src = j < l.cb ? kc + j * W : kf + (j - l.cb) * W;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) c4[w * 8 + k] |= spread4((word >> (4 * k)) & 0xfu) << (shift + j);
-    }
+    for (int w = 0; w < W; ++w) word[j][w] = j < np ? src[w] : 0u;
   }
-  if (!coarse_only) {
-    for (int j = 0; j < l.fb; ++j) {
 #pragma unroll
-      for (int w = 0; w < W; ++w) {
-        const uint32_t word = kf[j * W + w];
+  for (int j = 0; j < 6; ++j) {
+    const int bit = j < l.cb ? shift + j : j - l.cb;
 #pragma unroll
-        for (int k = 0; k < 8; ++k) c4[w * 8 + k] |= spread4((word >> (4 * k)) & 0xfu) << j;
-      }
-    }
+    for (int w = 0; w < W; ++w)
+#pragma unroll
+      for (int k = 0; k < 8; ++k) c4[w * 8 + k] |= spread4((word[j][w] >> (4 * k)) & 0xfu) << bit;
   }
 }
 
@@ -406,11 +406,17 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
           const uint16_t* kr = (gi == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t) * D;
           float dot[kHeadBatch];
           for (int hi = 0; hi < kHeadBatch; ++hi) dot[hi] = 0.0f;
-          for (int d = 0; d < D; ++d) {
-            const float kf = bf16_to_f32(kr[d]);
+          for (int d0 = 0; d0 < D; d0 += 32) {
+            uint16_t kx[32];  // 32 independent loads, then the chains in channel order
 #pragma unroll
-            for (int hi = 0; hi < kHeadBatch; ++hi)
-              if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d], kf, dot[hi]);
+            for (int i = 0; i < 32; ++i) kx[i] = kr[d0 + i];
+#pragma unroll
+            for (int i = 0; i < 32; ++i) {
+              const float kf = bf16_to_f32(kx[i]);
+#pragma unroll
+              for (int hi = 0; hi < kHeadBatch; ++hi)
+                if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
+            }
           }
 #pragma unroll
           for (int hi = 0; hi < kHeadBatch; ++hi) if (hi < nh) s[hi] = dot[hi] * p.scale;
@@ -434,6 +440,12 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
             for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
             if (lane == 0) sm.thr[hi] = M - p.gap;
           }
+        }
+        // the chunk's V min / scale into smem (one coalesced load a thread; read by the l / b and P V loops)
+        for (int i = tid; i < ng * kGroup; i += kThreads) {
+          const uint8_t* r = record_of(c, it.b, it.kh, ch * kChunkGroups + i / kGroup);
+          sm.vmn[i / kGroup][i % kGroup] = reinterpret_cast<const float*>(r + l.vmin)[i % kGroup];
+          sm.vsc[i / kGroup][i % kGroup] = reinterpret_cast<const float*>(r + l.vscale)[i % kGroup];
         }
         __syncthreads();
         for (int i = tid; i < nh * kChunkGroups * kBlocksPerGroup; i += kThreads) {
@@ -482,8 +494,7 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
             const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
             for (int u = 0; u < cnt; ++u) lg = lg + sm.sc[hi][g * kGroup + u];
           } else {
-            const uint8_t* r = record_of(c, it.b, it.kh, (it.slot - 1) * kChunkGroups + g);
-            const float* vm = reinterpret_cast<const float*>(r + l.vmin);
+            const float* vm = sm.vmn[g];
             for (int u = 0; u < kGroup; ++u) {
               if (!sm.ref[hi][g * kBlocksPerGroup + u / kBlock]) continue;
               const float pt = sm.sc[hi][g * kGroup + u];
@@ -504,28 +515,48 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
           if (it.slot == 0) {
             const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
             const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + d;
-            for (int u = 0; u < cnt; ++u) {
-              const float vf = bf16_to_f32(vr[static_cast<size_t>(u) * D]);
+            for (int u0 = 0; u0 < cnt; u0 += 16) {
+              uint16_t vx[16];  // 16 independent loads, then the chains in token order
 #pragma unroll
-              for (int hi = 0; hi < kHeadBatch; ++hi)
-                if (hi < nh) val[hi] = fmaf(sm.sc[hi][g * kGroup + u], vf, val[hi]);
+              for (int i = 0; i < 16; ++i) vx[i] = u0 + i < cnt ? vr[static_cast<size_t>(u0 + i) * D] : uint16_t(0);
+#pragma unroll
+              for (int i = 0; i < 16; ++i) {
+                if (u0 + i >= cnt) break;
+                const float vf = bf16_to_f32(vx[i]);
+#pragma unroll
+                for (int hi = 0; hi < kHeadBatch; ++hi)
+                  if (hi < nh) val[hi] = fmaf(sm.sc[hi][g * kGroup + u0 + i], vf, val[hi]);
+              }
             }
           } else {
             const uint8_t* r = record_of(c, it.b, it.kh, (it.slot - 1) * kChunkGroups + g);
-            const float* vscale = reinterpret_cast<const float*>(r + l.vscale);
             const uint32_t* vp = reinterpret_cast<const uint32_t*>(r + l.v);
             constexpr int W = D / 32;
-            for (int u = 0; u < kGroup; ++u) {
-              if (!sm.any[g * kBlocksPerGroup + u / kBlock]) continue;
-              const uint32_t* rowp = vp + u * 6 * W + d / 32;
-              int code = 0;
+            constexpr int kStep = 8;  // tokens whose plane words are loaded together (independent loads)
+            for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
+              const int rb = g * kBlocksPerGroup + blk;
+              if (!sm.any[rb]) continue;
+              bool rf[kHeadBatch];
 #pragma unroll
-              for (int j = 0; j < 6; ++j) code |= static_cast<int>((rowp[j * W] >> (d % 32)) & 1u) << j;
-              const float cf = static_cast<float>(code), vs = vscale[u];
+              for (int hi = 0; hi < kHeadBatch; ++hi) rf[hi] = hi < nh && sm.ref[hi][rb];
+              for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += kStep) {
+                uint32_t wd[kStep][6];
 #pragma unroll
-              for (int hi = 0; hi < kHeadBatch; ++hi)
-                if (hi < nh && sm.ref[hi][g * kBlocksPerGroup + u / kBlock])
-                  val[hi] = fmaf(sm.sc[hi][g * kGroup + u] * vs, cf, val[hi]);
+                for (int k = 0; k < kStep; ++k)
+#pragma unroll
+                  for (int j = 0; j < 6; ++j) wd[k][j] = vp[(u0 + k) * 6 * W + j * W + d / 32];
+#pragma unroll
+                for (int k = 0; k < kStep; ++k) {
+                  const int u = u0 + k;
+                  int code = 0;
+#pragma unroll
+                  for (int j = 0; j < 6; ++j) code |= static_cast<int>((wd[k][j] >> (d % 32)) & 1u) << j;
+                  const float cf = static_cast<float>(code), vs = sm.vsc[g][u];
+#pragma unroll
+                  for (int hi = 0; hi < kHeadBatch; ++hi)
+                    if (rf[hi]) val[hi] = fmaf(sm.sc[hi][g * kGroup + u] * vs, cf, val[hi]);
+                }
+              }
             }
           }
         }
@@ -554,23 +585,50 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
   }
 }
 
-// Combine: CTA (b, q head), thread d; partials in slot order.
+// Combine: CTA (b, q head), thread d; partials in slot order. m / l of a tile of D partials are
+// staged in smem by one coalesced load, the acc loads are issued kStep at a time (independent), and
+// every thread runs the same sequential loops as before (same order, same bits).
 template <int D>
 __global__ void __launch_bounds__(D) combine_kernel(DecodeParams p) {
+  __shared__ float spm[D], spl[D];
   const int row = blockIdx.x, b = row / p.Hq, d = threadIdx.x;
   const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
   const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
   const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
   const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
   float Mx = neg_inf();
-  for (int i = 0; i < P; ++i) Mx = fmax_step(Mx, pm[i]);
+  for (int i0 = 0; i0 < P; i0 += D) {
+    const int n = P - i0 < D ? P - i0 : D;
+    __syncthreads();
+    if (d < n) spm[d] = pm[i0 + d];
+    __syncthreads();
+    for (int i = 0; i < n; ++i) Mx = fmax_step(Mx, spm[i]);
+  }
   float lt = 0.0f, acc = 0.0f;
-  if (Mx != neg_inf()) {
-    for (int i = 0; i < P; ++i) {
-      if (pm[i] == neg_inf()) continue;
-      const float e = exp_det(pm[i] - Mx);
-      lt = fmaf(pl[i], e, lt);
-      acc = fmaf(pacc[static_cast<size_t>(i) * D + d], e, acc);
+  if (Mx != neg_inf()) {  // uniform over the CTA
+    constexpr int kStep = 8;
+    for (int i0 = 0; i0 < P; i0 += D) {
+      const int n = P - i0 < D ? P - i0 : D;
+      __syncthreads();
+      if (d < n) {
+        spm[d] = pm[i0 + d];
+        spl[d] = pl[i0 + d];
+      }
+      __syncthreads();
+      for (int k0 = 0; k0 < n; k0 += kStep) {
+        float a[kStep];
+#pragma unroll
+        for (int k = 0; k < kStep; ++k) a[k] = k0 + k < n ? pacc[static_cast<size_t>(i0 + k0 + k) * D + d] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < kStep; ++k) {
+          if (k0 + k >= n) break;
+          const float m = spm[k0 + k];
+          if (m == neg_inf()) continue;
+          const float e = exp_det(m - Mx);
+          lt = fmaf(spl[k0 + k], e, lt);
+          acc = fmaf(a[k], e, acc);
+        }
+      }
     }
   }
   const float o = Mx != neg_inf() ? acc / lt : 0.0f;
