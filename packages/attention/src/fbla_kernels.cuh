@@ -154,10 +154,11 @@ __global__ void __launch_bounds__(kThreads) advance_kernel(AppendParams p) {
 }
 
 // ---- decode ---------------------------------------------------------------------------------
-struct DecodeSmem {
+struct alignas(16) DecodeSmem {
   int8_t what[kHeadBatch][kChunkGroups][2][128];  // [..][0]: hi digits, [..][1]: lo digits
   float qf[kHeadBatch][128];
   float sc[kHeadBatch][kChunkTokens];
+  float sa[kHeadBatch][kChunkTokens];  // closed chunks: p * V scale a token (the P V weight)
   float gv[kHeadBatch][kChunkGroups][128];
   float sw[kHeadBatch][kChunkGroups], bias[kHeadBatch][kChunkGroups];
   int32_t wsum[kHeadBatch][kChunkGroups], wabs[kHeadBatch][kChunkGroups];
@@ -191,6 +192,39 @@ __device__ __forceinline__ Item item_of(int item, int B, int Hkv) {
 
 __device__ __forceinline__ const uint8_t* record_of(const mlops_fbla_cache& c, int b, int h, int slot) {
   return c.records + ((static_cast<long long>(b) * c.kv_heads + h) * c.slots + slot) * c.record_bytes;
+}
+
+// Prefetch hints: no effect on any value (no-ops where the kernels are compiled as host C++).
+__device__ __forceinline__ void prefetch_l2(const void* ptr) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr));
+#endif
+  (void)ptr;
+}
+
+__device__ __forceinline__ void prefetch_l1(const void* ptr) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(ptr));
+#endif
+  (void)ptr;
+}
+
+// Every 128-byte line of [base, base + bytes), spread over the CTA.
+__device__ __forceinline__ void prefetch_range(const uint8_t* base, long long bytes, bool l1) {
+  for (long long off = static_cast<long long>(threadIdx.x) * 128; off < bytes; off += 128LL * blockDim.x)
+    l1 ? prefetch_l1(base + off) : prefetch_l2(base + off);
+}
+
+// The records of work item `item` (chunk slot - first, its closed groups are contiguous) into L2:
+// a CTA asks for its next item's records while it works on the current one.
+__device__ __forceinline__ void prefetch_item(const DecodeParams& p, int item, int items, int first) {
+  if (item >= items) return;
+  const int per = p.c.batch * p.c.kv_heads;
+  const int slot = item / per, b = (item % per) / p.c.kv_heads, kh = item % p.c.kv_heads;
+  const int nq = closed_groups(len_of(p, b)), ch = slot - first;
+  if (ch < 0 || ch >= chunks_of(nq)) return;
+  const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+  prefetch_range(record_of(p.c, b, kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes, false);
 }
 
 // q of the heads of a batch -> smem floats (every thread of the CTA calls it).
@@ -328,6 +362,7 @@ __global__ void __launch_bounds__(kThreads) coarse_kernel(DecodeParams p, int it
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq), ch = it.slot;
     if (ch >= nch) continue;  // uniform over the CTA
+    prefetch_item(p, item + gridDim.x, items, 0);
     const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
     const int gi = tid / kGroup, t = tid % kGroup;
     const bool active = gi < ng;
@@ -385,6 +420,13 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) continue;  // uniform over the CTA
+    prefetch_item(p, item + gridDim.x, items, 1);
+    if (it.slot > 0) {  // this chunk's V planes (read last, by the P V loop) into L1
+      const int ch = it.slot - 1;
+      const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+      for (int g = 0; g < ng; ++g)
+        prefetch_range(record_of(c, it.b, it.kh, ch * kChunkGroups + g) + l.v, static_cast<long long>(kGroup) * 6 * l.row, true);
+    }
     const int gi = tid / kGroup, t = tid % kGroup;
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     for (int h0 = 0; h0 < p.Gq; h0 += kHeadBatch) {
@@ -482,7 +524,9 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
       for (int hi = 0; hi < kHeadBatch; ++hi) {
         if (hi >= nh) break;
         const int blk = gi * kBlocksPerGroup + t / kBlock;
-        sm.sc[hi][tid] = (active && sm.ref[hi][blk] && gi < ng) ? exp_det(s[hi] - sm.m[hi]) : 0.0f;
+        const float pt = (active && sm.ref[hi][blk] && gi < ng) ? exp_det(s[hi] - sm.m[hi]) : 0.0f;
+        sm.sc[hi][tid] = pt;
+        if (it.slot != 0 && gi < ng) sm.sa[hi][tid] = pt * sm.vsc[gi][t];
       }
       __syncthreads();
       // ---- l and the V-min term a (head, group), sequential in token order
@@ -551,10 +595,10 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
                   int code = 0;
 #pragma unroll
                   for (int j = 0; j < 6; ++j) code |= static_cast<int>((wd[k][j] >> (d % 32)) & 1u) << j;
-                  const float cf = static_cast<float>(code), vs = sm.vsc[g][u];
+                  const float cf = static_cast<float>(code);
 #pragma unroll
                   for (int hi = 0; hi < kHeadBatch; ++hi)
-                    if (rf[hi]) val[hi] = fmaf(sm.sc[hi][g * kGroup + u] * vs, cf, val[hi]);
+                    if (rf[hi]) val[hi] = fmaf(sm.sa[hi][g * kGroup + u], cf, val[hi]);
                 }
               }
             }
