@@ -423,8 +423,10 @@ __global__ void __launch_bounds__(kThreads) coarse_kernel(DecodeParams p, int it
 
 // Refine pass: item (slot, b, kh). Slot 0: the BF16 tokens (sink + filling group); slot 1 + ch:
 // closed chunk ch, every block refined (exact) or those whose bound reaches max(lb) - gap.
+// __launch_bounds__(256, 3): at most 80 registers, three CTAs an SM (24 warps to hide the barriers
+// and load latencies of an item; at 128 registers it was two).
 template <int D>
-__global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int items) {
+__global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int items) {
   __shared__ DecodeSmem sm;
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
@@ -504,24 +506,32 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
           sm.vmn[i / kGroup][i % kGroup] = reinterpret_cast<const float*>(r + l.vmin)[i % kGroup];
           sm.vsc[i / kGroup][i % kGroup] = reinterpret_cast<const float*>(r + l.vscale)[i % kGroup];
         }
+        if (p.exact) {  // uniform: every block of the chunk's groups refined, no bounds to read (two barriers fewer)
+          for (int i = tid; i < nh * kChunkGroups * kBlocksPerGroup; i += kThreads)
+            sm.ref[i / (kChunkGroups * kBlocksPerGroup)][i % (kChunkGroups * kBlocksPerGroup)] =
+                (i % (kChunkGroups * kBlocksPerGroup)) / kBlocksPerGroup < ng;
+          if (tid < kChunkGroups * kBlocksPerGroup) sm.any[tid] = tid / kBlocksPerGroup < ng;  // nh >= 1
+        }
         __syncthreads();
-        for (int i = tid; i < nh * kChunkGroups * kBlocksPerGroup; i += kThreads) {
-          const int hi = i / (kChunkGroups * kBlocksPerGroup), rb = i % (kChunkGroups * kBlocksPerGroup);
-          const int g = rb / kBlocksPerGroup;
-          bool r = false;
-          if (g < ng) {
-            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-            r = p.exact || p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+        if (!p.exact) {
+          for (int i = tid; i < nh * kChunkGroups * kBlocksPerGroup; i += kThreads) {
+            const int hi = i / (kChunkGroups * kBlocksPerGroup), rb = i % (kChunkGroups * kBlocksPerGroup);
+            const int g = rb / kBlocksPerGroup;
+            bool r = false;
+            if (g < ng) {
+              const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+              r = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+            }
+            sm.ref[hi][rb] = r;
           }
-          sm.ref[hi][rb] = r;
+          __syncthreads();
+          if (tid < kChunkGroups * kBlocksPerGroup) {
+            unsigned char a = 0;
+            for (int hi = 0; hi < nh; ++hi) a |= sm.ref[hi][tid];
+            sm.any[tid] = a;
+          }
+          __syncthreads();
         }
-        __syncthreads();
-        if (tid < kChunkGroups * kBlocksPerGroup) {
-          unsigned char a = 0;
-          for (int hi = 0; hi < nh; ++hi) a |= sm.ref[hi][tid];
-          sm.any[tid] = a;
-        }
-        __syncthreads();
         const int blk = gi * kBlocksPerGroup + t / kBlock;
         if (active && sm.any[blk]) {
           const uint8_t* rec = record_of(c, it.b, it.kh, ch * kChunkGroups + gi);
@@ -545,8 +555,10 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
       }
       __syncthreads();
       // ---- l and the V-min term a (head, group), sequential in token order
-      if (tid < nh * kChunkGroups) {
-        const int hi = tid / kChunkGroups, g = tid % kChunkGroups;
+      // (lane 0 of warp w, w + 8, ...: one (head, group) a warp, so no warp carries two serial loops)
+      for (int pr = warp; pr < nh * kChunkGroups; pr += kThreads / 32) {
+        if (lane != 0) break;
+        const int hi = pr / kChunkGroups, g = pr % kChunkGroups;
         float lg = 0.0f, bs = 0.0f;
         if (g < ng) {
           if (it.slot == 0) {
@@ -591,7 +603,7 @@ __global__ void __launch_bounds__(kThreads) refine_kernel(DecodeParams p, int it
             const uint8_t* r = record_of(c, it.b, it.kh, (it.slot - 1) * kChunkGroups + g);
             const uint32_t* vp = reinterpret_cast<const uint32_t*>(r + l.v);
             constexpr int W = D / 32;
-            constexpr int kStep = 8;  // tokens whose plane words are loaded together (independent loads)
+            constexpr int kStep = 4;  // tokens whose plane words are loaded together (independent loads; 4: no spills at 80 registers)
             for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
               const int rb = g * kBlocksPerGroup + blk;
               if (!sm.any[rb]) continue;
