@@ -32,6 +32,15 @@ __device__ __forceinline__ const uint16_t* in_row(const uint16_t* base, long lon
   return base + b * bs + h * hs + t * ts;
 }
 
+// x rotated right by n (0 .. 31): one funnel shift on the GPU.
+__device__ __forceinline__ uint32_t rotr32(uint32_t x, int n) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(x, x, n);
+#else
+  return (x >> n) | (x << ((32 - n) & 31));
+#endif
+}
+
 // 4 bits -> 4 bytes of 0 / 1 (bit i -> byte i): the four partial products land on disjoint bits.
 __device__ __forceinline__ uint32_t spread4(uint32_t nib) { return (nib * 0x00204081u) & 0x01010101u; }
 
@@ -621,10 +630,13 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
                   float cf[4];
 #pragma unroll
                   for (int k = 0; k < 4; ++k) {
-                    int code = 0;
+                    // bit d % 32 of plane j -> bit j. D = 128: a rotate and an and-or a plane; D = 64 keeps
+                    // shift / and / or (the rotate amounts spill there at 80 registers). Same integer.
+                    uint32_t code = 0;
 #pragma unroll
-                    for (int j = 0; j < 6; ++j) code |= static_cast<int>((wd[k4 + k][j] >> (d % 32)) & 1u) << j;
-                    cf[k] = static_cast<float>(code);
+                    for (int j = 0; j < 6; ++j)
+                      code |= D == 128 ? rotr32(wd[k4 + k][j], (d - j) & 31) & (1u << j) : ((wd[k4 + k][j] >> (d % 32)) & 1u) << j;
+                    cf[k] = static_cast<float>(static_cast<int>(code));
                   }
 #pragma unroll
                   for (int hi = 0; hi < kHeadBatch; ++hi)
