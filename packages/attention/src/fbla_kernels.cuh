@@ -446,12 +446,13 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) continue;  // uniform over the CTA
+    if (item == static_cast<int>(blockIdx.x)) prefetch_item(p, item, items, 1);  // the first item (later ones: below)
     prefetch_item(p, item + gridDim.x, items, 1);
-    if (it.slot > 0) {  // this chunk's V planes (read last, by the P V loop) into L1
+    if (it.slot > 0) {  // this chunk's K planes (the scores) into L1; its V planes follow once the codes are in
       const int ch = it.slot - 1;
       const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
       for (int g = 0; g < ng; ++g)
-        prefetch_range(record_of(c, it.b, it.kh, ch * kChunkGroups + g) + l.v, static_cast<long long>(kGroup) * 6 * l.row, true);
+        prefetch_range(record_of(c, it.b, it.kh, ch * kChunkGroups + g) + l.kc, static_cast<long long>(kGroup) * 6 * l.row, true);
     }
     const int gi = tid / kGroup, t = tid % kGroup;
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
@@ -550,6 +551,8 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
           for (int hi = 0; hi < kHeadBatch; ++hi) if (hi < nh)
             if (sm.ref[hi][blk]) s[hi] = score_of(sm.bias[hi][gi], sm.sw[hi][gi], dot_codes<D>(sm.what[hi][gi], c4), p.scale);
         }
+        for (int g = 0; g < ng; ++g)  // the V planes (read last, by the P V loop) into L1
+          prefetch_range(record_of(c, it.b, it.kh, ch * kChunkGroups + g) + l.v, static_cast<long long>(kGroup) * 6 * l.row, true);
         active = active && sm.any[blk];
       }
       // ---- chunk max, probabilities
