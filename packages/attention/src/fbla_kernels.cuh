@@ -635,11 +635,13 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
                   for (int k = 0; k < 4; ++k) {
                     // bit d % 32 of plane j -> bit j. D = 128: a rotate and an and-or a plane; D = 64 keeps
                     // shift / and / or (the rotate amounts spill there at 80 registers). Same integer.
-                    uint32_t code = 0;
+                    // The code lands in the mantissa of 2^23: float(code) = bits(0x4B000000 | code) - 2^23,
+                    // exactly (an add instead of an int -> float conversion; the same value).
+                    uint32_t code = 0x4B000000u;
 #pragma unroll
                     for (int j = 0; j < 6; ++j)
                       code |= D == 128 ? rotr32(wd[k4 + k][j], (d - j) & 31) & (1u << j) : ((wd[k4 + k][j] >> (d % 32)) & 1u) << j;
-                    cf[k] = static_cast<float>(static_cast<int>(code));
+                    cf[k] = bits_f32(code) - 8388608.0f;
                   }
 #pragma unroll
                   for (int hi = 0; hi < kHeadBatch; ++hi)
