@@ -33,6 +33,7 @@ is per (query, key), so one masked attention per layer (chunked over queries) mo
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 
 import torch
@@ -197,17 +198,18 @@ def recent_mask(t_q: torch.Tensor, t_k: torch.Tensor, residual: int) -> torch.Te
     return (t_q[:, None] - t_k[None, :]) >= residual
 
 
-class Treatment:
+class Treatment(abc.ABC):
     """A K/V treatment: prepare() once per layer call, then the per-query-chunk masks."""
 
     name = "base"
 
-    def prepare(self, k: torch.Tensor, v: torch.Tensor) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def prepare(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Quantize (or keep) this layer call's K/V."""
 
+    @abc.abstractmethod
     def masks(self, t_q: torch.Tensor, t_k: torch.Tensor) -> tuple[torch.Tensor | bool, torch.Tensor | bool]:
         """(sel_k, sel_v): True where the query reads the dequantized key / value."""
-        raise NotImplementedError
 
 
 class BF16(Treatment):

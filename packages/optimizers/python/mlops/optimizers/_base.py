@@ -4,6 +4,8 @@ algorithm and which state tensors they keep."""
 
 from __future__ import annotations
 
+import abc
+
 import torch
 
 from . import _tables
@@ -51,7 +53,7 @@ def check_nonneg(name, v):
         _fail(name, f"expected a number >= 0, got {v!r}")
 
 
-class MultiTensorOptimizer(torch.optim.Optimizer):
+class MultiTensorOptimizer(torch.optim.Optimizer, abc.ABC):
     """One launch a (param group, dtype): every parameter with a gradient is updated by one
     multi-tensor kernel (CUDA) or by the host emulation (CPU), which give the same bits."""
 
@@ -86,9 +88,9 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         check_lr(group["lr"])
 
     # ---- state -----------------------------------------------------------------------------
+    @abc.abstractmethod
     def _state_spec(self, group: dict) -> dict:
         """Which states a parameter of this group keeps: {'s1': key or None, 's2': ..., 's3': ...}."""
-        raise NotImplementedError
 
     def _q8(self, group: dict) -> bool:
         return bool(group.get("state_8bit", False))
@@ -238,9 +240,9 @@ class MultiTensorOptimizer(torch.optim.Optimizer):
         return ([ptr(p) for p in params], [ptr(g) if (g := p.grad) is not None else 0 for p in params])
 
     # ---- step ------------------------------------------------------------------------------
+    @abc.abstractmethod
     def _launch_args(self, group: dict) -> dict:
         """Algorithm scalars for C.step: beta1, beta2, eps, weight_decay, decoupled, amsgrad, nesterov."""
-        raise NotImplementedError
 
     @torch.no_grad()
     def step(self, closure=None, *, grad_scale: torch.Tensor | None = None,
