@@ -107,32 +107,6 @@ __device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
   return v;
 }
 
-template <int NT>
-__device__ uint64_t block_max_c(uint64_t v, ClusterShared<NT>& sh) {
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) {
-    const uint64_t o = __shfl_xor_sync(kFull, v, off);
-    v = o > v ? o : v;
-  }
-  if ((threadIdx.x & 31) == 0) sh.red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  uint64_t r = sh.red[0];
-  for (int i = 1; i < NT / 32; ++i) r = sh.red[i] > r ? sh.red[i] : r;
-  __syncthreads();
-  return r;
-}
-
-template <int NT>
-__device__ uint64_t block_sum_c(uint64_t v, ClusterShared<NT>& sh) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) sh.red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  uint64_t r = 0;
-  for (int i = 0; i < NT / 32; ++i) r += sh.red[i];
-  __syncthreads();
-  return r;
-}
-
 // Moves the slice's elements with key >= lo to shared memory (unordered: only histograms read
 // them). cand_n ends as their count, larger than kClusterCand when they did not fit.
 template <int NT>
@@ -223,7 +197,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
     }
     const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
     const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
-    best = block_max_c<NT>(best, sh);
+    best = block_max_u64<NT>(best, sh);
     if (tid == 0) {
       sh.pub_best = best;
       sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
@@ -247,7 +221,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
     if (p.logprobs && !flags) {  // log-softmax of the argmax at temperature 1, no filter
       uint64_t s = 0;
       for (int64_t v = v0 + tid; v < v1; v += NT) s += sample_weight(z[v], m, temperature_of(1.0f));
-      s = block_sum_c<NT>(s, sh);
+      s = block_sum_u64<NT>(s, sh);
       if (tid == 0) sh.pub_lp = s;
       cluster_sync();
       s = 0;

@@ -60,8 +60,10 @@ struct Src {
   __device__ __forceinline__ int64_t index(int64_t i) const { return idx ? int64_t(idx[i]) : i; }
 };
 
-template <int NT>
-__device__ uint64_t block_max_u64(uint64_t v, Shared<NT>& sh) {
+// The block reductions read only sh.red[NT / 32]: the one-CTA / split kernels pass Shared<NT>, the
+// cluster kernels (sample_cluster_kernel.cuh) their ClusterShared<NT>.
+template <int NT, class Sh>
+__device__ uint64_t block_max_u64(uint64_t v, Sh& sh) {
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) {
     const uint64_t o = __shfl_xor_sync(kFull, v, off);
@@ -75,8 +77,8 @@ __device__ uint64_t block_max_u64(uint64_t v, Shared<NT>& sh) {
   return r;
 }
 
-template <int NT>
-__device__ uint64_t block_sum_u64(uint64_t v, Shared<NT>& sh) {
+template <int NT, class Sh>
+__device__ uint64_t block_sum_u64(uint64_t v, Sh& sh) {
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) v += __shfl_xor_sync(kFull, v, off);
   if ((threadIdx.x & 31) == 0) sh.red[threadIdx.x >> 5] = v;
