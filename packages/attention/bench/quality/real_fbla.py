@@ -1,12 +1,16 @@
 """FBLA through mlops.attention itself: the real encoder and decode kernels (the host emulation on CPU tensors,
 the same bits, much slower).
 
-One layer call attends a window of T tokens as T decode steps would. The query at position t reads a cache that
-holds tokens 0 .. t (its own K/V appended first). A.encode takes a batch of sequences with their own lengths, so
-`batch` query positions p0 .. p1-1 are one call: the window's K/V (expanded over the batch, no copy: append
-takes any strides with head_dim contiguous) encoded with lengths p0+1 .. p1 (each sequence closes exactly the
-groups a real decode at that length has closed; encode = empty() + append, the same GPU path), then one
-A.decode of the batch's queries. exact / skip as named; the skip statistics come from the decode scratch.
+One layer call attends a window of T tokens as T decode steps would: the query at position t reads a cache that
+holds tokens 0 .. t (its own K/V appended first). The window is walked a group of 128 positions at a time. A base
+cache (batch 1) holds tokens 0 .. 128g-1, exactly as token-by-token appends leave it (a group's record depends
+only on its 128 tokens; append in pieces == encode, tested). For the positions 128g .. 128g+n-1 the base is
+forked into n sequences (its records, sink, lengths copied on the device), and one append with per-sequence
+counts i+1 gives sequence i the tokens up to 128g+i (the last one closes group g, as the real decode at that
+length has it closed); one decode of the n queries follows; then the base takes the group's tokens. Each query
+sees the cache bytes a real decode would: the same kernels on the same records. Cost: a copy of the closed
+records per group of positions (O(T^2/128) bytes, memcpy speed) instead of an encode per position (O(T^2) work).
+exact / skip as named; the skip statistics come from the decode scratch.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ def available(device) -> dict | None:
 
 
 class RealFBLA:
-    def __init__(self, name: str, gap: float | None = None, batch: int = 512):
+    def __init__(self, name: str, gap: float | None = None):
         import mlops.attention as A
 
         _, mode, how = name.split("-")
@@ -32,7 +36,6 @@ class RealFBLA:
             raise ValueError(f"unknown FBLA treatment {name!r}")
         self.A, self.name, self.mode, self.exact = A, name, mode, how == "exact"
         self.gap = A.DEFAULT_GAP if gap is None else gap
-        self.batch = batch
         self.refined = 0
         self.considered = 0
 
@@ -43,26 +46,39 @@ class RealFBLA:
             raise ValueError(f"q: the harness attends one window at a time, got batch {q.shape[0]}")
         _, hq, t, d = q.shape
         hkv = k.shape[1]
+        G = A.GROUP
+        cap = -(-t // G) * G
         out = torch.empty_like(q)
-        for p0 in range(0, t, self.batch):
-            p1 = min(t, p0 + self.batch)
-            n = p1 - p0
-            cap = -(-p1 // A.GROUP) * A.GROUP
-            kb = k[:, :, :p1].expand(n, hkv, p1, d)
-            vb = v[:, :, :p1].expand(n, hkv, p1, d)
-            lengths = torch.arange(p0 + 1, p1 + 1, dtype=torch.int32)
-            cache = A.encode(kb, vb, lengths, capacity=cap, mode=self.mode)
-            qb = q[0, :, p0:p1, :].transpose(0, 1).contiguous()  # [n, Hq, D]
-            o = A.decode(qb, cache, exact=self.exact, gap=self.gap, scale=scaling, out_dtype=torch.bfloat16)
-            out[0, :, p0:p1, :] = o.transpose(0, 1)
+        base = A.empty(1, hkv, cap, d, self.mode, q.device)
+        fork = A.empty(G, hkv, cap, d, self.mode, q.device)
+        for p0 in range(0, t, G):
+            n = min(G, t - p0)
+            g = p0 // G  # closed groups in the base: 1 .. g-1 (records slots 0 .. g-2); group 0 is the sink
+            if g >= 2:
+                fork.records[:n, :, : g - 1].copy_(base.records[:, :, : g - 1].expand(n, -1, -1, -1))
+            fork.sink_k[:n].copy_(base.sink_k.expand(n, -1, -1, -1))
+            fork.sink_v[:n].copy_(base.sink_v.expand(n, -1, -1, -1))
+            fork.lengths.fill_(p0)
+            # sequences n .. G-1 (only in the window's last, partial group) repeat sequence n-1; not read
+            counts = torch.arange(1, G + 1, dtype=torch.int32, device=q.device).clamp_(max=n)
+            kb = k[:, :, p0:p0 + n].expand(G, hkv, n, d)
+            vb = v[:, :, p0:p0 + n].expand(G, hkv, n, d)
+            A._ops._append(fork, kb, vb, counts, 0, n)  # per-sequence counts: encode()'s path (internal API)
+            fork.host_lengths = [p0 + int(c) for c in counts.tolist()]
+            qb = torch.zeros(G, hq, d, dtype=q.dtype, device=q.device)
+            qb[:n] = q[0, :, p0:p0 + n, :].transpose(0, 1)
+            o = A.decode(qb, fork, exact=self.exact, gap=self.gap, scale=scaling, out_dtype=torch.bfloat16)
+            out[0, :, p0:p0 + n, :] = o[:n].transpose(0, 1)
             if not self.exact:
-                self._count(cache, hq, lengths)
+                self._count(fork, hq, (p0 + counts[:n]).cpu(), n)
+            A.append(base, k[:, :, p0:p0 + n], v[:, :, p0:p0 + n])
         return out
 
-    def _count(self, cache, hq: int, lengths: torch.Tensor) -> None:
-        """Blocks refined / blocks bounded, from the decode scratch (ub per block, largest lower bound per chunk)."""
+    def _count(self, cache, hq: int, lengths: torch.Tensor, n: int) -> None:
+        """Blocks refined / blocks bounded, from the decode scratch (ub per block, largest lower bound per chunk),
+        over the cache's first n sequences."""
         A = self.A
-        s = A.decode_scratch_views(cache, hq)
+        s = {name: x[:n] for name, x in A.decode_scratch_views(cache, hq).items()}
         nq = torch.where(lengths >= 2 * A.GROUP, lengths // A.GROUP - 1, torch.zeros_like(lengths)).to(s["ub"].device)
         blocks_per_group = A.GROUP // A.BLOCK
         nblk = s["ub"].shape[-1]
