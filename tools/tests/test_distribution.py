@@ -5,6 +5,8 @@ One norm build serves three checks, to keep CI short (2 cores):
     `pip wheel --no-build-isolation --no-deps`: the shared cmake/ and common headers travel inside;
   * that wheel is built for MLOPS_CUDA_ARCHS="75-real;90-real;90-virtual" and tools/sass_list.py
     must find exactly SASS sm_75 + sm_90 and PTX compute_90 in its .so;
+  * tools/manylinux.py (auditwheel) retags that wheel manylinux_2_34 and grafts nothing: the module
+    needs only glibc / libstdc++ / libgcc_s;
   * `pip install --no-index -f <dist> mlops-norm` (and `mlops`, the meta package) into a fresh venv,
     then an import smoke test there (rms_norm on a CPU tensor against a torch formula).
 Plus the C archive (tools/c_archive.py, `nox -s c_archive`) of norm for one arch, unpacked and
@@ -35,6 +37,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import c_archive  # noqa: E402
 import cuda_toolkit  # noqa: E402
+import manylinux  # noqa: E402
 import sass_list  # noqa: E402
 import sdist  # noqa: E402
 
@@ -106,6 +109,23 @@ def test_wheel_sass(norm_wheel, tmp_path):
         (mod,) = [n for n in z.namelist() if n.startswith("mlops/norm/_C") and n.endswith(".so")]
         so = pathlib.Path(z.extract(mod, tmp_path))
     assert sass_list.list_archs(so) == {"sass": ["sm_75", "sm_90"], "ptx": ["compute_90"]}
+
+
+# the NEEDED a self-contained module may have: glibc, libstdc++, libgcc_s (cudart static, driver dlopen'ed)
+SYSTEM_LIBS = {"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6", "ld-linux-x86-64.so.2"}
+
+
+def test_wheel_manylinux(norm_wheel, tmp_path):
+    """What `nox -s build` does to each wheel: auditwheel retags it manylinux_2_34, grafts nothing."""
+    pytest.importorskip("auditwheel")  # PINS["manylinux"], installed by `nox -s tests`
+    out = manylinux.repair(norm_wheel, tmp_path)
+    assert out.name == norm_wheel.name.replace("-linux_x86_64.whl", f"-{manylinux.PLAT}.whl")
+    (libs,) = manylinux.wheel_needed(out).values()
+    assert set(libs) <= SYSTEM_LIBS, libs
+    with zipfile.ZipFile(norm_wheel) as a, zipfile.ZipFile(out) as b:
+        (mod,) = [n for n in a.namelist() if n.startswith("mlops/norm/_C") and n.endswith(".so")]
+        assert a.read(mod) == b.read(mod), "nothing to patch: the module must come through unchanged"
+        assert sorted(a.namelist()) == sorted(b.namelist())
 
 
 # --- fresh venv, install from a directory, never an index ------------------------------------------
