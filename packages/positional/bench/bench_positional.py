@@ -3,7 +3,11 @@ tables in docs/performance.md): Hugging Face's apply_rotary_pos_emb eager and un
 torch.compile, on Llama-3-8B's shape (32 q heads + 8 kv heads, head_dim 128, bf16).
 L2 is flushed before every timed call. One JSON line per case.
 
-    python packages/positional/bench/bench_positional.py [--quick] [--tune]
+    python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
+
+--variants times every kernel variant (mp.rope_variants(): step2, early2, early4, early8) at its
+planner split and at the CTA splits around it, interleaved, in place with the cache (the issue's
+call), plus each variant on the fly: "rope variants" rows, one measurement for all candidates.
 
 Bytes counted: q and k read once and written once (the minimum any RoPE moves); the cos/sin
 reads (HF: bf16 [T, 128] twice; mlops: an fp32 cache row per token, L2-resident across heads)
@@ -68,8 +72,42 @@ def host_time(fn, n=2000) -> float:
     return (time.perf_counter() - t0) / n
 
 
+def variant_splits(T: int) -> list[tuple[int, int]]:
+    """CTA splits (tokens_per_cta, heads_per_cta) tried around the planner's: prefill a few tokens a
+    CTA with all heads; decode one token a CTA with its 40 heads over 1 ... 5 CTAs."""
+    if T >= 1024:
+        return [(1, 0), (2, 0), (3, 0), (4, 0), (6, 0), (8, 0), (16, 0)]
+    return [(1, 0), (1, 32), (1, 20), (1, 16), (1, 8)]
+
+
+def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: str, t_empty: float):
+    """Every variant at its planner split and at the splits around it, interleaved on the same inputs."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    fns, meta = {}, {}
+    for v in mp.rope_variants():
+        name = v["name"]
+        tpc, hpc, _ = mp._ops.C.plan(T, HQ + HK, D, sms, v["id"])
+        key = f"{name} planner tokens_per_cta={tpc} heads_per_cta={hpc}"
+        fns[key] = lambda name=name: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name)
+        meta[key] = dict(variant=name, split=[tpc, hpc], planner=True, path="cache")
+        key = f"{name} planner on the fly"
+        fns[key] = lambda name=name: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True, variant=name)
+        meta[key] = dict(variant=name, split=[tpc, hpc], planner=True, path="on the fly")
+        for tpc2, hpc2 in variant_splits(T):
+            if (tpc2, hpc2 if hpc2 else HQ + HK) == (tpc, hpc):
+                continue
+            key = f"{name} tokens_per_cta={tpc2} heads_per_cta={hpc2}"
+            fns[key] = lambda name=name, a=tpc2, h=hpc2: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name,
+                                                                       tokens_per_cta=a, heads_per_cta=h)
+            meta[key] = dict(variant=name, split=[tpc2, hpc2], planner=False, path="cache")
+    t = b.time_interleaved(fns, reps=100 if T >= 4096 else 300)
+    for key, sec in t.items():
+        b.record(case="rope variants", shape=shape, impl=f"mlops {key}", seconds=sec, bytes=io,
+                 over_empty_kernel_us=round((sec - t_empty) * 1e6, 2), **meta[key])
+
+
 def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, host_empty: float, hf_c,
-             tune: bool):
+             tune: bool, variants: bool = False):
     """One T: every implementation on the same inputs, interleaved, L2 flushed."""
     dt = torch.bfloat16
     # q / k as views of a fused qkv projection output, as a model produces them
@@ -107,6 +145,8 @@ def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, ho
     if T <= 32:  # decode: what a Python caller pays a call, besides the GPU time
         b.record(case="rope host overhead", shape=shape, impl="mlops eager call",
                  seconds=host_time(fns["mlops"]), empty_kernel_host_us=round(host_empty * 1e6, 2))
+    if variants:
+        run_variants(b, T, q, k, pos, cache, inv_freq, io, shape, t_empty)
     if tune:
         plan = mp._ops.C.plan(T, HQ + HK, D, torch.cuda.get_device_properties(0).multi_processor_count)
         for tpc, hpc in ((1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (1, 32), (1, 16), (1, 8)):
@@ -120,6 +160,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="T = 1 and 4096 only")
     ap.add_argument("--tune", action="store_true", help="also time CTA splits (planner tuning)")
+    ap.add_argument("--variants", action="store_true", help="also time every kernel variant and split around it")
     a = ap.parse_args()
     b = Bench("positional")
     b.header()
@@ -132,7 +173,7 @@ def main():
     hf_c = torch.compile(hf_apply, dynamic=False)
     Ts = [1, 4096] if a.quick else [1, 32, 4096, 32768]
     for T in Ts:
-        run_case(b, T, inv_freq, cache, max_pos, t_empty, host_empty, hf_c, a.tune)
+        run_case(b, T, inv_freq, cache, max_pos, t_empty, host_empty, hf_c, a.tune, a.variants)
         torch.cuda.empty_cache()  # the case's tensors died with it
     # the issue's targets, from the rows above
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}

@@ -93,6 +93,8 @@ mlops_status check(const mlops_rope_args* a) {
   if (a->heads_per_cta < 0 || a->heads_per_cta > a->q.heads + a->k.heads)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "heads_per_cta: expected 0 (all) or 1 ... %lld, got %d",
                 (long long)(a->q.heads + a->k.heads), a->heads_per_cta);
+  if (a->variant < 0 || a->variant > kNumVariants)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (planner) or 1 ... %d, got %d", kNumVariants, a->variant);
   return MLOPS_OK;
 }
 
@@ -145,16 +147,18 @@ using namespace mlops::rope;
 
 extern "C" {
 
-void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
-                     int* heads_per_cta) {
-  // An item: 16 bytes of each half of a head (bf16: 8 pairs). Big problems: ~4 items a thread,
-  // all heads a CTA, a few tokens a CTA (fewer while that leaves < 2 CTAs an SM). Small ones
-  // (decode): one item a thread, a token's heads spread over CTAs, so every load is issued at
-  // once and the kernel costs one DRAM round trip after the cos/sin read.
+void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
+                             int* tokens_per_cta, int* heads_per_cta, int* variant_used) {
+  // An item: 16 bytes of each half of a head (bf16: 8 pairs). Big problems: all heads a CTA, a few
+  // tokens a CTA (fewer while that leaves < 2 CTAs an SM): step2 ~4 items a thread (2 a step),
+  // earlyU at most U (all issued at once). Small ones (decode): one item a thread, a token's heads
+  // spread over CTAs, so every load is issued at once.
+  const int v = variant >= 1 && variant <= kNumVariants ? variant : kDefaultVariant;
+  const VariantInfo& info = kVariants[v - 1];
   const int64_t chunks = (rotary_dim / 2 + 7) / 8;
-  const int64_t items = heads * chunks;
+  const int64_t items = heads * chunks > 0 ? heads * chunks : 1;
   const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
-  int64_t tpc = (4 * kCtaThreads + items - 1) / (items > 0 ? items : 1);
+  int64_t tpc = info.early ? info.items_per_thread * kCtaThreads / items : (4 * kCtaThreads + items - 1) / items;
   tpc = tpc < 1 ? 1 : (tpc > 16 ? 16 : tpc);
   while (tpc > 1 && (tokens + tpc - 1) / tpc < want) tpc /= 2;
   int64_t hpc = heads;
@@ -164,6 +168,18 @@ void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
   }
   if (tokens_per_cta) *tokens_per_cta = int(tpc);
   if (heads_per_cta) *heads_per_cta = int(hpc);
+  if (variant_used) *variant_used = v;
+}
+
+void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
+                     int* heads_per_cta) {
+  mlops_rope_plan_variant(0, tokens, heads, rotary_dim, sms, tokens_per_cta, heads_per_cta, nullptr);
+}
+
+int mlops_rope_variants(mlops_rope_variant* out, int capacity) {
+  for (int i = 0; i < kNumVariants && i < capacity; ++i)
+    out[i] = mlops_rope_variant{kVariants[i].id, kVariants[i].name, kVariants[i].items_per_thread, kVariants[i].early};
+  return kNumVariants;
 }
 
 mlops_status mlops_rope_check(const mlops_rope_args* args) { return check(args); }
@@ -172,6 +188,7 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
   int tpc = args->tokens_per_cta, hpc = args->heads_per_cta;
+  int variant = args->variant ? args->variant : kDefaultVariant;
   if (tpc == 0) {
     int dev = 0, sms = 0;
     // Attribute queries are host-side and cached by the runtime; no synchronization.
@@ -180,10 +197,12 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
       cudaGetLastError();
       return fail(MLOPS_ERR_CUDA, "no CUDA device available");
     }
-    mlops_rope_plan(args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim, sms, &tpc, &hpc);
+    mlops_rope_plan_variant(args->variant, args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim,
+                            sms, &tpc, &hpc, &variant);
   }
   const Params p = make_params(*args, tpc, hpc);
-  cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), static_cast<cudaStream_t>(stream));
+  cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), variant,
+                           static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));
   return MLOPS_OK;
 }

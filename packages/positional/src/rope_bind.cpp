@@ -25,7 +25,7 @@ void run(bool device, uintptr_t stream, int64_t batch, int64_t seq, int64_t head
          int64_t qoss, int64_t qohs, uintptr_t kx, uintptr_t ko, int64_t kh, int64_t kbs, int64_t kss, int64_t khs,
          int64_t kobs, int64_t koss, int64_t kohs, int pos_dtype, uintptr_t positions, int64_t pos_row_stride,
          int s0, int s1, int s2, uintptr_t cache, int64_t max_positions, uintptr_t inv_freq, float scaling,
-         uintptr_t flag, int tokens_per_cta, int heads_per_cta) {
+         uintptr_t flag, int tokens_per_cta, int heads_per_cta, int variant) {
   mlops_rope_args a{};
   a.batch = batch; a.seq = seq; a.head_dim = head_dim; a.rotary_dim = rotary_dim;
   a.layout = mlops_rope_layout(layout); a.dtype = mlops_dtype(dtype);
@@ -38,6 +38,7 @@ void run(bool device, uintptr_t stream, int64_t batch, int64_t seq, int64_t head
   a.out_of_range = static_cast<int32_t*>(ptr(flag));
   a.tokens_per_cta = tokens_per_cta;
   a.heads_per_cta = heads_per_cta;
+  a.variant = variant;
   mlops_status st = device ? mlops_rope(&a, ptr(stream)) : mlops_rope_host(&a);
   if (st != MLOPS_OK) raise(st);
 }
@@ -57,9 +58,23 @@ NB_MODULE(_C, m) {
   m.doc() = "mlops-positional native module (C API bindings)";
   m.def("run", &run);
   m.def("cache", &cache);
-  m.def("plan", [](int64_t tokens, int64_t heads, int64_t rotary_dim, int sms) {
-    int tpc = 0, hpc = 0;
-    mlops_rope_plan(tokens, heads, rotary_dim, sms, &tpc, &hpc);
-    return nb::make_tuple(tpc, hpc);
+  m.def("plan", [](int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int variant) {
+    int tpc = 0, hpc = 0, used = 0;
+    mlops_rope_plan_variant(variant, tokens, heads, rotary_dim, sms, &tpc, &hpc, &used);
+    return nb::make_tuple(tpc, hpc, used);
+  }, nb::arg("tokens"), nb::arg("heads"), nb::arg("rotary_dim"), nb::arg("sms"), nb::arg("variant") = 0);
+  m.def("variants", [] {
+    mlops_rope_variant v[16];
+    const int n = mlops_rope_variants(v, 16);
+    nb::list out;
+    for (int i = 0; i < n && i < 16; ++i) {
+      nb::dict d;
+      d["id"] = v[i].id;
+      d["name"] = v[i].name;
+      d["items_per_thread"] = v[i].items_per_thread;
+      d["early"] = bool(v[i].early);
+      out.append(d);
+    }
+    return out;
   });
 }

@@ -1,45 +1,13 @@
-// The RoPE kernel family: <dtype, layout, vectorized>. A CTA takes tpc tokens: first it puts
+// The RoPE kernel family: <dtype, layout, vectorized> (variant step2; the early variants are in
+// rope_kernel_early.cuh). A CTA takes tpc tokens: first it puts
 // their cos/sin (from the cache or computed, mrope rows picked per frequency) into shared
 // memory and checks their positions, then its 256 threads walk (token, head, chunk) items;
 // a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
 #pragma once
-#include "rope_launch.h"
+#include "rope_access.cuh"
+#include "rope_kernel_early.cuh"
 
 namespace mlops::rope {
-
-template <class T, int N>
-struct alignas(N * sizeof(T)) Vec {
-  T v[N];
-};
-
-// One access of N elements when the caller proved 16-byte alignment (VEC), else N scalar ones.
-template <class T, int N, bool VEC>
-__device__ __forceinline__ Vec<T, N> ldv(const T* p) {
-  if constexpr (VEC) {
-    return *reinterpret_cast<const Vec<T, N>*>(p);
-  } else {
-    Vec<T, N> v;
-#pragma unroll
-    for (int e = 0; e < N; ++e) v.v[e] = p[e];
-    return v;
-  }
-}
-template <class T, int N, bool VEC>
-__device__ __forceinline__ void stv(T* p, const Vec<T, N>& v) {
-  if constexpr (VEC) {
-    *reinterpret_cast<Vec<T, N>*>(p) = v;
-  } else {
-#pragma unroll
-    for (int e = 0; e < N; ++e) p[e] = v.v[e];
-  }
-}
-
-template <class T, int LAYOUT, bool VEC>
-struct Geometry {
-  static constexpr int E = VEC ? int(16 / sizeof(T)) : 1;          // elements a 16-byte access holds
-  static constexpr int P = LAYOUT == kNeox ? E : (VEC ? E / 2 : 1); // pairs a rotation chunk holds
-  static constexpr int TE = E;                                      // elements a tail chunk holds
-};
 
 template <class T, int LAYOUT, bool VEC>
 __global__ void __launch_bounds__(kCtaThreads, 4) rope_kernel(const Params p) {
@@ -161,20 +129,33 @@ __global__ void __launch_bounds__(kCtaThreads, 4) rope_kernel(const Params p) {
   }
 }
 
-#ifndef MLOPS_ROPE_EMULATE_KERNEL  // tests/c/rope_kernel_emulation.cpp runs the kernel above as host code
+using KernelFn = void (*)(Params);
+
+// The kernel of a variant (rope_launch.h's table): shared by the launch below and the kernel-on-host
+// runner (tests/c/rope_kernel_emulation.cpp), so CPU CI checks this mapping too.
+template <class T, int L, bool V>
+KernelFn kernel_for(int variant) {
+  switch (variant) {
+    case 2: return rope_kernel_early<T, L, V, 2>;
+    case 3: return rope_kernel_early<T, L, V, 4>;
+    case 4: return rope_kernel_early<T, L, V, 8>;
+    default: return rope_kernel<T, L, V>;
+  }
+}
+
+template <class T>
+KernelFn kernel_for(bool vec, int layout, int variant) {
+  if (layout == kNeox) return vec ? kernel_for<T, kNeox, true>(variant) : kernel_for<T, kNeox, false>(variant);
+  return vec ? kernel_for<T, kGptj, true>(variant) : kernel_for<T, kGptj, false>(variant);
+}
+
+#ifndef MLOPS_ROPE_EMULATE_KERNEL  // tests/c/rope_kernel_emulation.cpp runs the kernels above as host code
 // Launches stay in the object that instantiates the template: since nvcc 12.8 a template's
 // launch stub is local to that object (-static-global-template-stub).
 template <class T>
-cudaError_t launch_t(const Params& p, bool vec, int layout, cudaStream_t s) {
+cudaError_t launch_t(const Params& p, bool vec, int layout, int variant, cudaStream_t s) {
   const dim3 grid(unsigned((p.tokens + p.tpc - 1) / p.tpc), unsigned((p.heads + p.hpc - 1) / p.hpc));
-  const size_t smem = smem_bytes(p);
-  if (layout == kNeox) {
-    if (vec) rope_kernel<T, kNeox, true><<<grid, kCtaThreads, smem, s>>>(p);
-    else rope_kernel<T, kNeox, false><<<grid, kCtaThreads, smem, s>>>(p);
-  } else {
-    if (vec) rope_kernel<T, kGptj, true><<<grid, kCtaThreads, smem, s>>>(p);
-    else rope_kernel<T, kGptj, false><<<grid, kCtaThreads, smem, s>>>(p);
-  }
+  kernel_for<T>(vec, layout, variant)<<<grid, kCtaThreads, smem_bytes(p), s>>>(p);
   return cudaGetLastError();
 }
 

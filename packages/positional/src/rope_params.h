@@ -58,4 +58,15 @@ MLOPS_ROPE_HD bool token_freq(const Params& p, long long t, int i, float* cs) {
   return true;
 }
 
+// Whether token t's positions are all in range: the rows its frequencies read (mrope: the rows
+// with a non-empty section), so the same verdict as token_freq over every frequency.
+MLOPS_ROPE_HD bool token_in_range(const Params& p, long long t) {
+  for (int row = 0; row < (p.mrope ? 3 : 1); ++row) {
+    if (p.mrope && (row == 0 ? p.s0 : (row == 1 ? p.s1 : p.half - p.s0 - p.s1)) == 0) continue;
+    const long long pos = position(p, row, t);
+    if (pos < 0 || pos >= p.max_pos) return false;
+  }
+  return true;
+}
+
 }  // namespace mlops::rope

@@ -14,6 +14,7 @@ import mlops.positional as P
 pytestmark = requires_cuda
 
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+VARIANTS = [v["name"] for v in P.rope_variants()]  # every kernel variant must give the host's bits
 
 
 def _inv_freq(rd, theta=10000.0):
@@ -50,23 +51,25 @@ def test_kernel_equals_host_emulation(dtype, interleaved, shape, on_the_fly):
     pos = torch.randint(0, 65536, (T,), generator=torch.Generator().manual_seed(D + rd))
     q0, k0 = randn((T, hq, D), dtype, seed=1), randn((T, hk, D), dtype, seed=2)
 
-    def run(dev):
+    def run(dev, variant=None):
         q, k = q0.to(dev), k0.to(dev)
         if on_the_fly:
             return P.apply_rope(q, k, pos.to(dev), inv_freq=f.to(dev), attention_scaling=1.25,
-                                interleaved=interleaved)
+                                interleaved=interleaved, variant=variant)
         cache = P.build_cos_sin_cache(f, 65536, 1.25, device=dev)
-        return P.apply_rope(q, k, pos.to(dev), cache, interleaved=interleaved)
+        return P.apply_rope(q, k, pos.to(dev), cache, interleaved=interleaved, variant=variant)
 
-    _check(*_both(run), f"{dtype} {shape} interleaved={interleaved} on_the_fly={on_the_fly}")
+    cpu = run("cpu")  # once for every variant
+    for v in [None, *VARIANTS]:
+        _check(run("cuda", v), cpu, f"{dtype} {shape} interleaved={interleaved} on_the_fly={on_the_fly} variant={v}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("tpc,hpc", [(1, 0), (3, 0), (16, 0), (0, 0), (1, 5), (2, 19), (4, 1)])
 @pytest.mark.parametrize("layout", ["tokens", "bshd", "bhsd", "fused_inplace", "misaligned"])
 def test_layouts_and_cta_splits(dtype, tpc, hpc, layout):
-    """Every token layout and CTA split (tokens and heads a CTA; the planner's for (0, 0)) gives
-    the host emulation's bits; 'misaligned' shifts the
+    """Every token layout, CTA split (tokens and heads a CTA; the planner's for (0, 0)) and kernel
+    variant gives the host emulation's bits; 'misaligned' shifts the
     tensors by one element so the 16-byte path is refused and the scalar path runs."""
     B, S, hq, hk, D = 3, 77, 16, 4, 128
     T = B * S
@@ -74,7 +77,7 @@ def test_layouts_and_cta_splits(dtype, tpc, hpc, layout):
     pos = torch.randint(0, 8192, (B, S), generator=torch.Generator().manual_seed(tpc + hpc + 5)).int()
     base = randn((T * (hq + 2 * hk) * D + 1,), dtype, seed=tpc + hpc + 7)
 
-    def run(dev):
+    def run(dev, v=None):
         cache = P.build_cos_sin_cache(f, 8192, device=dev)
         buf = base.to(dev).clone()
         p = pos.to(dev)
@@ -85,17 +88,20 @@ def test_layouts_and_cta_splits(dtype, tpc, hpc, layout):
         q = qkv[:, : hq * D].view(T, hq, D)
         k = qkv[:, hq * D:(hq + hk) * D].view(T, hk, D)
         if layout in ("tokens", "misaligned"):
-            return P.apply_rope(q, k, p.view(-1), cache, tokens_per_cta=tpc, heads_per_cta=hpc)
+            return P.apply_rope(q, k, p.view(-1), cache, tokens_per_cta=tpc, heads_per_cta=hpc, variant=v)
         if layout == "bshd":
-            return P.apply_rope(q.reshape(B, S, hq, D), k.reshape(B, S, hk, D), p, cache, tokens_per_cta=tpc, heads_per_cta=hpc)
+            return P.apply_rope(q.reshape(B, S, hq, D), k.reshape(B, S, hk, D), p, cache, tokens_per_cta=tpc,
+                                heads_per_cta=hpc, variant=v)
         if layout == "bhsd":
             qh = q.reshape(B, S, hq, D).transpose(1, 2)
             kh = k.reshape(B, S, hk, D).transpose(1, 2)
-            return P.apply_rope(qh, kh, p, cache, head_first=True, tokens_per_cta=tpc, heads_per_cta=hpc)
-        P.apply_rope(q, k, p.view(-1), cache, inplace=True, tokens_per_cta=tpc, heads_per_cta=hpc)
+            return P.apply_rope(qh, kh, p, cache, head_first=True, tokens_per_cta=tpc, heads_per_cta=hpc, variant=v)
+        P.apply_rope(q, k, p.view(-1), cache, inplace=True, tokens_per_cta=tpc, heads_per_cta=hpc, variant=v)
         return (qkv,)  # q, k rotated and v untouched, in the one buffer
 
-    _check(*_both(run), f"{layout} tpc={tpc} hpc={hpc} {dtype}")
+    cpu = run("cpu")
+    for v in [None, *VARIANTS]:
+        _check(run("cuda", v), cpu, f"{layout} tpc={tpc} hpc={hpc} {dtype} variant={v}")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
@@ -135,8 +141,30 @@ def test_large_grid():
     f = _inv_freq(64)
     pos = torch.randint(0, 1 << 20, (T,), generator=torch.Generator().manual_seed(9))
     q0 = randn((T, 2, 64), torch.bfloat16, seed=9)
-    gpu, cpu = _both(lambda dev: P.apply_rope(q0.to(dev), None, pos.to(dev), inv_freq=f.to(dev))[:1])
-    _check(gpu, cpu, "large grid")
+    cpu = P.apply_rope(q0, None, pos, inv_freq=f)[:1]
+    for v in [None, *VARIANTS]:
+        _check(P.apply_rope(q0.cuda(), None, pos.cuda(), inv_freq=f.cuda(), variant=v)[:1], cpu, f"large grid {v}")
+
+
+@pytest.mark.parametrize("T", [1, 7, 32, 4096])
+def test_variants_on_the_bench_shape(T):
+    """The bench's call (Llama-3 8B: q and k views of a fused qkv tensor, in place, int64 positions,
+    fp32 cache) with the planner's split of every variant, decode to prefill."""
+    HQ, HK, D = 32, 8, 128
+    f = _inv_freq(D, 500000.0)
+    pos = torch.randint(0, 131072, (T,), generator=torch.Generator().manual_seed(T))
+    qkv0 = randn((T, (HQ + 2 * HK) * D), torch.bfloat16, seed=T + 30)
+    cache = P.build_cos_sin_cache(f, 131072, device="cuda")
+
+    def run(qkv, p, c, v):
+        q = qkv[:, : HQ * D].view(T, HQ, D)
+        k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
+        P.apply_rope(q, k, p, c, inplace=True, variant=v)
+        return (qkv,)
+
+    want = run(qkv0.clone(), pos, cache.cpu(), None)
+    for v in [None, *VARIANTS]:
+        _check(run(qkv0.cuda(), pos.cuda(), cache, v), want, f"bench shape T={T} variant={v}")
 
 
 def test_cuda_graph_replay_reads_positions_and_inv_freq_from_device_memory():

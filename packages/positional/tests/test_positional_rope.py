@@ -266,10 +266,42 @@ def test_c_api_validation_reached_through_bindings():
     f = torch.ones(64)
     with pytest.raises(ValueError, match="^rotary_dim:"):
         C.run(False, 0, 1, 2, 128, 63, 0, 3, q.data_ptr(), q.data_ptr(), 1, 0, 128, 128, 0, 128, 128,
-              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0)
+              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0, 0)
     with pytest.raises(ValueError, match="^head_dim:"):
         C.run(False, 0, 1, 2, 32, 32, 0, 3, q.data_ptr(), q.data_ptr(), 1, 0, 128, 128, 0, 128, 128,
-              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0)
+              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="^variant:"):  # an id past the table
+        C.run(False, 0, 1, 2, 128, 128, 0, 3, q.data_ptr(), q.data_ptr(), 1, 0, 128, 128, 0, 128, 128,
+              0, 0, 0, 0, 0, 0, 0, 0, 0, 8, pos.data_ptr(), 0, 0, 0, 0, 0, 100, f.data_ptr(), 1.0, 0, 0, 0,
+              len(P.rope_variants()) + 1)
+
+
+def test_variant_table_and_names():
+    """The variants as data: ids 1 ... n, step2 first (the planner's pick until measured); a name
+    runs on the CPU (the host emulation, whatever the variant) and an unknown one is a named error;
+    each variant's planner split keeps its items a thread within what it holds in registers."""
+    from mlops.positional._native import C
+
+    vs = P.rope_variants()
+    assert [v["id"] for v in vs] == list(range(1, len(vs) + 1)) and vs[0]["name"] == "step2"
+    assert {v["name"] for v in vs} >= {"step2", "early2", "early4", "early8"}
+    for v in vs:
+        tpc, hpc, used = C.plan(4096, 40, 128, 132, v["id"])
+        assert used == v["id"] and hpc == 40 and tpc >= 1
+        if v["early"]:
+            assert tpc * 40 * 8 <= v["items_per_thread"] * 256, (v, tpc)
+        tpc, hpc, used = C.plan(1, 40, 128, 132, v["id"])
+        assert (tpc, hpc) == (1, 32)
+    assert C.plan(4096, 40, 128, 132, 0)[2] == 1  # 0: the planner's kernel
+    q = randn((5, 2, 128), torch.bfloat16, seed=40)
+    pos = torch.arange(5)
+    cache = P.build_cos_sin_cache(torch.ones(64), 8)
+    want, _ = P.apply_rope(q, None, pos, cache)
+    for v in vs:
+        got, _ = P.apply_rope(q, None, pos, cache, variant=v["name"])
+        assert torch.equal(got, want)
+    with pytest.raises(ValueError, match="^variant:"):
+        P.apply_rope(q, None, pos, cache, variant="fastest")
 
 
 def test_rotary_embedding_module_cache_and_compile_registration():
@@ -304,7 +336,8 @@ def test_opcheck_and_compile_fullgraph():
     from mlops.positional import _ops
 
     geo = [4, 0, 512, 128, 0, 512, 128, 2, 0, 256, 128, 0, 256, 128]  # heads and strides of q, out_q, k, out_k
-    common = (pos, cache, None, None, 1, 6, 128, 128, 0, 0, [0, 0, 0], 16, 1.0, geo, [0, 0])
+    split = [0, 0, 0]  # tokens a CTA, heads a CTA, variant: the planner's
+    common = (pos, cache, None, None, 1, 6, 128, 128, 0, 0, [0, 0, 0], 16, 1.0, geo, split)
     torch.library.opcheck(_ops._rope_out, (q, k, torch.empty_like(q), torch.empty_like(k), *common))
     torch.library.opcheck(_ops._rope_inplace, (q.clone(), k.clone(), *common))
 

@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define MLOPS_ROPE_ABI_VERSION 1
+#define MLOPS_ROPE_ABI_VERSION 2 /* 2: mlops_rope_args.variant */
 
 typedef enum mlops_rope_layout {
   MLOPS_ROPE_NEOX = 0, /* pairs (i, i + rotary_dim/2): Llama, Qwen, Mistral, NeoX */
@@ -68,7 +68,20 @@ typedef struct mlops_rope_args {
   int32_t* out_of_range;      /* optional flag, set to 1 when a position was out of range */
   int tokens_per_cta;         /* 0: the planner picks both; else 1 ... 16 */
   int heads_per_cta;          /* with tokens_per_cta: 0 = all heads; else 1 ... q.heads + k.heads */
+  int variant;                /* 0: the planner's kernel; else the id of one of mlops_rope_variants */
 } mlops_rope_args;
+
+/* A kernel variant (every one gives the same bits; they differ in when and how many q / k loads a
+ * thread issues). id >= 1 is what mlops_rope_args.variant takes. */
+typedef struct mlops_rope_variant {
+  int id;
+  const char* name;
+  int items_per_thread; /* 16-byte pieces of each half of a head a thread keeps in flight */
+  int early;            /* 1: q / k loads issued before the positions are read */
+} mlops_rope_variant;
+
+/* Writes up to capacity entries and returns how many variants there are. */
+int mlops_rope_variants(mlops_rope_variant* out, int capacity);
 
 /* GPU: enqueues on stream (a cudaStream_t; NULL = the legacy default stream). */
 mlops_status mlops_rope(const mlops_rope_args* args, void* stream);
@@ -92,6 +105,9 @@ mlops_status mlops_rope_cache_host(const float* inv_freq, int64_t half, float sc
  * CTAs so every thread issues its loads at once; many tokens take all heads, a few tokens a CTA. */
 void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
                      int* heads_per_cta);
+/* The same for a given variant (0: the planner's kernel); *variant_used gets the id it resolves to. */
+void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
+                             int* tokens_per_cta, int* heads_per_cta, int* variant_used);
 
 /* The message of the last failed call on this thread ("" if none). */
 const char* mlops_rope_last_error(void);

@@ -27,16 +27,18 @@ void __syncthreads() { g_sync->arrive_and_wait(); }
 static int g_sms = 4;
 int emulated_sms() { return g_sms; }
 static int g_vec_runs, g_scalar_runs;
+static int g_variant_runs[16];
 
 namespace mlops::rope {
 
-template <class T, int L, bool V>
-void run_grid(const Params& p) {
+template <class T>
+void run_grid(const Params& p, bool vec, int layout, int variant) {
   const unsigned gx = unsigned((p.tokens + p.tpc - 1) / p.tpc), gy = unsigned((p.heads + p.hpc - 1) / p.hpc);
   if (smem_bytes(p) > sizeof(smem)) {
     std::printf("shared memory %zu > %zu\n", smem_bytes(p), sizeof(smem));
     std::abort();
   }
+  const KernelFn kernel = kernel_for<T>(vec, layout, variant);  // the launch's own variant mapping
   std::barrier<> sync(kCtaThreads);
   g_sync = &sync;
   std::vector<std::thread> threads;
@@ -47,23 +49,27 @@ void run_grid(const Params& p) {
         for (unsigned x = 0; x < gx; ++x) {
           blockIdx.x = x;
           blockIdx.y = y;
-          rope_kernel<T, L, V>(p);
+          kernel(p);
           sync.arrive_and_wait();  // the CTA is done before the next one reuses shared memory
         }
     });
   for (auto& t : threads) t.join();
-  (V ? g_vec_runs : g_scalar_runs)++;
+  (vec ? g_vec_runs : g_scalar_runs)++;
+  g_variant_runs[variant]++;
 }
 
-template <class T>
-cudaError_t launch_e(const Params& p, bool vec, int layout) {
-  if (layout == kNeox) vec ? run_grid<T, kNeox, true>(p) : run_grid<T, kNeox, false>(p);
-  else vec ? run_grid<T, kGptj, true>(p) : run_grid<T, kGptj, false>(p);
+cudaError_t launch_bf16(const Params& p, bool vec, int layout, int variant, cudaStream_t) {
+  run_grid<bf16>(p, vec, layout, variant);
   return cudaSuccess;
 }
-cudaError_t launch_bf16(const Params& p, bool vec, int layout, cudaStream_t) { return launch_e<bf16>(p, vec, layout); }
-cudaError_t launch_fp16(const Params& p, bool vec, int layout, cudaStream_t) { return launch_e<f16>(p, vec, layout); }
-cudaError_t launch_fp32(const Params& p, bool vec, int layout, cudaStream_t) { return launch_e<float>(p, vec, layout); }
+cudaError_t launch_fp16(const Params& p, bool vec, int layout, int variant, cudaStream_t) {
+  run_grid<f16>(p, vec, layout, variant);
+  return cudaSuccess;
+}
+cudaError_t launch_fp32(const Params& p, bool vec, int layout, int variant, cudaStream_t) {
+  run_grid<float>(p, vec, layout, variant);
+  return cudaSuccess;
+}
 cudaError_t launch_cache(const float* f, long long half, float s, long long n, float* c, cudaStream_t) {
   cache_host(f, half, s, n, c);
   return cudaSuccess;
@@ -85,15 +91,16 @@ int main() {
   const mlops_dtype dtypes[] = {MLOPS_DTYPE_BF16, MLOPS_DTYPE_FP16, MLOPS_DTYPE_FP32};
   const long long B = 2, S = 9, T = B * S, MAXPOS = 300;
   int case_id = 0;
+  for (int kv = 1; kv <= kNumVariants; ++kv)  // every kernel variant over every case
   for (mlops_dtype dt : dtypes)
     for (int layout = 0; layout < 2; ++layout)
       for (const Shape& sh : shapes)
-        for (int variant = 0; variant < 5; ++variant, ++case_id) {
+        for (int kind = 0; kind < 5; ++kind, ++case_id) {
           const int es = mlops_dtype_size(dt);
-          const bool misaligned = variant == 2;
-          const bool inplace = variant == 0 || variant == 3;
-          const bool on_the_fly = variant == 1 || variant == 3;
-          const bool mrope = variant == 4 && (sh.rd / 2) >= 3;
+          const bool misaligned = kind == 2;
+          const bool inplace = kind == 0 || kind == 3;
+          const bool on_the_fly = kind == 1 || kind == 3;
+          const bool mrope = kind == 4 && (sh.rd / 2) >= 3;
           const int tpc[] = {0, 1, 3, 2, 16}, hpc[] = {0, 3, 0, 1, 0};
           const long long tok_stride = (long long)(sh.hq + 2 * sh.hk) * sh.d + (misaligned ? 1 : 0);
           const long long out_stride = (long long)(sh.hq + sh.hk) * sh.d + 8;
@@ -110,7 +117,7 @@ int main() {
           std::vector<long long> pos(3 * T);
           std::vector<int> pos32(3 * T);
           for (long long i = 0; i < 3 * T; ++i) pos[i] = pos32[i] = int(rng() % MAXPOS);
-          if (variant != 1) { pos[5] = pos32[5] = -1; pos[T + 7] = pos32[T + 7] = MAXPOS; }
+          if (kind != 1) { pos[5] = pos32[5] = -1; pos[T + 7] = pos32[T + 7] = MAXPOS; }
           std::vector<float> inv_freq(sh.rd / 2), cache(size_t(MAXPOS) * sh.rd);
           for (int i = 0; i < sh.rd / 2; ++i) inv_freq[i] = 1.0f / std::pow(10000.0f, 2.0f * i / sh.rd);
           mlops_rope_cache_host(inv_freq.data(), sh.rd / 2, 1.0f, MAXPOS, cache.data());
@@ -138,8 +145,9 @@ int main() {
             if (on_the_fly) a.inv_freq = inv_freq.data(); else a.cos_sin_cache = cache.data();
             a.attention_scaling = on_the_fly ? 1.0625f : 1.0f;
             a.out_of_range = flag;
-            a.tokens_per_cta = tpc[variant];
-            a.heads_per_cta = hpc[variant];
+            a.tokens_per_cta = tpc[kind];
+            a.heads_per_cta = hpc[kind];
+            a.variant = kv;
             return a;
           };
           mlops_rope_args ad = make(in_dev.data(), out_dev.data(), &flag_dev);
@@ -147,7 +155,7 @@ int main() {
           g_sms = 1 + case_id % 7;  // the planner's choices vary with the SM count
           const mlops_status sd = mlops_rope(&ad, nullptr), shst = mlops_rope_host(&ah);
           const bool ok = sd == MLOPS_OK && shst == MLOPS_OK && in_dev == in_host && out_dev == out_host &&
-                          flag_dev == flag_host && flag_dev == (variant != 1);
+                          flag_dev == flag_host && flag_dev == (kind != 1);
           if (ok) {
             ++passed;
           } else {
@@ -156,15 +164,19 @@ int main() {
             while (first < in_elems * es && in_dev[first] == in_host[first]) ++first;
             size_t ofirst = 0;
             while (ofirst < out_elems * es && out_dev[ofirst] == out_host[ofirst]) ++ofirst;
-            std::printf("FAIL case %d: dtype %s layout %d shape (%d,%d,%d,%d) variant %d: status %d/%d flags %d/%d "
+            std::printf("FAIL case %d (kernel variant %d): dtype %s layout %d shape (%d,%d,%d,%d) kind %d: status %d/%d flags %d/%d "
                         "first differing input byte %zu/%zu, output byte %zu/%zu (%s)\n",
-                        case_id, mlops_dtype_name(dt), layout, sh.hq, sh.hk, sh.d, sh.rd, variant, int(sd), int(shst),
+                        case_id, kv, mlops_dtype_name(dt), layout, sh.hq, sh.hk, sh.d, sh.rd, kind, int(sd), int(shst),
                         flag_dev, flag_host, first, in_elems * es, ofirst, out_elems * es, mlops_rope_last_error());
           }
         }
-  // both kernel paths ran (the test is not vacuous)
+  // both kernel paths and every variant ran (the test is not vacuous)
   if (g_vec_runs > 0 && g_scalar_runs > 0) ++passed;
   else { ++failed; std::printf("FAIL: vector runs %d, scalar runs %d\n", g_vec_runs, g_scalar_runs); }
+  bool all_ran = true;
+  for (int kv = 1; kv <= kNumVariants; ++kv) all_ran = all_ran && g_variant_runs[kv] == 150;
+  if (all_ran) ++passed;
+  else { ++failed; std::printf("FAIL: a kernel variant did not run its 150 cases\n"); }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -116,6 +116,18 @@ int main(void) {
     CHECK(tpc == 1 && hpc == 32, "planner decode: %d tokens x %d heads a CTA", tpc, hpc);
     mlops_rope_plan(32768, 40, 128, 132, &tpc, &hpc);
     CHECK(tpc >= 2 && hpc == 40, "planner prefill: %d tokens x %d heads a CTA", tpc, hpc);
+    mlops_rope_variant vs[16];
+    const int nv = mlops_rope_variants(vs, 16);
+    CHECK(nv >= 2 && vs[0].id == 1 && vs[0].name && vs[nv - 1].id == nv, "variant table: %d entries", nv);
+    for (int v = 1; v <= nv; ++v) {
+      int used = 0;
+      mlops_rope_plan_variant(v, 4096, 40, 128, 132, &tpc, &hpc, &used);
+      CHECK(used == v && tpc >= 1 && tpc * 320 <= 4 * 256 * 2 && hpc == 40, "plan of variant %d: %d x %d", v, tpc, hpc);
+    }
+    a = base_args(q, qo, k, ko, pos, inv_freq);
+    a.variant = nv + 1;
+    CHECK(mlops_rope_host(&a) == MLOPS_ERR_INVALID_ARGUMENT && strncmp(mlops_rope_last_error(), "variant:", 8) == 0,
+          "unknown variant -> %s", mlops_rope_last_error());
   }
 
   int ndev = 0;
@@ -134,14 +146,16 @@ int main(void) {
     cudaMemcpy(dk, k, sizeof k, cudaMemcpyHostToDevice);
     cudaMemcpy(df, inv_freq, sizeof inv_freq, cudaMemcpyHostToDevice);
     cudaMemcpy(dp, pos, sizeof pos, cudaMemcpyHostToDevice);
-    for (int tpc = 0; tpc <= 4; tpc += 2) {
+    for (int tpc = 0; tpc <= 4; tpc += 2)
+    for (int v = 0; v <= mlops_rope_variants(NULL, 0); ++v) {
       mlops_rope_args d = base_args(dq, dqo, dk, dko, dp, df);
+      d.variant = v;
       d.tokens_per_cta = tpc;
       d.heads_per_cta = tpc == 2 ? 5 : 0;
       CHECK(mlops_rope(&d, NULL) == MLOPS_OK, "gpu: %s", mlops_rope_last_error());
       cudaMemcpy(qo2, dqo, sizeof qo2, cudaMemcpyDeviceToHost);
       cudaMemcpy(ko2, dko, sizeof ko2, cudaMemcpyDeviceToHost);
-      CHECK(memcmp(qo, qo2, sizeof qo) == 0 && memcmp(ko, ko2, sizeof ko) == 0, "gpu bits == host (tpc %d)", tpc);
+      CHECK(memcmp(qo, qo2, sizeof qo) == 0 && memcmp(ko, ko2, sizeof ko) == 0, "gpu bits == host (tpc %d, variant %d)", tpc, v);
     }
     static float cache2[MAXPOS * RD];
     CHECK(mlops_rope_cache(df, HALF, 1.0f, MAXPOS, dc, NULL) == MLOPS_OK, "gpu cache: %s", mlops_rope_last_error());

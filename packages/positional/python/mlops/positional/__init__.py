@@ -2,7 +2,7 @@
 the host emulation, which gives the same bits). The device header mlops/rope.cuh is installed
 with the C archive for kernels that fuse RoPE (and NVRTC programs)."""
 
-from ._ops import apply_rope, build_cos_sin_cache
+from ._ops import apply_rope, build_cos_sin_cache, rope_variants
 from .frequencies import ROPE_TYPES, RopeConfig, rope_config, rope_parameters
 from .modules import RotaryEmbedding, cos_sin_cache_from_config
 
@@ -17,4 +17,4 @@ def include_path() -> str:
     return os.path.join(os.path.dirname(__file__), "include")
 
 __all__ = ["apply_rope", "build_cos_sin_cache", "cos_sin_cache_from_config", "RotaryEmbedding", "rope_parameters",
-           "rope_config", "RopeConfig", "ROPE_TYPES", "include_path"]
+           "rope_config", "RopeConfig", "ROPE_TYPES", "include_path", "rope_variants"]

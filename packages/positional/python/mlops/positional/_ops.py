@@ -14,11 +14,20 @@ import torch
 
 from ._native import C
 
-__all__ = ["apply_rope", "build_cos_sin_cache"]
+__all__ = ["apply_rope", "build_cos_sin_cache", "rope_variants"]
 
 _DTYPE = {torch.bfloat16: 1, torch.float16: 2, torch.float32: 3}  # mlops/common/status.h
 _POS_DTYPE = {torch.int32: 7, torch.int64: 8}
 _NO_LIMIT = (1 << 62)  # max_positions on the fly: every non-negative position is valid
+
+
+def rope_variants() -> list[dict]:
+    """The kernel variants as data: id, name, items_per_thread, early (q / k loads issued before the
+    positions are read). Every variant gives the same bits; apply_rope(variant=name) picks one."""
+    return C.variants()
+
+
+_VARIANT_ID = {v["name"]: v["id"] for v in C.variants()}
 
 
 def _fail(arg: str, msg: str):
@@ -180,7 +189,8 @@ def _run(q, k, q_out, k_out, positions, cos_sin_cache, inv_freq, out_of_range, b
     C.run(q.is_cuda, _stream(q), batch, seq, head_dim, rotary_dim, layout, _DTYPE[q.dtype],
           _ptr(q), _ptr(q_out), *geo[:7], _ptr(k), _ptr(k_out), *geo[7:],
           _POS_DTYPE[positions.dtype], positions.data_ptr(), pos_row_stride, section[0], section[1], section[2],
-          _ptr(cos_sin_cache), max_positions, _ptr(inv_freq), scaling, _ptr(out_of_range), split[0], split[1])
+          _ptr(cos_sin_cache), max_positions, _ptr(inv_freq), scaling, _ptr(out_of_range), split[0], split[1],
+          split[2])
 
 
 @torch.library.custom_op("mlops_positional::rope_", mutates_args=("q", "k", "out_of_range"),
@@ -231,7 +241,8 @@ def apply_rope(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.Tens
                rotary_dim: Optional[int] = None, interleaved: bool = False,
                mrope_section: Optional[Sequence[int]] = None, head_first: bool = False, inplace: bool = False,
                out_q: Optional[torch.Tensor] = None, out_k: Optional[torch.Tensor] = None,
-               out_of_range: Optional[torch.Tensor] = None, tokens_per_cta: int = 0, heads_per_cta: int = 0):
+               out_of_range: Optional[torch.Tensor] = None, tokens_per_cta: int = 0, heads_per_cta: int = 0,
+               variant: Optional[str] = None):
     """Rotate q and k (either may be a strided view of a fused qkv tensor) by their positions.
 
     q, k: [tokens, heads, head_dim] or [batch, seq, heads, head_dim] ([batch, heads, seq,
@@ -244,12 +255,15 @@ def apply_rope(q: torch.Tensor, k: Optional[torch.Tensor], positions: torch.Tens
     and sets out_of_range (int32 [1], when given) to 1: nothing is read outside the cache.
 
     tokens_per_cta / heads_per_cta: the CTA split (0: the planner's; every split gives the same bits).
+    variant: a kernel variant's name (rope_variants(); None: the planner's; every one gives the same bits).
 
     Returns (q_out, k_out): q and k themselves with inplace=True.
     """
     c = _prepare(q, k, positions, cos_sin_cache, inv_freq, attention_scaling, max_positions, rotary_dim,
                  interleaved, mrope_section, head_first, out_of_range)
-    split = [int(tokens_per_cta), int(heads_per_cta)]
+    if variant is not None and variant not in _VARIANT_ID:
+        _fail("variant", f"expected None or one of {sorted(_VARIANT_ID)}, got {variant!r}")
+    split = [int(tokens_per_cta), int(heads_per_cta), 0 if variant is None else _VARIANT_ID[variant]]
     if inplace:
         if out_q is not None or out_k is not None:
             _fail("inplace", "True does not take out_q / out_k")

@@ -1,0 +1,100 @@
+// Element access shared by the RoPE kernels (rope_kernel.cuh, rope_kernel_early.cuh): 16-byte
+// vectors when the caller proved the alignment, scalar accesses otherwise.
+#pragma once
+#include "rope_launch.h"
+
+namespace mlops::rope {
+
+template <class T, int N>
+struct alignas(N * sizeof(T)) Vec {
+  T v[N];
+};
+
+// One access of N elements when the caller proved 16-byte alignment (VEC), else N scalar ones.
+template <class T, int N, bool VEC>
+__device__ __forceinline__ Vec<T, N> ldv(const T* p) {
+  if constexpr (VEC) {
+    return *reinterpret_cast<const Vec<T, N>*>(p);
+  } else {
+    Vec<T, N> v;
+#pragma unroll
+    for (int e = 0; e < N; ++e) v.v[e] = p[e];
+    return v;
+  }
+}
+template <class T, int N, bool VEC>
+__device__ __forceinline__ void stv(T* p, const Vec<T, N>& v) {
+  if constexpr (VEC) {
+    *reinterpret_cast<Vec<T, N>*>(p) = v;
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) p[e] = v.v[e];
+  }
+}
+
+template <class T, int LAYOUT, bool VEC>
+struct Geometry {
+  static constexpr int E = VEC ? int(16 / sizeof(T)) : 1;          // elements a 16-byte access holds
+  static constexpr int P = LAYOUT == kNeox ? E : (VEC ? E / 2 : 1); // pairs a rotation chunk holds
+  static constexpr int TE = E;                                      // elements a tail chunk holds
+};
+
+// n floats of shared memory into v: 16-byte (or 8-byte) loads when VEC proved the alignment
+// (the chunk start j and half are multiples of P, and P is 4 / 8 for NeoX, 2 / 4 for GPT-J).
+template <int N, bool VEC>
+__device__ __forceinline__ void lds_floats(const float* s, float* v) {
+  if constexpr (VEC && N % 4 == 0) {
+#pragma unroll
+    for (int k = 0; k < N / 4; ++k) {
+      const Vec<float, 4> q = *reinterpret_cast<const Vec<float, 4>*>(s + 4 * k);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[4 * k + e] = q.v[e];
+    }
+  } else if constexpr (VEC && N == 2) {
+    const Vec<float, 2> q = *reinterpret_cast<const Vec<float, 2>*>(s);
+    v[0] = q.v[0];
+    v[1] = q.v[1];
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) v[e] = s[e];
+  }
+}
+
+// N elements of T in registers, read and written as floats. The 16-byte path holds them as 32-bit
+// words, two 16-bit values a register: nvcc 13.0 (sm_90) gives each element of a Vec<bf16, 8> its
+// own register, and the early kernels with 4 / 8 items a thread spilled (216 / 532 bytes).
+// Element e of a word is its low half for even e (little-endian, as the host emulation's memory).
+template <class T, int N, bool VEC, bool WORDS = VEC && (N * sizeof(T)) % 4 == 0>
+struct Regs {
+  Vec<T, N> x;
+  __device__ __forceinline__ void load(const T* p) { x = ldv<T, N, VEC>(p); }
+  __device__ __forceinline__ void store(T* p) const { stv<T, N, VEC>(p, x); }
+  __device__ __forceinline__ float get(int e) const { return Elem<T>::load(x.v[e]); }
+  __device__ __forceinline__ void set(int e, float f) { x.v[e] = Elem<T>::store(f); }
+};
+template <class T, int N, bool VEC>
+struct Regs<T, N, VEC, true> {
+  static constexpr int W = int(N * sizeof(T) / 4);
+  Vec<u32, W> w;
+  __device__ __forceinline__ void load(const T* p) { w = *reinterpret_cast<const Vec<u32, W>*>(p); }
+  __device__ __forceinline__ void store(T* p) const { *reinterpret_cast<Vec<u32, W>*>(p) = w; }
+  __device__ __forceinline__ float get(int e) const {
+    if constexpr (sizeof(T) == 4) {
+      return u2f(w.v[e]);
+    } else {
+      T h;
+      h.bits = u16(w.v[e >> 1] >> (16 * (e & 1)));
+      return Elem<T>::load(h);
+    }
+  }
+  __device__ __forceinline__ void set(int e, float f) {
+    if constexpr (sizeof(T) == 4) {
+      w.v[e] = f2u(f);
+    } else {
+      const u32 b = Elem<T>::store(f).bits, sh = 16 * (e & 1);
+      w.v[e >> 1] = (w.v[e >> 1] & ~(0xffffu << sh)) | (b << sh);
+    }
+  }
+};
+
+}  // namespace mlops::rope

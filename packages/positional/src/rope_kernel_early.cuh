@@ -1,0 +1,155 @@
+// The "early" RoPE kernels (variants early2 / early4 / early8, rope_launch.h): each thread issues
+// the q / k loads of its first U items before the CTA reads its positions. rope_kernel reads the
+// positions, then the cos/sin rows, then q / k: three dependent DRAM round trips before a store,
+// the data in flight only during the last (ncu, H200 run 13: DRAM 46 % at T = 4096, long-scoreboard
+// stalls half the cycles). Here the data round trip overlaps the positions -> cos/sin chain.
+// Other differences, none in the arithmetic (rotate() of rope.cuh per pair, so the same bits):
+// - item indices advance by a precomputed step (rope_kernel divides twice an item);
+// - one barrier: the thread of token tok checks its positions (token_in_range) and writes its flag
+//   alone, so no atomics and no barrier to clear the flags first;
+// - item pointers from the token index (the loads come before any shared memory is written);
+// - cos/sin read from shared memory by 16-byte loads where the alignment is proven.
+#pragma once
+#include "rope_access.cuh"
+
+namespace mlops::rope {
+
+// CTAs an SM the register budget allows: U items hold 8 registers of data each (16 bytes of
+// each half) plus their output pointer.
+template <int U>
+constexpr int early_min_ctas() {
+  return U <= 2 ? 4 : (U <= 4 ? 3 : 2);
+}
+
+template <class T, int LAYOUT, bool VEC, int U>
+__global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_early(const Params p) {
+  using G = Geometry<T, LAYOUT, VEC>;
+  constexpr int P = G::P, TE = G::TE;
+  constexpr int XW = LAYOUT == kNeox ? P : 2 * P;  // elements of an item's first access (GPT-J: its only one)
+  constexpr int YW = LAYOUT == kNeox ? P : 1;      // and of its second (NeoX: the other half)
+  extern __shared__ float smem[];
+  const int rd = p.rotary_dim, half = p.half;
+  int* bad = reinterpret_cast<int*>(smem + p.tpc * rd);
+  const long long t0 = (long long)blockIdx.x * p.tpc;
+  const int ntok = (int)min((long long)p.tpc, p.tokens - t0);
+  const int h0 = blockIdx.y * p.hpc;
+  const int nh = min(p.hpc, p.heads - h0);
+  const int rot_chunks = half / P;
+  const int cph = rot_chunks + (p.tail ? (p.head_dim - rd) / TE : 0);
+  const int ipt = nh * cph;
+  const int hq = (int)p.q.heads;
+
+  // The thread's item it = threadIdx.x + k * kCtaThreads as (tok, hl, c) = it / ipt, (it % ipt) / cph,
+  // it % cph, advanced by kCtaThreads = st tokens + sh heads + sc chunks: at most one carry each.
+  const int x = (int)threadIdx.x;
+  int tok = x / ipt, hl = (x - tok * ipt) / cph, c = x - tok * ipt - hl * cph;
+  const int st = kCtaThreads / ipt, sr = kCtaThreads - st * ipt, sh = sr / cph, sc = sr - sh * cph;
+
+  Regs<T, XW, VEC> xa[U];
+  Regs<T, YW, VEC> ya[U];
+  T* out[U];
+  int m[U];  // -1: nothing to finish; else token | j << 5 | in place << 13 (tokens < 17, j < 128): one register
+
+  // Issue the loads of the thread's next U items (the pass-through tail of an out-of-place head is
+  // copied right here: it needs no position).
+  auto load = [&]() {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      m[u] = -1;
+      if (tok < ntok) {
+        const long long t = t0 + tok;
+        long long b = 0, s = t;
+        if (p.batch > 1) {  // tokens < 2^31 (validated): a 32-bit division
+          b = (long long)((unsigned)t / (unsigned)p.seq);
+          s = t - b * p.seq;
+        }
+        const int h = h0 + hl;
+        const bool isq = h < hq;
+        const long long hh = isq ? h : h - hq;
+        const T* in = static_cast<const T*>(isq ? p.q.x : p.k.x) + b * (isq ? p.q.bs : p.k.bs) +
+                      s * (isq ? p.q.ss : p.k.ss) + hh * (isq ? p.q.hs : p.k.hs);
+        T* o = static_cast<T*>(isq ? p.q.out : p.k.out) + b * (isq ? p.q.obs : p.k.obs) +
+               s * (isq ? p.q.oss : p.k.oss) + hh * (isq ? p.q.ohs : p.k.ohs);
+        const bool ip = (const void*)o == (const void*)in;
+        if (c >= rot_chunks) {
+          if (!ip) {
+            const int off = rd + (c - rot_chunks) * TE;
+            stv<T, TE, VEC>(o + off, ldv<T, TE, VEC>(in + off));
+          }
+        } else {
+          const int j = c * P;
+          m[u] = tok | j << 5 | int(ip) << 13;
+          out[u] = o;
+          if constexpr (LAYOUT == kNeox) {
+            xa[u].load(in + j);
+            ya[u].load(in + half + j);
+          } else {
+            xa[u].load(in + 2 * j);  // pairs j ... j + P - 1
+          }
+        }
+      }
+      tok += st;
+      hl += sh;
+      c += sc;
+      if (c >= cph) { c -= cph; ++hl; }
+      if (hl >= nh) { hl -= nh; ++tok; }
+    }
+  };
+
+  // Rotate the loaded items with their token's cos/sin and store them.
+  auto finish = [&]() {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (m[u] < 0) continue;
+      const int tk = m[u] & 31, j = (m[u] >> 5) & 255;
+      const bool rot = !bad[tk];
+      if (!rot && (m[u] >> 13)) continue;  // an out-of-range token is left as it is (copied out of place)
+      if (rot) {
+        float cv[P], sv[P];
+        const float* cs = smem + tk * rd + j;
+        lds_floats<P, VEC>(cs, cv);
+        lds_floats<P, VEC>(cs + half, sv);
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          float ox, oy;
+          if constexpr (LAYOUT == kNeox) {
+            rotate(xa[u].get(e), ya[u].get(e), cv[e], sv[e], &ox, &oy);
+            xa[u].set(e, ox);
+            ya[u].set(e, oy);
+          } else {
+            rotate(xa[u].get(2 * e), xa[u].get(2 * e + 1), cv[e], sv[e], &ox, &oy);
+            xa[u].set(2 * e, ox);
+            xa[u].set(2 * e + 1, oy);
+          }
+        }
+      }
+      if constexpr (LAYOUT == kNeox) {
+        xa[u].store(out[u] + j);
+        ya[u].store(out[u] + half + j);
+      } else {
+        xa[u].store(out[u] + 2 * j);
+      }
+    }
+  };
+
+  load();  // q / k in flight before the positions are read
+  if (x < ntok) {
+    const bool ok = token_in_range(p, t0 + x);
+    bad[x] = !ok;
+    if (!ok && p.flag && blockIdx.y == 0) *p.flag = 1;
+  }
+  // cos / sin of the CTA's tokens; token_freq reads nothing for an out-of-range position.
+  for (int idx = x; idx < ntok * half; idx += kCtaThreads) {
+    const int tk = idx / half, i = idx - tk * half;
+    token_freq(p, t0 + tk, i, smem + tk * rd);
+  }
+  __syncthreads();
+  finish();
+  // A CTA with more than U items a thread (a split the planner does not pick): U more at a time.
+  for (int done = U * kCtaThreads; done < ntok * ipt; done += U * kCtaThreads) {
+    load();
+    finish();
+  }
+}
+
+}  // namespace mlops::rope
