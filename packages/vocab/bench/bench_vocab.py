@@ -153,9 +153,11 @@ def bench_sampling(b: Bench, quick: bool):
                 peer_t[name] = b.time(fn, flush=False, reps=50 if quick else 200)
                 print(f"# {name}: eager timing ({type(e).__name__}: {e})", file=sys.stderr)
             b.record(case=f"sample V={V} B={B}", impl=name, seconds=peer_t[name])
+        # the planner's pick (mode-aware: mlops_sample_plan_configs), then every instance by name but
+        # t256 / t512 (one CTA a row, never faster than t1024 at V = 151936)
+        named = [v["name"] for v in mv.sample_variants() if v["name"] not in ("t256", "t512")]
         for mode, cfg in MODES.items():
-            # the planner's pick (a cluster variant on sm_90), then each instance by name
-            for variant in (None, "t1024", "split", "cluster8", "cluster16"):
+            for variant in [None] + named:
                 t = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
                 peer = {"greedy": "torch.argmax", "greedy+stats": "torch.argmax", "top_k50": "torch.topk+multinomial",
                         "top_k50+stats": "torch.topk+multinomial"}.get(mode, "torch.sort top_p")

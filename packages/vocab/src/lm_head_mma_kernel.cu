@@ -214,14 +214,7 @@ int lm_head_mma_code_arch(int kind) {
 
 cudaError_t lm_head_launch_mma(const LmHeadParams& p, int kind, int64_t grid, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (p.best) {
-    cudaError_t e = cudaMemsetAsync(p.best, 0, sizeof(uint64_t) * p.tokens, s);
-    if (e != cudaSuccess) return e;
-  }
-  if (p.key_hist) {
-    cudaError_t e = cudaMemsetAsync(p.key_hist, 0, sizeof(uint32_t) * 256 * p.tokens, s);
-    if (e != cudaSuccess) return e;
-  }
+  if (cudaError_t e = lm_head_clear_stats(p, s); e != cudaSuccess) return e;
   if (kind == kBf16K16) lm_head_mma_kernel<kBf16K16><<<unsigned(grid), kThreads, 0, s>>>(p);
   else if (kind == kF16K8) lm_head_mma_kernel<kF16K8><<<unsigned(grid), kThreads, 0, s>>>(p);
   else lm_head_mma_kernel<kF16K4><<<unsigned(grid), kThreads, 0, s>>>(p);

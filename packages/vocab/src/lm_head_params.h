@@ -40,6 +40,10 @@ __device__ __forceinline__ uint4 load_weight16(const uint16_t* p) {
 #endif
 
 void lm_head_host(const LmHeadParams& p);
+// Clears best / key_hist before a launch (one memset when key_hist follows best); the device
+// decode of best into (max, argmax) (lm_head_kernel.cu).
+cudaError_t lm_head_clear_stats(const LmHeadParams& p, void* stream);
+cudaError_t lm_head_decode_best(const uint64_t* best, int64_t rows, float* mx, int64_t* am, void* stream);
 // grid: CTAs (each strides over tiles of 32 / MT rows, MT = tokens rounded up to 1, 2, 4, 8).
 cudaError_t lm_head_launch_cuda_core(const LmHeadParams& p, int64_t grid, void* stream);
 // The tensor-core instances (lm_head_mma_kernel.cu): kind 0 m16n8k16 BF16, 1 m16n8k8 FP16, 2 m8n8k4 FP16.

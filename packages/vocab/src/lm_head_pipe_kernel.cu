@@ -64,14 +64,8 @@ cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_
   cudaError_t e = cudaFuncSetAttribute(lm_head_pipe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(l.per_block - l.fixed));
   if (e != cudaSuccess) return e;
-  if (p.best) {
-    e = cudaMemsetAsync(p.best, 0, sizeof(uint64_t) * p.tokens, s);
-    if (e != cudaSuccess) return e;
-  }
-  if (p.key_hist) {
-    e = cudaMemsetAsync(p.key_hist, 0, sizeof(uint32_t) * 256 * p.tokens, s);
-    if (e != cudaSuccess) return e;
-  }
+  e = lm_head_clear_stats(p, s);
+  if (e != cudaSuccess) return e;
   const int64_t tiles = (p.vocab + kTileRows - 1) / kTileRows;
   int64_t grid = int64_t(ctas) * (sms > 0 ? sms : 1);
   if (grid > tiles) grid = tiles;

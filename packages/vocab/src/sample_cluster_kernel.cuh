@@ -52,8 +52,10 @@ __device__ __forceinline__ T* cluster_map(T* local, unsigned rank) {
 template <int NT>
 struct ClusterShared {
   // a round's histogram of this CTA's slice as it is counted: bin b's copy c at b * kRep + c;
-  // masses as two 32-bit words (a carry-propagating atomic add)
-  uint32_t hcnt[256 * kRep], hlo[256 * kRep], hhi[256 * kRep];
+  // masses as two 32-bit words (a carry-propagating atomic add). Key counts (top-k rounds) use hlo:
+  // a round's copies are dead once summed into cnt, so the two never live together, and the 8 KB
+  // saved let two CTAs of the staged cluster8 (a 76 KB slice at V = 151936) share an SM.
+  uint32_t hlo[256 * kRep], hhi[256 * kRep];
   // the same histogram, its copies added: what the other CTAs read, double-buffered by round (they
   // read buffer r % 2 after round r's barrier; this CTA writes it again only after round r + 1's)
   uint32_t cnt[2][256];
@@ -109,15 +111,15 @@ __device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
 
 // Moves the slice's elements with key >= lo to shared memory (unordered: only histograms read
 // them). cand_n ends as their count, larger than kClusterCand when they did not fit.
-template <int NT>
-__device__ void build_candidates(const float* z, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh) {
+template <int NT, class Z>
+__device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();
   for (int64_t base = v0 + (tid & ~31); base < v1; base += NT) {  // warp-uniform trip count
     const int64_t i = base + lane;
-    const float x = i < v1 ? z[i] : 0.0f;
+    const float x = i < v1 ? z(i) : 0.0f;
     const bool on = i < v1 && key_of(x) >= lo;
     const unsigned ball = __ballot_sync(kFull, on);
     if (!ball) continue;
@@ -129,8 +131,77 @@ __device__ void build_candidates(const float* z, int64_t v0, int64_t v1, uint32_
   __syncthreads();
 }
 
-template <int C, int NT>
-__global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
+// The staged form: the CTA's slice [v0, v1) of the (penalized) row is copied into dynamic shared
+// memory in one pass of independent 16-byte loads (U a thread issued before the first is used: one
+// L2 round trip where the scalar loop of `#pragma unroll 4` waits ~slice / (4 NT) times), the max /
+// lowest argmax / flags measured from the registers on the way (measure = false with the head's
+// statistics), so every later pass (logprob, radix rounds, candidates, draw, walk) reads shared
+// memory. The same values at the same indices as the global reads: the same token. A slice that is
+// not 16-byte aligned (a row stride or V / C not a multiple of 4) takes the scalar loads.
+template <int NT>
+__device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
+                                            uint64_t& best, int& fl) {
+  constexpr int U = 8;
+  const int tid = threadIdx.x;
+  const int64_t n = v1 - v0;
+  const float* src = z + v0;
+  auto take = [&](float x, int64_t i) {
+    zs[i] = x;
+    if (!measure) return;
+    if (is_nan(x)) {
+      fl |= MLOPS_SAMPLE_FLAG_NAN;
+      return;
+    }
+    const uint32_t k = key_of(x);
+    if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+    const uint64_t b = pack_best(k, uint32_t(v0 + i));
+    best = b > best ? b : best;
+  };
+  int64_t done = 0;
+  if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    const int64_t n4 = n >> 2;
+    const float4* s4 = reinterpret_cast<const float4*>(src);
+    for (int64_t base = tid; base < n4; base += int64_t(NT) * U) {
+      float4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t i = base + int64_t(u) * NT;
+        if (i < n4) r[u] = s4[i];
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t i = base + int64_t(u) * NT;
+        if (i < n4) {
+          take(r[u].x, 4 * i);
+          take(r[u].y, 4 * i + 1);
+          take(r[u].z, 4 * i + 2);
+          take(r[u].w, 4 * i + 3);
+        }
+      }
+    }
+    done = 4 * n4;
+  }
+  for (int64_t base = done + tid; base < n; base += int64_t(NT) * U) {
+    float r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t(u) * NT;
+      if (i < n) r[u] = src[i];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t(u) * NT;
+      if (i < n) take(r[u], i);
+    }
+  }
+}
+
+// Bytes of dynamic shared memory the staged form takes for a row of `vocab` over C CTAs.
+constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
+
+// 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way.
+template <int C, int NT, bool STAGE = false>
+__global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
 #if defined(MLOPS_CUDA_ON_HOST)
@@ -151,6 +222,20 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
   const int64_t ch = (V + C - 1) / C;
   const int64_t v0 = int64_t(rank) * ch < V ? int64_t(rank) * ch : V;
   const int64_t v1 = v0 + ch < V ? v0 + ch : V;
+  float* zs = nullptr;  // the staged slice (STAGE): element v at zs[v - v0]
+  if constexpr (STAGE) {
+#if defined(MLOPS_CUDA_ON_HOST)
+    zs = host_dynamic_shared<float>();
+#else
+    extern __shared__ float4 sample_slice_smem[];
+    zs = reinterpret_cast<float*>(sample_slice_smem);
+#endif
+  }
+  // element v of this CTA's slice, from shared memory (STAGE) or the row
+  auto zr = [&](int64_t v) -> float {
+    if constexpr (STAGE) return zs[v - v0];
+    else return z[v];
+  };
 
   // ---- penalties (what penalty_count_kernel and penalty_apply_kernel do, in this launch): count
   // each history token into the zeroed workspace, the cluster barrier (global writes of the
@@ -178,13 +263,17 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
   const bool stats = row_uses_stats(p, row, cfg);
   uint64_t best = 0;
   int flags = 0;
+  int fl = 0;
+  if constexpr (STAGE) {
+    stage_slice<NT>(z, v0, v1, zs, !stats, best, fl);
+    __syncthreads();  // other threads of the CTA read the slice from here on
+  }
   if (stats) {
     best = p.stats_best[row];
     flags = flags_from_best(best);
   } else {
-    int fl = 0;
 #pragma unroll 4
-    for (int64_t v = v0 + tid; v < v1; v += NT) {
+    for (int64_t v = v0 + tid; !STAGE && v < v1; v += NT) {
       const float x = z[v];
       if (is_nan(x)) {
         fl |= MLOPS_SAMPLE_FLAG_NAN;
@@ -220,7 +309,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
   if (flags || config_greedy(cfg)) {
     if (p.logprobs && !flags) {  // log-softmax of the argmax at temperature 1, no filter
       uint64_t s = 0;
-      for (int64_t v = v0 + tid; v < v1; v += NT) s += sample_weight(z[v], m, temperature_of(1.0f));
+      for (int64_t v = v0 + tid; v < v1; v += NT) s += sample_weight(zr(v), m, temperature_of(1.0f));
       s = block_sum_u64<NT>(s, sh);
       if (tid == 0) sh.pub_lp = s;
       cluster_sync();
@@ -245,25 +334,25 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
         } else {
           const int buf = rnd & 1;
-          for (int i = tid; i < 256 * kRep; i += NT) sh.hcnt[i] = 0;
+          for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
           __syncthreads();
           const uint32_t copy = lane & uint32_t(kRep - 1);
           if (use_cand) {
             for (int i = tid; i < int(sh.cand_n); i += NT) {
               const uint32_t k = key_of(sh.cand[i]);
-              if ((k & mask) == prefix) atomicAdd(&sh.hcnt[((k >> sh_bits) & 255u) * kRep + copy], 1u);
+              if ((k & mask) == prefix) atomicAdd(&sh.hlo[((k >> sh_bits) & 255u) * kRep + copy], 1u);
             }
           } else {
 #pragma unroll 4
             for (int64_t v = v0 + tid; v < v1; v += NT) {
-              const uint32_t k = key_of(z[v]);
-              if ((k & mask) == prefix) atomicAdd(&sh.hcnt[((k >> sh_bits) & 255u) * kRep + copy], 1u);
+              const uint32_t k = key_of(zr(v));
+              if ((k & mask) == prefix) atomicAdd(&sh.hlo[((k >> sh_bits) & 255u) * kRep + copy], 1u);
             }
           }
           __syncthreads();
           if (tid < 256) {
             uint32_t t = 0;
-            for (int r = 0; r < kRep; ++r) t += sh.hcnt[tid * kRep + r];
+            for (int r = 0; r < kRep; ++r) t += sh.hlo[tid * kRep + r];
             sh.cnt[buf][tid] = t;
           }
           cluster_sync();
@@ -294,7 +383,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
         __syncthreads();
         if (done) break;
         if (level == 3 && mask) {  // the keys in the chosen bin and above, when they fit
-          build_candidates<NT>(z, v0, v1, prefix, sh);
+          build_candidates<NT>(zr, v0, v1, prefix, sh);
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
         }
       }
@@ -327,7 +416,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
         } else {
 #pragma unroll 4
           for (int64_t v = v0 + tid; v < v1; v += NT) {
-            const float x = z[v];
+            const float x = zr(v);
             const uint32_t k = key_of(x);
             if (k < tau || (k & mask) != prefix) continue;
             const uint32_t w = sample_weight(x, m, T);
@@ -372,7 +461,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
         __syncthreads();
         if (done) break;
         if (level == 3 && !use_cand) {  // the keys >= max(tau, the chosen bin), when they fit
-          build_candidates<NT>(z, v0, v1, prefix > tau ? prefix : tau, sh);
+          build_candidates<NT>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
         }
       }
@@ -390,7 +479,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
     const int64_t b = a + wc < v1 ? a + wc : v1;
     uint64_t s = 0;
 #pragma unroll 4
-    for (int64_t v = a + lane; v < b; v += 32) s += kw(z[v]);
+    for (int64_t v = a + lane; v < b; v += 32) s += kw(zr(v));
     s = warp_sum(s);
     if (lane == 0) sh.wsum[warp] = s;
     __syncthreads();
@@ -434,7 +523,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
         const int64_t lb = la + lc < b ? la + lc : b;
         uint64_t ls = 0;
 #pragma unroll 4
-        for (int64_t v = la; v < lb; ++v) ls += kw(z[v]);
+        for (int64_t v = la; v < lb; ++v) ls += kw(zr(v));
         const uint64_t lincl = warp_incl_scan(ls);
         const uint64_t lex = lincl - ls;
         // the one lane whose piece holds the target; the warp walks that piece 32 at a time: the
@@ -445,7 +534,7 @@ __global__ void __launch_bounds__(NT, 2) sample_cluster_kernel(SampleParams p) {
         uint64_t run = __shfl_sync(kFull, lex, hl);
         for (int64_t base = pa; base < pb; base += 32) {  // warp-uniform trip count
           const int64_t v = base + int64_t(lane);
-          const uint32_t w = v < pb ? kw(z[v]) : 0u;
+          const uint32_t w = v < pb ? kw(zr(v)) : 0u;
           const uint64_t incl = run + warp_incl_scan(w);
           const unsigned f = __ballot_sync(kFull, w && incl > tw);
           if (f) {

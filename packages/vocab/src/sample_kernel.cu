@@ -22,14 +22,14 @@ cudaError_t launch_penalties(const SampleParams& p, cudaStream_t s) {
 }
 
 // The launch configuration of a cluster of C CTAs a row over `rows` rows.
-template <int C>
+template <int C, int NT = kClusterThreads>
 struct ClusterLaunch {
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
-  ClusterLaunch(int64_t rows, cudaStream_t s) {
+  ClusterLaunch(int64_t rows, cudaStream_t s, size_t dyn = 0) {
     cfg.gridDim = dim3(unsigned(C), unsigned(rows), 1);
-    cfg.blockDim = dim3(unsigned(kClusterThreads), 1, 1);
-    cfg.dynamicSmemBytes = 0;
+    cfg.blockDim = dim3(unsigned(NT), 1, 1);
+    cfg.dynamicSmemBytes = dyn;
     cfg.stream = s;
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = unsigned(C);
@@ -73,6 +73,56 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+// Whether the staged form of a cluster of C runs with `bytes` of dynamic shared memory on this
+// device: the opt-in attribute raised to what the device allows next to the static shared memory
+// (once a device), and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
+// The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
+// a variant is eager (never inside a capture), so the queries never run during one.
+template <int C, int NT>
+bool staged_ok(size_t bytes) {
+  static std::mutex mu;
+  static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
+  static size_t asked[64] = {}, ok_bytes[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  auto kernel = sample_cluster_kernel<C, NT, true>;
+  std::lock_guard<std::mutex> g(mu);
+  if (max_dyn[dev] == 0) {
+    int optin = 0;
+    cudaFuncAttributes a;
+    max_dyn[dev] = -1;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+        cudaFuncGetAttributes(&a, kernel) == cudaSuccess && optin > int(a.sharedSizeBytes)) {
+      const int m = optin - int(a.sharedSizeBytes);
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, m) == cudaSuccess &&
+          (C <= 8 || cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess))
+        max_dyn[dev] = m;
+    }
+    cudaGetLastError();
+  }
+  if (max_dyn[dev] < 0 || bytes > size_t(max_dyn[dev])) return false;
+  if (C <= 8) return true;
+  if (asked[dev] != bytes) {
+    ClusterLaunch<C, NT> l(1, nullptr, bytes);
+    int n = 0;
+    const bool yes = cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) == cudaSuccess && n > 0;
+    cudaGetLastError();
+    asked[dev] = bytes;
+    ok_bytes[dev] = yes ? bytes : 0;
+  }
+  return ok_bytes[dev] == bytes;
+}
+
+template <int C, int NT>
+cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
+  ClusterLaunch<C, NT> l(p.rows, s, bytes);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true>, p);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 template <int C>
 int cluster_code_arch() {
   cudaFuncAttributes attr;
@@ -89,8 +139,16 @@ int cluster_code_arch() {
 // GPU has an empty body there, so the API must not launch it.
 int sample_cluster_code_arch(int cluster) { return cluster > 8 ? cluster_code_arch<16>() : cluster_code_arch<8>(); }
 
-cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, void* stream) {
+cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, bool staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
+  if (staged) {  // a slice too large for shared memory runs the unstaged form: the same tokens
+    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
+    if (threads == 1024 && cluster == 16 && staged_ok<16, 1024>(b16)) return launch_cluster_staged<16, 1024>(p, s, b16);
+    if (cluster == 16 && staged_ok<16, kClusterThreads>(b16)) return launch_cluster_staged<16, kClusterThreads>(p, s, b16);
+    if (cluster == 16 && !cluster16_ok() && staged_ok<8, kClusterThreads>(b8))
+      return launch_cluster_staged<8, kClusterThreads>(p, s, b8);
+    if (cluster == 8 && staged_ok<8, kClusterThreads>(b8)) return launch_cluster_staged<8, kClusterThreads>(p, s, b8);
+  }
   switch (cluster) {
     case 8: return launch_cluster<8>(p, s);
     case 16: return cluster16_ok() ? launch_cluster<16>(p, s) : launch_cluster<8>(p, s);  // same tokens

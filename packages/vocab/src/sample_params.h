@@ -91,7 +91,7 @@ void sample_host(const SampleParams& p);
 uint64_t sample_row_weights_host(const float* z, int64_t V, const mlops_sample_config& cfg, uint32_t* weights);
 cudaError_t sample_launch(const SampleParams& p, int threads, void* stream);
 cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream);
-cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, void* stream);
+cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, bool staged, int threads, void* stream);
 int sample_cluster_code_arch(int cluster);
 
 }  // namespace mlops::vocab

@@ -190,10 +190,15 @@ mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
 }
 
 // ---- sample -------------------------------------------------------------------------------
-const mlops_sample_variant kSampleVariants[] = {{0, 256, 0, 0, "t256"},   {1, 512, 0, 0, "t512"},
-                                               {2, 1024, 0, 0, "t1024"}, {3, 1024, 1, 0, "split"},
-                                               {4, 512, 0, 8, "cluster8"}, {5, 512, 0, 16, "cluster16"}};
-constexpr int kNumSample = 6;
+const mlops_sample_variant kSampleVariants[] = {
+    {0, 256, 0, 0, "t256"},         {1, 512, 0, 0, "t512"},          {2, 1024, 0, 0, "t1024"},
+    {3, 1024, 1, 0, "split"},       {4, 512, 0, 8, "cluster8"},      {5, 512, 0, 16, "cluster16"},
+    {6, 512, 0, 8, "cluster8_smem"}, {7, 512, 0, 16, "cluster16_smem"}, {8, 1024, 0, 16, "cluster16_smem_t1024"}};
+constexpr int kNumSample = 9;
+static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
+// The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
+// loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh).
+constexpr bool kSampleStaged[kNumSample] = {false, false, false, false, false, false, true, true, true};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and
@@ -392,6 +397,15 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   return MLOPS_OK;
 }
 
+mlops_status mlops_lm_head_decode_best(const uint64_t* best, int64_t rows, float* max, int64_t* argmax, void* stream) {
+  g_last_error.clear();
+  if (rows < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "best: expected at least one row, got %lld", (long long)rows);
+  if (!best || !max || !argmax) return fail(MLOPS_ERR_INVALID_ARGUMENT, "best / max / argmax: NULL pointer");
+  const cudaError_t e = lm_head_decode_best(best, rows, max, argmax, stream);
+  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head decode_best launch failed: %s", cudaGetErrorString(e));
+  return MLOPS_OK;
+}
+
 mlops_status mlops_lm_head_host(const mlops_lm_head_args* args) {
   mlops_status st = check_lm_head(args, false);
   if (st != MLOPS_OK) return st;
@@ -422,6 +436,33 @@ int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
   // named (mlops.vocab.Sampler(variant="split")), never planned.
   if (sm >= 90 && vocab >= 16384 && rows <= 65535) return rows <= 16 ? 5 : 4;
   return vocab >= 16384 ? 2 : vocab >= 2048 ? 1 : 0;
+}
+
+int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, const mlops_sample_config* configs,
+                              int has_stats, int has_history) {
+  const int base = mlops_sample_plan(rows, vocab, sm, sms);
+  if (!configs || !kSampleVariants[base].cluster) return base;
+  bool all_greedy = true, plain = true, topk_only = true;
+  for (int64_t i = 0; i < rows; ++i) {
+    const mlops_sample_config c = sanitize(configs[i]);
+    const bool greedy = config_greedy(c);
+    const bool top_k = c.top_k > 0 && int64_t(c.top_k) < vocab, top_p = c.top_p < 1.0f;
+    all_greedy = all_greedy && greedy;
+    plain = plain && !greedy && !top_k && !top_p;      // temperature and / or min_p
+    topk_only = topk_only && !greedy && top_k && !top_p;
+  }
+  // Measured on the H200 (GPU run 12, V = 151936, docs/perf/vocab-h200.md), against the cluster
+  // variant mlops_sample_plan gives:
+  //  - greedy rows fed the head's statistics read nothing of the row: one CTA a row is the cheapest
+  //    launch (t1024 5.2 / 5.3 / 5.8 us at B = 1 / 8 / 64, the cluster 6.1 / 6.0 / 9.0);
+  //  - temperature / min-p alone: the split variant (25.4 / 30.0 / 77.3 us, the cluster 26.1 /
+  //    32.9 / 107), whose chunk CTAs spread the row's exp over the whole GPU;
+  //  - top-k with the statistics at B = 64: t1024 (81 us, the cluster 101; at B <= 8 the cluster
+  //    is 3x faster, and B between them is unmeasured: kept on the cluster).
+  if (all_greedy && has_stats && !has_history) return 2;
+  if (plain && rows <= 65535) return 3;
+  if (topk_only && has_stats && !has_history && rows >= 64) return 2;
+  return base;
 }
 
 int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant) {
@@ -464,7 +505,7 @@ mlops_status mlops_sample(const mlops_sample_args* args, void* stream) {
   SampleParams sp = make_sample_params(*args);
   cudaError_t e;
   if (kSampleVariants[v].cluster) {
-    e = sample_launch_cluster(sp, kSampleVariants[v].cluster, stream);
+    e = sample_launch_cluster(sp, kSampleVariants[v].cluster, kSampleStaged[v], kSampleVariants[v].threads, stream);
   } else if (kSampleVariants[v].split) {
     sp.split = static_cast<SplitRow*>(args->workspace);
     sp.chunks = split_chunks(args->vocab);

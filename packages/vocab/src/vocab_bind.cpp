@@ -144,11 +144,19 @@ NB_MODULE(_C, m) {
   m.def("row_weights", &row_weights);
   m.def("embed_variants", &embed_variants);
   m.def("lm_head_variants", &lm_head_variants);
+  m.def("lm_head_decode_best", [](uintptr_t stream, uintptr_t best, int64_t rows, uintptr_t mx, uintptr_t am) {
+    raise(mlops_lm_head_decode_best(ptr<const uint64_t>(best), rows, ptr<float>(mx), ptr<int64_t>(am), ptr(stream)));
+  });
   m.def("sample_variants", &sample_variants);
   m.def("embed_plan", &mlops_embed_plan);
   m.def("lm_head_plan", &mlops_lm_head_plan);
   m.def("lm_head_variant_runs", &mlops_lm_head_variant_runs);
   m.def("sample_plan", &mlops_sample_plan);
+  m.def("sample_plan_configs", [](int64_t rows, int64_t vocab, int sm, int sms, uintptr_t configs, bool has_stats,
+                                  bool has_history) {
+    return mlops_sample_plan_configs(rows, vocab, sm, sms, ptr<const mlops_sample_config>(configs), has_stats,
+                                     has_history);
+  });
   m.def("sample_variant_runs", &mlops_sample_variant_runs);
   m.def("sample_workspace_bytes", &mlops_sample_workspace_bytes);
 }

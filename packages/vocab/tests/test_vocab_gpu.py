@@ -371,3 +371,28 @@ def test_sampler_paths_sanitizer_subset(variant):
             z.cuda(), history=hist.cuda(), history_len=hlen.cuda(), logprobs=True)
         assert torch.equal(g.tokens.cpu(), c.tokens), (variant, cfg)
         torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
+
+
+def test_lm_head_decode_best_kernel_equals_torch_decode():
+    """LmHeadOutput.max / argmax come from one kernel (mlops_lm_head_decode_best) on CUDA: the same
+    bits as decode_best's torch expression, for every kind of key (finite, +-inf, NaN, 0: no row)."""
+    from mlops.vocab._lm_head import _decode_best_into
+
+    vals = torch.tensor([1.5, -2.25, 0.0, -0.0, float("inf"), float("-inf"), float("nan"), 3e-42, -7e37])
+    bits = vals.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    key = torch.where(bits >= 0x80000000, (~bits) & 0xFFFFFFFF, bits | 0x80000000)
+    idx = torch.tensor([0, 1, 7, 151935, 2**31, 5, 9, 2**32 - 1, 3])
+    best = torch.cat([(key << 32) | (0xFFFFFFFF - idx), torch.zeros(1, dtype=torch.int64)]).cuda()
+    mx = torch.empty(best.shape[0], device="cuda")
+    am = torch.empty(best.shape[0], dtype=torch.int64, device="cuda")
+    _decode_best_into(best, mx, am)
+    ref_mx, ref_am = mv.decode_best(best)
+    assert_bits_equal(mx, ref_mx, "decode_best max")
+    assert torch.equal(am, ref_am)
+    # the statistics of lm_head: best and key_hist in one buffer, cleared by one memset, every call
+    x = randn((3, 256), torch.bfloat16, 5).cuda()
+    w = randn((5000, 256), torch.bfloat16, 6, scale=0.2).cuda()
+    for _ in range(2):
+        o = mv.lm_head(x, w, stats=True)
+        assert torch.equal(o.argmax, o.logits.argmax(1)) and torch.equal(o.max, o.logits.max(1).values)
+        assert o.key_hist.sum(1).tolist() == [5000] * 3 and o.key_hist.is_contiguous()

@@ -165,3 +165,35 @@ def test_lm_head_stats_give_the_same_tokens(cfg):
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.flags, b.flags)
     if cfg["temperature"] == 0.0:
         assert torch.equal(a.tokens.long(), o.argmax)
+
+
+def test_mode_aware_plan():
+    """mlops_sample_plan_configs: the measured picks (docs/vocab.md, the planner), nothing else moves."""
+    from mlops.vocab._native import C
+    from mlops.vocab._sampler import pack_configs
+
+    V = 151936
+
+    def plan(rows, cfgs, stats=False, history=False, sm=90):
+        packed = pack_configs(cfgs if isinstance(cfgs, list) else [cfgs] * rows)
+        return mv.sample_variants()[C.sample_plan_configs(rows, V, sm, 132, packed.data_ptr(), stats, history)]["name"]
+
+    for rows in (1, 8, 64):
+        cluster = "cluster16" if rows <= 16 else "cluster8"
+        assert plan(rows, dict(temperature=0.8)) == "split"
+        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == "split"
+        assert plan(rows, dict(temperature=0.0)) == cluster
+        assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
+        assert plan(rows, dict(temperature=0.0), stats=True, history=True) == cluster
+        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == cluster
+        assert plan(rows, dict(temperature=0.8, top_k=50)) == cluster
+        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == ("t1024" if rows >= 64 else cluster)
+    # a mixed batch is planned as the cluster; below sm_90 nothing changes either
+    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16"
+    assert plan(1, dict(temperature=0.8), sm=80) == "t1024"
+    assert plan(1, dict(temperature=0.0), stats=True, sm=80) == "t1024"
+
+
+def test_sampler_planned_on_cpu_is_the_host_emulation():
+    s = mv.Sampler(2, 100, device="cpu", temperature=0.8)
+    assert set(s._plans.values()) == {-1} and s.workspace is None

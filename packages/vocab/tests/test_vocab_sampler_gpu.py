@@ -11,6 +11,7 @@ import torch
 from mlops_testing import assert_bits_equal, gpu_arch_tag, randn, requires_cuda
 
 import mlops.vocab as mv
+from vocab_reference import stats_of
 
 pytestmark = requires_cuda
 TAG = gpu_arch_tag()
@@ -136,3 +137,21 @@ def test_cluster_sanitizer_subset(variant):
         c = mv.Sampler(B, V, device="cpu", seed=9, **cfg)(z.clone(), logprobs=True)
         g = mv.Sampler(B, V, device="cuda", seed=9, variant=variant, **cfg)(z.cuda(), logprobs=True)
         assert torch.equal(g.tokens.cpu(), c.tokens), (variant, cfg)
+
+
+@pytest.mark.parametrize("mode", ["greedy", "temperature", "min_p", "top_k50", "top_p"])
+@pytest.mark.parametrize("B", [1, 8, 64])
+def test_planned_variant_per_mode(mode, B):
+    """variant=None: the mode-aware plan (split for temperature / min-p, t1024 for greedy with the
+    head's statistics, ...) gives the host emulation's tokens, with and without the statistics."""
+    V = 151936
+    z = randn((B, V), torch.float32, B + 77, scale=3.0)
+    cfg = MODES[mode]
+    sg = mv.Sampler(B, V, device="cuda", seed=2, **cfg)
+    sc = mv.Sampler(B, V, device="cpu", seed=2, **cfg)
+    for with_stats in (False, True):
+        zg = z.cuda()
+        g = sg(zg, stats=stats_of(zg) if with_stats else None, logprobs=True)
+        c = sc(z.clone(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), (mode, B, with_stats, sg._plans)
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)

@@ -55,3 +55,18 @@ def lm_head64(x, w, row_scale=None, logit_scale=1.0):
     if row_scale is not None:
         y = y * row_scale.double()[:, None]
     return y * logit_scale
+
+
+def stats_of(z: torch.Tensor):
+    """What lm_head(..., stats=True) returns for these logits (max, lowest argmax, key-byte counts),
+    built with torch ops on z's device (the bench's helper)."""
+    import mlops.vocab as mv
+
+    bits = z.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    key = torch.where(bits >= 0x80000000, (~bits) & 0xFFFFFFFF, bits | 0x80000000)
+    kmax = key.max(1, keepdim=True).values
+    first = torch.argmax((key == kmax).to(torch.int8), 1, keepdim=True)
+    best = ((kmax << 32) | (0xFFFFFFFF - first))[:, 0]
+    hist = torch.stack([torch.bincount(key[i] >> 24, minlength=256) for i in range(z.shape[0])]).to(torch.int32)
+    mx, am = mv.decode_best(best)
+    return mv.LmHeadOutput(z, mx, am, hist, best)

@@ -118,6 +118,10 @@ int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, in
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream);
 /* The host emulation of the CUDA-core order (args->variant is not used). */
 mlops_status mlops_lm_head_host(const mlops_lm_head_args* args);
+/* max[m] = the float whose key is best[m] >> 32 and argmax[m] = 0xffffffff - (uint32_t)best[m], for
+ * m < rows, on the device (one small kernel on the stream; device pointers). A key_hist placed right
+ * after best ((uint32_t*)(best + tokens)) is cleared with best by one memset in mlops_lm_head. */
+mlops_status mlops_lm_head_decode_best(const uint64_t* best, int64_t rows, float* max, int64_t* argmax, void* stream);
 
 /* ---- sample -----------------------------------------------------------------------------
  * One token a row. Per row (its own configuration, seed and step):
@@ -193,6 +197,13 @@ int mlops_sample_variants(mlops_sample_variant* out, int capacity);
  * back (a cluster variant below sm_90 or without sm_90 code: t1024). */
 int mlops_sample_variant_runs(int index);
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms);
+/* The planner that knows the batch (mlops.vocab.Sampler asks it; mlops_sample with variant -1
+ * cannot, its configurations are on the device): configs[rows] in host memory, has_stats whether
+ * the LM head's statistics come with the call, has_history whether penalties do. It may answer
+ * the split variant (index 3): the caller then passes mlops_sample_workspace_bytes() of workspace.
+ * Every answer gives the same tokens; only the time differs. */
+int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, const mlops_sample_config* configs,
+                              int has_stats, int has_history);
 /* Host-side validation of configurations (the device kernels also clamp, never fault). */
 mlops_status mlops_sample_check_configs(const mlops_sample_config* configs, int64_t rows);
 mlops_status mlops_sample(const mlops_sample_args* args, void* stream);

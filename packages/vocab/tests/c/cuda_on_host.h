@@ -100,6 +100,16 @@ static T& host_block_shared() {
   static T inst[kHostMaxSlots];
   return inst[tl_slot];
 }
+// Dynamic shared memory (extern __shared__): a block's buffer of the size set by
+// set_host_dynamic_shared() before the launch (16-byte aligned, as the device's).
+static std::vector<float4> g_dyn_shared[kHostMaxSlots];
+static inline void set_host_dynamic_shared(size_t bytes) {
+  for (auto& b : g_dyn_shared) b.assign((bytes + 15) / 16, float4{});
+}
+template <class T>
+static T* host_dynamic_shared() {
+  return reinterpret_cast<T*>(g_dyn_shared[tl_slot].data());
+}
 template <class T>
 static T* cluster_map(T* local, unsigned rank) {
   return local - tl_slot + int(rank);

@@ -66,6 +66,19 @@ def _(x, weight, row_scale, logits, best, key_hist, logit_scale, variant):
     return None
 
 
+@torch.library.custom_op("mlops_vocab::decode_best_into", mutates_args=("max", "argmax"), device_types=("cuda",))
+def _decode_best_into(best: torch.Tensor, max: torch.Tensor, argmax: torch.Tensor) -> None:
+    # one kernel (decode_best's torch expression is a dozen element-wise launches: ~20 us of graph
+    # nodes at M = 1 on the H200, most of what the statistics cost in bench run 12)
+    on_device(best, lambda: C.lm_head_decode_best(stream_of(best), best.data_ptr(), best.shape[0], max.data_ptr(),
+                                                  argmax.data_ptr()))
+
+
+@_decode_best_into.register_fake
+def _(best, max, argmax):
+    return None
+
+
 def lm_head(x: torch.Tensor, weight: torch.Tensor, *, row_scale: Optional[torch.Tensor] = None,
             logit_scale: float = 1.0, stats: bool = False, out: Optional[torch.Tensor] = None, variant=None):
     """logits = ((x @ weight.T) * row_scale[:, None]) * logit_scale in FP32, for 1 .. 8 tokens.
@@ -109,8 +122,10 @@ def lm_head(x: torch.Tensor, weight: torch.Tensor, *, row_scale: Optional[torch.
         check_tensor("out", out, (torch.float32,), dims=(2,), device=x.device)
         if tuple(out.shape) != (M, V):
             fail("out", f"expected shape {(M, V)}, got {tuple(out.shape)}")
-    best = torch.empty(M, dtype=torch.int64, device=x.device) if stats else None
-    key_hist = torch.empty((M, 256), dtype=torch.int32, device=x.device) if stats else None
+    best = key_hist = None
+    if stats:  # key_hist right after best: the call clears both with one memset
+        buf = torch.empty(M + 128 * M, dtype=torch.int64, device=x.device)
+        best, key_hist = buf[:M], buf[M:].view(torch.int32).view(M, 256)
     args = (x2, weight, row_scale, out, best, key_hist, float(logit_scale), vi)
     if torch.compiler.is_compiling():
         _lm_head_into(*args)
@@ -119,5 +134,10 @@ def lm_head(x: torch.Tensor, weight: torch.Tensor, *, row_scale: Optional[torch.
     logits = out if x.dim() == 2 else out[0]
     if not stats:
         return logits
-    mx, am = decode_best(best)
+    if x.is_cuda:
+        mx = torch.empty(M, dtype=torch.float32, device=x.device)
+        am = torch.empty(M, dtype=torch.int64, device=x.device)
+        _decode_best_into(best, mx, am)
+    else:
+        mx, am = decode_best(best)
     return LmHeadOutput(logits, mx, am, key_hist, best)

@@ -137,6 +137,8 @@ class Sampler:
                 fail("configs", f"expected {batch} per-row configurations, got {len(configs)}")
             packed = pack_configs(configs)
         self.configs = packed.to(self.device)
+        self.workspace: Optional[torch.Tensor] = None
+        self._plan_for(packed)
         if isinstance(seed, int):
             seeds = [seed + i for i in range(batch)]
         else:
@@ -148,15 +150,31 @@ class Sampler:
         self.seeds = torch.tensor(seeds, dtype=torch.int64, device=self.device)
         self.steps = torch.zeros(batch, dtype=torch.int64, device=self.device)
         self.penalty_counts: Optional[torch.Tensor] = None  # allocated at the first call with a history
-        ws = C.sample_workspace_bytes(batch, vocab, self.variant) if self.variant >= 0 else 0
-        # the split variant's workspace (cleared by each call on the device, so graphs replay it)
-        self.workspace = torch.empty(ws, dtype=torch.uint8, device=self.device) if ws else None
+
+    def _plan_for(self, packed: torch.Tensor):
+        """The variant of each call kind: named, or (variant=None on a GPU) the planner's pick for these
+        configurations with / without the head's statistics and a history (mlops_sample_plan_configs:
+        host-side, decided here so a call only looks it up), and the split variant's workspace
+        (cleared by each call on the device, so graphs replay it) when a pick needs it."""
+        if self.variant >= 0 or self.device.type != "cuda":
+            self._plans = {(s, h): self.variant for s in (False, True) for h in (False, True)}
+        else:
+            props = torch.cuda.get_device_properties(self.device)
+            sm, sms = props.major * 10 + props.minor, props.multi_processor_count
+            self._plans = {(s, h): C.sample_plan_configs(self.batch, self.vocab, sm, sms, packed.data_ptr(), s, h)
+                           for s in (False, True) for h in (False, True)}
+        ws = max((C.sample_workspace_bytes(self.batch, self.vocab, v) for v in set(self._plans.values()) if v >= 0),
+                 default=0)
+        if ws and (self.workspace is None or self.workspace.numel() < ws):
+            self.workspace = torch.empty(ws, dtype=torch.uint8, device=self.device)
 
     def set_configs(self, configs: Sequence[dict]):
         """New per-row configurations (copied into the device tensor in place: graphs keep working)."""
         if len(configs) != self.batch:
             fail("configs", f"expected {self.batch} per-row configurations, got {len(configs)}")
-        self.configs.copy_(pack_configs(configs))
+        packed = pack_configs(configs)
+        self.configs.copy_(packed)
+        self._plan_for(packed)
 
     def __call__(self, logits: torch.Tensor, *, history: Optional[torch.Tensor] = None,
                  history_len: Optional[torch.Tensor] = None, logprobs: bool = False,
@@ -199,7 +217,7 @@ class Sampler:
         flags = torch.empty(self.batch, dtype=torch.int32, device=self.device)
         args = (logits, self.configs, self.seeds, self.steps, history, history_len,
                 self.penalty_counts if history is not None else None, tokens, lp, flags, best, key_hist, self.workspace,
-                self.variant)
+                self._plans[(best is not None, history is not None)])
         if torch.compiler.is_compiling():
             _sample_into(*args)
         else:
