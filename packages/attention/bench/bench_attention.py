@@ -2,7 +2,11 @@
 side by side in one process on the same K/V, L2 flushed before every timed call, interleaved.
 One JSON line per case (tools/testing/mlops_bench.py); docs/performance.md keeps the tables.
 
-    python packages/attention/bench/bench_attention.py [--quick] [--peaked]
+    python packages/attention/bench/bench_attention.py [--quick] [--peaked] [--targets]
+
+--targets: only the two target shapes (B1 L16K, B8 L128K), random and peaked q (~60 s). Every
+decode variant (mlops.attention.decode_variants()) is timed side by side: impl "fbla <mode> <kind>
+[<variant>]"; the planner's pick is the variant named "items" until a run says otherwise.
 
 Cases (issue 6): 32 q heads, 8 kv heads, head_dim 128, B in {1, 8}, L in {4K, 16K, 128K}.
 Targets: B8 L128K <= 450 us, B1 L16K <= 25 us.
@@ -53,7 +57,7 @@ def fbla_bytes(B, L, mode):
     return B * HK * (closed * rec + (min(L, 128) + tail) * D * 2 * 2) + 2 * B * HQ * D * 2
 
 
-def run_case(b: Bench, B: int, L: int, peaked: bool):
+def run_case(b: Bench, B: int, L: int, peaked: bool, variants):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + L)
     k = torch.randn(B, HK, L, D, device="cuda", generator=g).bfloat16()
     v = torch.randn(B, HK, L, D, device="cuda", generator=g).bfloat16()
@@ -71,8 +75,9 @@ def run_case(b: Bench, B: int, L: int, peaked: bool):
         c = A.encode(k, v, mode=mode)
         caches[mode] = c
         out = torch.empty(B, HQ, D, dtype=torch.bfloat16, device="cuda")
-        fns[f"{mode} exact"] = lambda c=c, out=out: A.decode(q, c, exact=True, out=out)
-        fns[f"{mode} skip"] = lambda c=c, out=out: A.decode(q, c, out=out)
+        for var in variants:
+            fns[f"{mode} exact [{var}]"] = lambda c=c, out=out, var=var: A.decode(q, c, exact=True, out=out, variant=var)
+            fns[f"{mode} skip [{var}]"] = lambda c=c, out=out, var=var: A.decode(q, c, out=out, variant=var)
     t = b.time_interleaved(fns, reps=50 if L >= 131072 else 200)
     sdpa_bytes = 2 * B * HK * L * D * 2 + 2 * B * HQ * D * 2
     b.record(case="decode", shape=shape, impl=sdpa_name, seconds=t["sdpa"], bytes=sdpa_bytes)
@@ -93,24 +98,31 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="L = 4K and 16K only")
     ap.add_argument("--peaked", action="store_true", help="also the cases with q drawn from the keys")
+    ap.add_argument("--targets", action="store_true", help="B1 L16K and B8 L128K only, random and peaked q")
+    ap.add_argument("--variants", default="", help="comma-separated variant names (default: all)")
     a = ap.parse_args()
+    variants = a.variants.split(",") if a.variants else [v["name"] for v in A.decode_variants()]
     b = Bench("attention")
     b.header()
-    Ls = [4096, 16384] if a.quick else [4096, 16384, 131072]
-    for peaked in ([False, True] if a.peaked else [False]):
-        for B in (1, 8):
-            for L in Ls:
-                run_case(b, B, L, peaked)
+    if a.targets:
+        cases = [(False, 1, 16384), (False, 8, 131072), (True, 1, 16384), (True, 8, 131072)]
+    else:
+        Ls = [4096, 16384] if a.quick else [4096, 16384, 131072]
+        cases = [(pk, B, L) for pk in ([False, True] if a.peaked else [False]) for B in (1, 8) for L in Ls]
+    for peaked, B, L in cases:
+        run_case(b, B, L, peaked, variants)
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}
     verdict = {}
     for mode in ("3+3", "4+2"):
         for kind in ("exact", "skip"):
-            r1 = rows.get((f"B=1 L=16384 {HQ}/{HK}x{D}", f"fbla {mode} {kind}"))
-            r8 = rows.get((f"B=8 L=131072 {HQ}/{HK}x{D}", f"fbla {mode} {kind}"))
-            if r1:
-                verdict[f"{mode} {kind} B1_L16K_le_25us"] = r1["us"] <= 25.0
-            if r8:
-                verdict[f"{mode} {kind} B8_L128K_le_450us"] = r8["us"] <= 450.0
+            for var in variants:
+                for pk in ("", " peaked"):
+                    r1 = rows.get((f"B=1 L=16384 {HQ}/{HK}x{D}{pk}", f"fbla {mode} {kind} [{var}]"))
+                    r8 = rows.get((f"B=8 L=131072 {HQ}/{HK}x{D}{pk}", f"fbla {mode} {kind} [{var}]"))
+                    if r1:
+                        verdict[f"{mode} {kind} [{var}]{pk} B1_L16K_le_25us"] = r1["us"] <= 25.0
+                    if r8:
+                        verdict[f"{mode} {kind} [{var}]{pk} B8_L128K_le_450us"] = r8["us"] <= 450.0
     b.record(case="targets (issue 6)", impl="mlops", **verdict)
 
 

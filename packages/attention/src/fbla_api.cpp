@@ -87,6 +87,15 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (!(a->gap > 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "gap: expected > 0, got %g", double(a->gap));
   if (a->exact != 0 && a->exact != 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "exact: expected 0 or 1, got %d", a->exact);
   if (a->ctas < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "ctas: expected >= 0, got %d", a->ctas);
+  if (a->variant < 0 || a->variant > kDecodeVariantCount)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
+                a->variant);
+  if (a->variant - 1 == kWarps) {  // 16-byte loads of the BF16 rows
+    const void* rows[4] = {c->sink_k, c->sink_v, c->tail_k, c->tail_v};
+    for (const void* r : rows)
+      if (reinterpret_cast<uintptr_t>(r) & 15u)
+        return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
+  }
   const size_t need = mlops_fbla_decode_scratch_bytes(c, a->q_heads);
   if (!scratch) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
   if (reinterpret_cast<uintptr_t>(scratch) & 15u)
@@ -109,6 +118,7 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
   p.scale = a.scale;
   p.gap = a.gap;
   p.exact = a.exact;
+  p.variant = a.variant > 0 ? a.variant - 1 : kPlannerVariant;
   scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
   return p;
 }
@@ -184,6 +194,16 @@ mlops_status mlops_fbla_decode_host(const mlops_fbla_cache* cache, const mlops_f
       return fail(MLOPS_ERR_DATA, "lengths[%d] = %d: expected 0 ... capacity %d", b, cache->lengths[b], cache->capacity);
   decode_host(make_decode(*cache, *args, scratch));
   return MLOPS_OK;
+}
+
+int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capacity) {
+  static const mlops_fbla_decode_variant kList[kDecodeVariantCount] = {
+      {"items", 61},                // refine: a CTA of 256 an item; combine: a CTA a row
+      {"items+combine_warps", 61},  // the same refine; combine: a warp a (row, 32 channels)
+      {"warps", 61},                // refine: 2 warps an item (lane a token, lane 4 channels); combine_warps
+  };
+  for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
+  return kDecodeVariantCount;
 }
 
 const char* mlops_fbla_last_error(void) { return g_last_error.c_str(); }

@@ -59,7 +59,7 @@ void append(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t k, 
 
 void decode(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t q, int64_t qbs, int64_t qhs, int32_t q_heads,
             uintptr_t out, int out_dtype, float scale, int exact, float gap, int ctas, uintptr_t scratch,
-            size_t scratch_bytes) {
+            size_t scratch_bytes, int variant) {
   const mlops_fbla_cache c = cache_of(cache);
   mlops_fbla_decode_args a{};
   a.q = ptr<const uint16_t>(q);
@@ -72,6 +72,7 @@ void decode(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t q, 
   a.exact = exact;
   a.gap = gap;
   a.ctas = ctas;
+  a.variant = variant;
   mlops_status st = device ? mlops_fbla_decode(&c, &a, ptr<void>(scratch), scratch_bytes, ptr<void>(stream))
                            : mlops_fbla_decode_host(&c, &a, ptr<void>(scratch), scratch_bytes);
   if (st != MLOPS_OK) raise(st);
@@ -117,6 +118,19 @@ NB_MODULE(_C, m) {
   m.def("append", &append);
   m.def("decode", &decode);
   m.def("scratch_bytes", &scratch_bytes);
+  m.def("decode_variants", [] {
+    nb::list out;
+    mlops_fbla_decode_variant v[16];
+    const int n = mlops_fbla_decode_variants(v, 16);
+    for (int i = 0; i < n && i < 16; ++i) {
+      nb::dict d;
+      d["index"] = i;
+      d["name"] = v[i].name;
+      d["min_sm"] = v[i].min_sm;
+      out.append(d);
+    }
+    return out;
+  });
   m.def("record_bytes", [](int head_dim) { return mlops_fbla_record_bytes(head_dim); });
   m.def("record_layout", &record_layout);
   m.def("struct_layout", &struct_layout);

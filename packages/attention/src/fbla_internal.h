@@ -53,8 +53,13 @@ struct DecodeParams {
   const int32_t* lengths;
   float scale, gap;
   int exact;
+  int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
   Scratch s;
 };
+
+// The decode variants (mlops_fbla_decode_variants): which refine and combine kernels run.
+enum DecodeVariant { kItems = 0, kItemsCombineWarps = 1, kWarps = 2, kDecodeVariantCount = 3 };
+constexpr int kPlannerVariant = kItems;  // changed only after a GPU measurement (docs/attention.md)
 
 struct AppendParams {
   mlops_fbla_cache c;

@@ -1,6 +1,6 @@
 // Launches of the FBLA kernels (the templates are instantiated and launched in this object:
 // nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
-#include "fbla_kernels.cuh"
+#include "fbla_decode_warps.cuh"
 
 namespace mlops::fbla {
 namespace {
@@ -16,14 +16,14 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
-int resident(K kernel, int slot) {
-  static int cache[64][4];
+int resident(K kernel, int slot, int threads = kThreads) {
+  static int cache[64][8];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
   int sms = 0, per = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kThreads, 0) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0) != cudaSuccess)
     return 0;
   const int n = sms * (per > 0 ? per : 1);
   if (dev < 64) cache[dev][slot] = n;
@@ -40,10 +40,19 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     if (res <= 0) return cudaErrorInvalidDevice;
     coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
   }
-  const int res = ctas > 0 ? ctas : resident(refine_kernel<D>, D == 64 ? 1 : 3);
-  if (res <= 0) return cudaErrorInvalidDevice;
-  refine_kernel<D><<<grid(refine_items, res), kThreads, 0, s>>>(p, refine_items);
-  combine_kernel<D><<<p.c.batch * p.Hq, D, 0, s>>>(p);
+  if (p.variant == kWarps) {
+    const int res = ctas > 0 ? ctas : resident(refine_warps_kernel<D>, D == 64 ? 4 : 5, kWarpThreads);
+    if (res <= 0) return cudaErrorInvalidDevice;
+    refine_warps_kernel<D><<<grid(refine_items, res), kWarpThreads, 0, s>>>(p, refine_items);
+  } else {
+    const int res = ctas > 0 ? ctas : resident(refine_kernel<D>, D == 64 ? 1 : 3);
+    if (res <= 0) return cudaErrorInvalidDevice;
+    refine_kernel<D><<<grid(refine_items, res), kThreads, 0, s>>>(p, refine_items);
+  }
+  if (p.variant == kItems)
+    combine_kernel<D><<<p.c.batch * p.Hq, D, 0, s>>>(p);
+  else
+    combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
   return cudaGetLastError();
 }
 

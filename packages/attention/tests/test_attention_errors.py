@@ -95,3 +95,17 @@ def test_full_cache_writes_nothing(mode):
         assert torch.equal(a, b)
     A.append(c, k[:, :, :10], v[:, :, :10])  # exactly full is fine
     assert c.lengths.tolist() == [400, 210]
+
+
+def test_decode_variants_by_name_or_index():
+    names = [v["name"] for v in A.decode_variants()]
+    assert names[:3] == ["items", "items+combine_warps", "warps"]
+    k, v = kv(1, 2, 300, 64)
+    c = A.encode(k, v)
+    q = torch.randn(1, 4, 64).bfloat16()
+    ref = A.decode(q, c, out_dtype=torch.float32)
+    for var in names + list(range(len(names))):  # the host emulation runs whatever the variant
+        assert torch.equal(A.decode(q, c, out_dtype=torch.float32, variant=var), ref)
+    for bad in ("nope", len(names), -1, True):
+        with pytest.raises(ValueError, match="^variant:"):
+            A.decode(q, c, variant=bad)

@@ -1,6 +1,6 @@
 """GPU: the kernels against the host emulation bit for bit (encoder records, append, decode in both
 modes and both output dtypes), GQA 1/2/4/5/8, head dims 64/128, lengths across group boundaries,
-mixed-length batches; results independent of the CTA count; exact == skip with every block
+mixed-length batches, every decode variant (decode_variants()); results independent of the CTA count; exact == skip with every block
 refined; a full cache flagged on the device with nothing written; CUDA-graph replay of append +
 decode_at as the cache grows; a sanitizer subset. Run under each build of nox -s gpu_build (sm_90
 and the compute_61 / 70 / 75 / 80 PTX builds: compute_61 is the DP4A + integer-rounding path, from
@@ -14,6 +14,7 @@ import mlops.attention as A
 
 pytestmark = requires_cuda
 GROUP = 128
+VARIANTS = [v["name"] for v in A.decode_variants()]  # every variant == the host emulation, bit for bit
 
 def make(B, H, T, D, seed, Hq, peaked=0.0):
     g = torch.Generator().manual_seed(seed)
@@ -64,13 +65,11 @@ def test_append_gpu_equals_host(mode, steps):
         t += n
     check_cache(gc, cc, f"append {mode} {steps[:3]}")
 
-def both_decode(q, gc, cc, **kw):
-    return A.decode(q.cuda(), gc, **kw), A.decode(q, cc, **kw)
-
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("G", [1, 2, 4, 5, 8])
-def test_decode_gpu_equals_host(mode, D, G):
+def test_decode_gpu_equals_host(mode, D, G, variant):
     B, H = 4, 2
     lens = [1, 129, 5 * GROUP + 3, 8 * GROUP]  # sink only, across boundaries, group-aligned
     T = max(lens)
@@ -80,27 +79,33 @@ def test_decode_gpu_equals_host(mode, D, G):
     for exact in (True, False):
         for gap in (A.DEFAULT_GAP, 3.0):
             for od in (torch.float32, torch.bfloat16):
-                g, c = both_decode(q, gc, cc, exact=exact, gap=gap, out_dtype=od)
-                assert_bits_equal(g, c, f"decode {mode} D={D} G={G} exact={exact} gap={gap} {od} ({gpu_arch_tag()})")
+                g = A.decode(q.cuda(), gc, exact=exact, gap=gap, out_dtype=od, variant=variant)
+                c = A.decode(q, cc, exact=exact, gap=gap, out_dtype=od)
+                assert_bits_equal(g, c, f"decode [{variant}] {mode} D={D} G={G} exact={exact} gap={gap} {od} "
+                                        f"({gpu_arch_tag()})")
 
-def test_decode_independent_of_ctas():
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_decode_independent_of_ctas(variant):
     B, H, D, G = 2, 8, 128, 4
     k, v, q = make(B, H, 20 * GROUP + 5, D, seed=3, Hq=H * G, peaked=1.0)
     gc = A.encode(k.cuda(), v.cuda(), [20 * GROUP + 5, 700])
     qc = q.cuda()
-    ref = A.decode(qc, gc, out_dtype=torch.float32)
-    for ctas in (1, 3, 17, 1000):
-        assert_bits_equal(A.decode(qc, gc, out_dtype=torch.float32, ctas=ctas), ref, f"ctas={ctas}")
-        assert_bits_equal(A.decode(qc, gc, exact=True, out_dtype=torch.float32, ctas=ctas),
-                          A.decode(qc, gc, exact=True, out_dtype=torch.float32), f"exact ctas={ctas}")
+    ref = A.decode(qc, gc, out_dtype=torch.float32)  # the planner's pick
+    ref_e = A.decode(qc, gc, exact=True, out_dtype=torch.float32)
+    for ctas in (0, 1, 3, 17, 1000):
+        assert_bits_equal(A.decode(qc, gc, out_dtype=torch.float32, ctas=ctas, variant=variant), ref,
+                          f"[{variant}] ctas={ctas}")
+        assert_bits_equal(A.decode(qc, gc, exact=True, out_dtype=torch.float32, ctas=ctas, variant=variant), ref_e,
+                          f"[{variant}] exact ctas={ctas}")
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
-def test_exact_equals_skip_all_refined_gpu(mode):
+def test_exact_equals_skip_all_refined_gpu(mode, variant):
     k, v, q = make(2, 2, 3000, 128, seed=4, Hq=8, peaked=2.0)
     gc = A.encode(k.cuda(), v.cuda(), [3000, 1000], mode=mode)
-    e = A.decode(q.cuda(), gc, exact=True, out_dtype=torch.float32)
-    s = A.decode(q.cuda(), gc, exact=False, gap=float("inf"), out_dtype=torch.float32)
-    assert_bits_equal(e, s, "exact == skip(gap=inf)")
+    e = A.decode(q.cuda(), gc, exact=True, out_dtype=torch.float32, variant=variant)
+    s = A.decode(q.cuda(), gc, exact=False, gap=float("inf"), out_dtype=torch.float32, variant=variant)
+    assert_bits_equal(e, s, f"[{variant}] exact == skip(gap=inf)")
 
 def test_full_cache_flag_gpu():
     k, v, _ = make(2, 2, 400, 64, seed=5, Hq=2)
@@ -115,7 +120,8 @@ def test_full_cache_flag_gpu():
     for a, b in zip(before, (gc.records, gc.sink_k, gc.sink_v, gc.tail_k, gc.tail_v, gc.lengths)):
         assert_bits_equal(a, b, "full cache: nothing written")
 
-def test_cuda_graph_append_and_decode_at():
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cuda_graph_append_and_decode_at(variant):
     """One graph of (append one token, decode_at) replayed step after step: the lengths live on the
     device, so each replay attends to one more token; each step == the host emulation's."""
     B, H, D, G = 2, 2, 128, 4
@@ -132,13 +138,13 @@ def test_cuda_graph_append_and_decode_at():
         sk.copy_(k[:, :, T0:T0 + 1])
         sv.copy_(v[:, :, T0:T0 + 1])
         A.append(gc, sk, sv)
-        A.decode_at(sq, gc, out_dtype=torch.float32)
+        A.decode_at(sq, gc, out_dtype=torch.float32, variant=variant)
     torch.cuda.current_stream().wait_stream(stream)
     A.append(cc, k[:, :, T0:T0 + 1], v[:, :, T0:T0 + 1])
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         A.append(gc, sk, sv)
-        out = A.decode_at(sq, gc, out_dtype=torch.float32)
+        out = A.decode_at(sq, gc, out_dtype=torch.float32, variant=variant)
     for t in range(T0 + 1, T0 + steps):
         sk.copy_(k[:, :, t:t + 1])
         sv.copy_(v[:, :, t:t + 1])
@@ -152,10 +158,13 @@ def test_cuda_graph_append_and_decode_at():
 def test_decode_matches_float64_gpu():
     k, v, q = make(2, 8, 4 * 1024, 128, seed=8, Hq=32)
     gc = A.encode(k.cuda(), v.cuda())
-    out = A.decode(q.cuda(), gc, out_dtype=torch.float32)
     cc = A.encode(k, v)
     ref = A.reference_decode(q, cc)
-    assert (out.cpu().double() - ref).abs().max().item() <= 2e-4 * v.float().abs().max().item()
+    host = A.decode(q, cc, out_dtype=torch.float32)
+    for variant in VARIANTS:
+        out = A.decode(q.cuda(), gc, out_dtype=torch.float32, variant=variant)
+        assert (out.cpu().double() - ref).abs().max().item() <= 2e-4 * v.float().abs().max().item(), variant
+        assert_bits_equal(out, host, f"[{variant}] 32/8 heads x 4K == host")
 
 def test_sanitizer_subset():
     """A small mixed workload, what ci/gpu_tests.py runs under compute-sanitizer memcheck/racecheck."""
@@ -168,5 +177,7 @@ def test_sanitizer_subset():
             A.append(cc, k[:, :, 600:640], v[:, :, 600:640])
             check_cache(gc, cc, f"sanitizer subset {mode} D={D}")
             for exact in (True, False):
-                g, c = both_decode(q, gc, cc, exact=exact, gap=4.0)
-                assert_bits_equal(g, c, f"sanitizer subset decode {mode} D={D} exact={exact}")
+                c = A.decode(q, cc, exact=exact, gap=4.0)
+                for variant in VARIANTS:
+                    g = A.decode(q.cuda(), gc, exact=exact, gap=4.0, variant=variant)
+                    assert_bits_equal(g, c, f"sanitizer subset decode [{variant}] {mode} D={D} exact={exact}")

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define MLOPS_FBLA_ABI_VERSION 1
+#define MLOPS_FBLA_ABI_VERSION 2 /* 2: mlops_fbla_decode_args.variant */
 #define MLOPS_FBLA_GROUP 128       /* tokens a group */
 #define MLOPS_FBLA_BLOCK 16        /* tokens a refine block (the unit of the skip decision) */
 #define MLOPS_FBLA_CHUNK_GROUPS 2  /* closed groups a decode work item (fixed: results never depend on the grid) */
@@ -95,7 +95,18 @@ typedef struct mlops_fbla_decode_args {
   int32_t exact;         /* 1: refine every block; 0: skip blocks whose bound is gap below the max */
   float gap;             /* > 0, natural-log units; a skipped token weighs <= exp(-gap) of the max */
   int32_t ctas;          /* 0: the device's resident CTAs; else that many (tests: the same bits) */
+  int32_t variant;       /* 0: the planner's pick; i >= 1: mlops_fbla_decode_variants() entry i - 1
+                            (every variant gives the same bits) */
 } mlops_fbla_decode_args;
+
+/* The decode kernel layouts as data (docs/attention.md, "Decode variants"). */
+typedef struct mlops_fbla_decode_variant {
+  const char* name;
+  int32_t min_sm; /* major * 10 + minor */
+} mlops_fbla_decode_variant;
+
+/* Fills out[0 .. min(n, capacity)) and returns n, the number of variants. */
+int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capacity);
 
 /* Decode scratch: needs no initial contents; size depends on batch, q_heads, head_dim and
  * capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */

@@ -20,7 +20,7 @@
 #include <random>
 #include <vector>
 
-#include "fbla_kernels.cuh"
+#include "fbla_decode_warps.cuh"
 
 thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -81,6 +81,8 @@ void warp_barrier() {
 }  // namespace
 
 void __syncthreads() { block_barrier(); }
+
+void __syncwarp(unsigned) { warp_barrier(); }
 
 int __syncthreads_or(int pred) {
   g_or[threadIdx.x] = pred != 0;
@@ -176,8 +178,14 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
   const int res = ctas > 0 ? ctas : g_default_ctas;
   if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
-  run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
+  if (p.variant == kWarps)
+    run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_warps_kernel<D>(p, refine_items); });
+  else
+    run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
+  if (p.variant == kItems)
+    run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
+  else
+    run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D>(p); });
 }
 
 cudaError_t append_device(const AppendParams& p, cudaStream_t) {
@@ -294,6 +302,8 @@ static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned
   const size_t sb = mlops_fbla_decode_scratch_bytes(&gc.c, Hq);
   std::vector<uint8_t> s1(sb + 256, 0xcd), s2(sb + 256, 0x5a);  // different garbage: no initial contents needed
   auto al = [](std::vector<uint8_t>& v) { uint8_t* p = v.data(); return p + ((256 - (reinterpret_cast<uintptr_t>(p) & 255)) & 255); };
+  const int nvar = mlops_fbla_decode_variants(nullptr, 0);
+  for (int var = 0; var <= nvar; ++var)  // 0: the planner's pick, then every variant
   for (int exact = 0; exact < 2; ++exact)
     for (float gap : {20.0f, 3.0f, INFINITY})
       for (int odt = 0; odt < 2; ++odt) {
@@ -303,15 +313,16 @@ static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned
         a.q = q.data(); a.q_batch_stride = int64_t(Hq) * D; a.q_head_stride = D; a.q_heads = Hq;
         a.out_dtype = odt ? MLOPS_DTYPE_BF16 : MLOPS_DTYPE_FP32;
         a.scale = 1.0f / std::sqrt(float(D)); a.exact = exact; a.gap = gap;
-        a.ctas = int(seed % 4);  // 0 (default 5), 1, 2, 3
+        a.ctas = int((seed + var) % 4);  // 0 (default 5), 1, 2, 3
+        a.variant = var;
         a.out = o1.data();
         mlops_status st1 = mlops_fbla_decode(&gc.c, &a, al(s1), sb, nullptr);
         a.out = o2.data();
         mlops_status st2 = mlops_fbla_decode_host(&hc.c, &a, al(s2), sb);
         const size_t nbytes = o1.size() * (odt ? 2 : 4);
         CHECK(st1 == MLOPS_OK && st2 == MLOPS_OK && std::memcmp(o1.data(), o2.data(), nbytes) == 0,
-              "%s: decode exact=%d gap=%g out=%s ctas=%d differs (%s)", what, exact, double(gap), odt ? "bf16" : "fp32",
-              a.ctas, mlops_fbla_last_error());
+              "%s: decode variant=%d exact=%d gap=%g out=%s ctas=%d differs (%s)", what, var, exact, double(gap),
+              odt ? "bf16" : "fp32", a.ctas, mlops_fbla_last_error());
       }
 }
 

@@ -4,7 +4,7 @@ CPU tensors run the host emulation, which gives the same bits. docs/attention.md
 format, the numerics and the error bound of the skip."""
 
 from ._ops import (BLOCK, DEFAULT_GAP, GROUP, MODES, CacheFullError, FBLACache, append, decode, decode_at, empty,
-                   decode_scratch_views, encode, record_layout, scratch_bytes)
+                   decode_scratch_views, decode_variants, encode, record_layout, scratch_bytes)
 from .reference import dequantize, fake_quantize, reference_decode, unpack_codes
 
 __version__ = "0.1.0"
@@ -19,5 +19,5 @@ def struct_layout() -> dict:
 
 __all__ = ["FBLACache", "CacheFullError", "empty", "append", "encode", "decode", "decode_at", "dequantize",
            "reference_decode", "fake_quantize", "unpack_codes", "scratch_bytes", "record_layout", "decode_scratch_views",
-           "struct_layout",
+           "decode_variants", "struct_layout",
            "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]

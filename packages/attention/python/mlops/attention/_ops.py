@@ -16,7 +16,7 @@ import torch
 from ._native import C
 
 __all__ = ["FBLACache", "CacheFullError", "empty", "append", "encode", "decode", "decode_at", "scratch_bytes",
-           "record_layout", "decode_scratch_views", "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
+           "record_layout", "decode_scratch_views", "decode_variants", "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
 
 MODES = {"3+3": 0, "4+2": 1}
 GROUP = 128          # tokens a group (group 0 is the BF16 sink)
@@ -293,13 +293,14 @@ def record_layout(head_dim: int, mode: str = "3+3") -> dict:
     return dict(C.record_layout(int(head_dim), MODES[mode]))
 
 
-def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas):
+def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas,
+                variant=0):
     # decode reads no flags: the cache's lengths stand in for the pointer the validation wants
     tup = (*cache_geo[:7], records.data_ptr() if records.numel() else 0, sink_k.data_ptr(), sink_v.data_ptr(),
            tail_k.data_ptr(), tail_v.data_ptr(), lengths.data_ptr(), lengths.data_ptr())
     qs = q.stride()
     args = (tup, q.data_ptr(), qs[0], qs[1], q.shape[1], out.data_ptr(), _OUT_DTYPE[out.dtype], float(scale),
-            int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel())
+            int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel(), int(variant))
     if q.is_cuda:
         with torch.cuda.device(q.device):
             C.decode(True, _stream(q), *args)
@@ -311,18 +312,39 @@ def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, ou
                          device_types=("cpu", "cuda"))
 def _decode_op(q: torch.Tensor, records: torch.Tensor, sink_k: torch.Tensor, sink_v: torch.Tensor,
                tail_k: torch.Tensor, tail_v: torch.Tensor, lengths: torch.Tensor, scratch: torch.Tensor,
-               out: torch.Tensor, cache_geo: list[int], scale: float, exact: bool, gap: float, ctas: int) -> None:
-    _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas)
+               out: torch.Tensor, cache_geo: list[int], scale: float, exact: bool, gap: float, ctas: int,
+               variant: int) -> None:
+    _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas,
+                variant)
 
 
 @_decode_op.register_fake
-def _(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas):
+def _(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas, variant):
     return None
+
+
+_VARIANTS = C.decode_variants()
+
+
+def decode_variants() -> list[dict]:
+    """The decode kernel layouts as data: index, name, min_sm. Every variant gives the same bits
+    (the host emulation's); decode(variant=None) takes the planner's pick."""
+    return [dict(v) for v in _VARIANTS]
+
+
+def _variant_code(variant) -> int:
+    """0 = the planner; else 1 + the variant's index (the C API's mlops_fbla_decode_args.variant)."""
+    if variant is None:
+        return 0
+    for v in _VARIANTS:
+        if variant == v["name"] or (isinstance(variant, int) and not isinstance(variant, bool) and variant == v["index"]):
+            return 1 + v["index"]
+    _fail("variant", f"expected None, a name in {[v['name'] for v in _VARIANTS]} or an index, got {variant!r}")
 
 
 def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = DEFAULT_GAP,
            scale: Optional[float] = None, out_dtype: torch.dtype = torch.bfloat16,
-           out: Optional[torch.Tensor] = None, ctas: int = 0) -> torch.Tensor:
+           out: Optional[torch.Tensor] = None, ctas: int = 0, variant=None) -> torch.Tensor:
     """Attention of one query token a sequence over its cache: q bf16 [batch, q_heads, head_dim]
     (q_heads a multiple of kv_heads; q head h reads kv head h // (q_heads // kv_heads)).
 
@@ -331,7 +353,8 @@ def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = 
     every block; with every block refined both give the same bits. scale: softmax scale (default
     1/sqrt(head_dim)). The lengths are cache.lengths, read on the device when the kernels run, so a
     captured CUDA graph replays decode as appends grow the cache. ctas: 0 = the device's resident
-    CTAs (any value gives the same bits). Returns out: [batch, q_heads, head_dim] in out_dtype
+    CTAs (any value gives the same bits). variant: None (the planner's pick), or a name / index of
+    decode_variants() (the same bits). Returns out: [batch, q_heads, head_dim] in out_dtype
     (bfloat16 or float32)."""
     if not isinstance(cache, FBLACache):
         _fail("cache", f"expected an FBLACache, got {type(cache).__name__}")
@@ -365,9 +388,10 @@ def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = 
     elif (tuple(out.shape) != (B, Hq, D) or out.dtype != out_dtype or out.device != q.device
           or not out.is_contiguous()):
         _fail("out", f"expected a contiguous {out_dtype} tensor {(B, Hq, D)} on {q.device}")
+    vcode = _variant_code(variant)
     scratch = cache.scratch(Hq)
     args = (q, cache.records, cache.sink_k, cache.sink_v, cache.tail_k, cache.tail_v, cache.lengths, scratch, out,
-            _geo(cache), float(scale), bool(exact), float(gap), int(ctas))
+            _geo(cache), float(scale), bool(exact), float(gap), int(ctas), vcode)
     if torch.compiler.is_compiling():
         _decode_op(*args)
     else:

@@ -24,6 +24,7 @@ struct dim3 {
 
 extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 void __syncthreads();
+void __syncwarp(unsigned mask = 0xffffffffu);  // every lane of the warp must call it (the kernels do)
 int __syncthreads_or(int pred);
 uint32_t emu_shfl_xor(uint32_t bits, int off);
 uint32_t __ballot_sync(uint32_t mask, int pred);
