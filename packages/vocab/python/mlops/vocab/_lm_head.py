@@ -123,9 +123,12 @@ def lm_head(x: torch.Tensor, weight: torch.Tensor, *, row_scale: Optional[torch.
         if tuple(out.shape) != (M, V):
             fail("out", f"expected shape {(M, V)}, got {tuple(out.shape)}")
     best = key_hist = None
-    if stats:  # key_hist right after best: the call clears both with one memset
+    if stats and not torch.compiler.is_compiling():  # key_hist right after best: one memset clears both
         buf = torch.empty(M + 128 * M, dtype=torch.int64, device=x.device)
         best, key_hist = buf[:M], buf[M:].view(torch.int32).view(M, 256)
+    elif stats:  # traced: two mutated arguments of the custom op must not alias one buffer
+        best = torch.empty(M, dtype=torch.int64, device=x.device)
+        key_hist = torch.empty((M, 256), dtype=torch.int32, device=x.device)
     args = (x2, weight, row_scale, out, best, key_hist, float(logit_scale), vi)
     if torch.compiler.is_compiling():
         _lm_head_into(*args)
