@@ -136,6 +136,9 @@ def _build_local_wheels(session, names, cuda, archs, outdir: pathlib.Path) -> li
     _build_wheels(session, names, cuda, archs, stage / "linux")
     session.run("python", str(ROOT / "tools" / "manylinux.py"), "repair",
                 *[str(p) for p in sorted((stage / "linux").glob("*.whl"))], "-w", str(stage))
+    if archs == "all":  # every arch of the package's list that this nvcc builds, read off each .so
+        session.run("python", str(ROOT / "tools" / "wheel_archs.py"), *[str(p) for p in sorted(stage.glob("*.whl"))],
+                    "--nvcc", str(_toolkit(session, cuda)))
     outdir.mkdir(parents=True, exist_ok=True)
     out = []
     for whl in sorted(stage.glob("*.whl")):
