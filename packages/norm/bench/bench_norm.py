@@ -1,7 +1,7 @@
 """mlops-norm against its peers, side by side in one process on the same inputs (H200 tables in
 docs/performance.md). L2 is flushed before every timed call. One JSON line per case.
 
-    python packages/norm/bench/bench_norm.py [--quick] [--variants]
+    python packages/norm/bench/bench_norm.py [--quick] [--variants] [--shapes 16384x4096,2048x4096]
 """
 
 import argparse
@@ -33,6 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--variants", action="store_true", help="also time every variant (planner tuning)")
+    ap.add_argument("--shapes", help="only these TxH shapes, e.g. 16384x4096,2048x4096")
     a = ap.parse_args()
     b = Bench("norm")
     b.header()
@@ -41,53 +42,65 @@ def main():
     Ts = [1, 2048] if a.quick else [1, 8, 128, 2048, 16384]
     Hs = [4096] if a.quick else [2048, 4096, 8192]
     dt = torch.bfloat16
-    for T in Ts:
-        for H in Hs:
-            x = torch.randn(T, H, device="cuda", dtype=dt)
-            r = torch.randn(T, H, device="cuda", dtype=dt)
-            w = torch.randn(H, device="cuda", dtype=dt)
-            bias = torch.randn(H, device="cuda", dtype=dt)
-            s = torch.tensor([0.02], device="cuda")
-            e = x.element_size()
-            io = 2 * T * H * e + H * e  # read x, write y, read w
-            shape = f"{T}x{H}"
-            t = b.time_interleaved({
-                "mlops": lambda: mn.rms_norm(x, w),
-                "F.rms_norm": lambda: F.rms_norm(x, (H,), w, 1e-6),
-                "compiled_hf": lambda: hf_rms_c(x, w),
-            })
-            b.record(case="rms_norm", shape=shape, impl="mlops", seconds=t["mlops"], bytes=io,
-                     peer="F.rms_norm", peer_seconds=t["F.rms_norm"])
-            b.record(case="rms_norm", shape=shape, impl="F.rms_norm", seconds=t["F.rms_norm"], bytes=io)
-            b.record(case="rms_norm", shape=shape, impl="compile(HF RMSNorm)", seconds=t["compiled_hf"], bytes=io)
-            t = b.time_interleaved({
-                "mlops": lambda: mn.rms_norm(x, w, residual=r),
-                "compiled_pair": lambda: hf_add_c(x, r, w),
-            })
-            io_add = 4 * T * H * e + H * e
-            b.record(case="add_rms_norm", shape=shape, impl="mlops", seconds=t["mlops"], bytes=io_add,
-                     peer="compile(add + HF RMSNorm)", peer_seconds=t["compiled_pair"])
-            b.record(case="add_rms_norm", shape=shape, impl="compile(add + HF RMSNorm)", seconds=t["compiled_pair"],
-                     bytes=io_add)
-            t = b.time_interleaved({
-                "mlops": lambda: mn.layer_norm(x, w, bias),
-                "F.layer_norm": lambda: F.layer_norm(x, (H,), w, bias, 1e-5),
-            })
-            b.record(case="layer_norm", shape=shape, impl="mlops", seconds=t["mlops"], bytes=io + H * e,
-                     peer="F.layer_norm", peer_seconds=t["F.layer_norm"])
-            # quantized outputs (no y written): bytes read + codes + scales written
-            for quant, qbytes in (("int8", T * H + T * H // 16 * 4), ("nvfp4", T * H // 2 + T * H // 16),
-                                  ("fp8", T * H + 4 * T)):
-                t_q = b.time(lambda: mn.rms_norm(x, w, quant=quant))
-                b.record(case=f"rms_norm+{quant}", shape=shape, impl="mlops", seconds=t_q,
-                         bytes=T * H * e + H * e + qbytes, plain_norm_us=round(t["mlops"] * 1e6, 2))
-            t_s = b.time(lambda: mn.rms_norm(x, w, quant="fp8", scale=s))
-            b.record(case="rms_norm+fp8_static", shape=shape, impl="mlops", seconds=t_s, bytes=io - T * H)
-            if a.variants:
-                for v in mn.norm_variants():
-                    tv = b.time(lambda: mn.rms_norm(x, w, variant=v["name"]))
-                    b.record(case="rms_norm_variant", shape=shape, impl=v["name"], seconds=tv, bytes=io,
-                             planner=mn._ops.C.plan(T, H, 90, torch.cuda.get_device_properties(0).multi_processor_count))
+    shapes = [(T, H) for T in Ts for H in Hs]
+    if a.shapes:
+        shapes = [tuple(int(v) for v in sh.split("x")) for sh in a.shapes.split(",")]
+    for T, H in shapes:
+        x = torch.randn(T, H, device="cuda", dtype=dt)
+        r = torch.randn(T, H, device="cuda", dtype=dt)
+        w = torch.randn(H, device="cuda", dtype=dt)
+        bias = torch.randn(H, device="cuda", dtype=dt)
+        s = torch.tensor([0.02], device="cuda")
+        e = x.element_size()
+        io = 2 * T * H * e + H * e  # read x, write y, read w
+        shape = f"{T}x{H}"
+        t = b.time_interleaved({
+            "mlops": lambda: mn.rms_norm(x, w),
+            "F.rms_norm": lambda: F.rms_norm(x, (H,), w, 1e-6),
+            "compiled_hf": lambda: hf_rms_c(x, w),
+        })
+        b.record(case="rms_norm", shape=shape, impl="mlops", seconds=t["mlops"], bytes=io,
+                 peer="F.rms_norm", peer_seconds=t["F.rms_norm"])
+        b.record(case="rms_norm", shape=shape, impl="F.rms_norm", seconds=t["F.rms_norm"], bytes=io)
+        b.record(case="rms_norm", shape=shape, impl="compile(HF RMSNorm)", seconds=t["compiled_hf"], bytes=io)
+        t = b.time_interleaved({
+            "mlops": lambda: mn.rms_norm(x, w, residual=r),
+            "compiled_pair": lambda: hf_add_c(x, r, w),
+        })
+        io_add = 4 * T * H * e + H * e
+        b.record(case="add_rms_norm", shape=shape, impl="mlops", seconds=t["mlops"], bytes=io_add,
+                 peer="compile(add + HF RMSNorm)", peer_seconds=t["compiled_pair"])
+        b.record(case="add_rms_norm", shape=shape, impl="compile(add + HF RMSNorm)", seconds=t["compiled_pair"],
+                 bytes=io_add)
+        t = b.time_interleaved({
+            "mlops": lambda: mn.layer_norm(x, w, bias),
+            "F.layer_norm": lambda: F.layer_norm(x, (H,), w, bias, 1e-5),
+        })
+        b.record(case="layer_norm", shape=shape, impl="mlops", seconds=t["mlops"], bytes=io + H * e,
+                 peer="F.layer_norm", peer_seconds=t["F.layer_norm"])
+        # quantized outputs (no y written): bytes read + codes + scales written
+        for quant, qbytes in (("int8", T * H + T * H // 16 * 4), ("nvfp4", T * H // 2 + T * H // 16),
+                              ("fp8", T * H + 4 * T)):
+            t_q = b.time(lambda: mn.rms_norm(x, w, quant=quant))
+            b.record(case=f"rms_norm+{quant}", shape=shape, impl="mlops", seconds=t_q,
+                     bytes=T * H * e + H * e + qbytes, plain_norm_us=round(t["mlops"] * 1e6, 2))
+        t_s = b.time(lambda: mn.rms_norm(x, w, quant="fp8", scale=s))
+        b.record(case="rms_norm+fp8_static", shape=shape, impl="mlops", seconds=t_s, bytes=io - T * H)
+        if a.variants:
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            planner = mn.norm_variants()[mn._ops.C.plan(T, H, 90, sms)]["name"]
+            qbytes = {"int8": T * H + T * H // 16 * 4, "nvfp4": T * H // 2 + T * H // 16, "fp8": T * H + 4 * T}
+            for v in mn.norm_variants():
+                name = v["name"]
+                tv = b.time(lambda: mn.rms_norm(x, w, variant=name))
+                b.record(case="rms_norm_variant", shape=shape, impl=name, seconds=tv, bytes=io, planner=planner)
+                tv = b.time(lambda: mn.rms_norm(x, w, residual=r, variant=name))
+                b.record(case="add_rms_norm_variant", shape=shape, impl=name, seconds=tv, bytes=io_add,
+                         planner=planner)
+                for quant in ("int8", "nvfp4", "fp8"):  # no y written, as the rms_norm+<quant> cases
+                    tv = b.time(lambda: mn.rms_norm(x, w, quant=quant, variant=name))
+                    b.record(case=f"rms_norm+{quant}_variant", shape=shape, impl=name, seconds=tv,
+                             bytes=T * H * e + H * e + qbytes[quant], planner=planner)
     overhead(b)
 
 
@@ -116,8 +129,17 @@ def overhead(b):
         torch.nn.functional.rms_norm(x, (4096,), w, 1e-6)
     torch.cuda.synchronize()
     wall_torch = (time.perf_counter() - t0) / n
+    # the native call alone (what the Python layer adds is wall - native_wall)
+    C, stream, xp, wp, yp = mn._ops.C, torch.cuda.current_stream().cuda_stream, x.data_ptr(), w.data_ptr(), out.data_ptr()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        C.run_plain(0, stream, 1, 4096, 0, 1e-6, 0.0, 1, xp, 1, wp, 0, 0, yp)
+    torch.cuda.synchronize()
+    native = (time.perf_counter() - t0) / n
     b.record(case="python_overhead", shape="1x4096", impl="mlops", seconds=wall, kernel_us=round(kernel * 1e6, 2),
-             overhead_us=round((wall - kernel) * 1e6, 2), torch_F_rms_norm_wall_us=round(wall_torch * 1e6, 2))
+             overhead_us=round((wall - kernel) * 1e6, 2), torch_F_rms_norm_wall_us=round(wall_torch * 1e6, 2),
+             native_call_wall_us=round(native * 1e6, 2), python_us=round((wall - native) * 1e6, 2))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // and the two entry points (GPU and host emulation).
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
@@ -23,7 +24,13 @@ constexpr size_t kSmemLimit = 48 * 1024;
 const mlops_norm_variant kVariants[] = {
     {0, 1, 8, 4, "w1"},   {1, 2, 4, 4, "w2"},   {2, 4, 2, 4, "w4"}, {3, 8, 1, 4, "w8"},
     {4, 2, 4, 2, "w2c2"}, {5, 4, 2, 2, "w4c2"}, {6, 8, 1, 2, "w8c2"},
+    // one warp a row (norm_row.cuh), CTAs of 4 rows: 16 units kept (rows <= 4096 in bf16 /
+    // fp16, 2048 in fp32); "cs": streaming y stores; "p": persistent CTAs that load a warp's
+    // next row before finishing the current one; r8: 8 units, more CTAs an SM. Other calls
+    // run w8c2's kernels.
+    {7, 1, 4, 16, "r16"}, {8, 1, 4, 16, "r16cs"}, {9, 1, 4, 16, "r16p"}, {10, 1, 4, 8, "r8"},
 };
+constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
 mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -105,10 +112,43 @@ mlops_status check(const mlops_norm_args* a) {
   }
   if (a->variant < -1 || a->variant >= kNumVariants)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumVariants, a->variant);
-  if (a->variant >= 0 && smem_for(kVariants[a->variant].warps_per_row, a->hidden) > kSmemLimit)
+  // the row variants run w8c2's kernels for what they do not take (norm_launch.cuh)
+  if (a->variant >= 0 &&
+      smem_for(a->variant >= kFirstRowVariant ? 8 : kVariants[a->variant].warps_per_row, a->hidden) > kSmemLimit)
     return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs more than 48 KB of shared memory for a row of %lld",
                 kVariants[a->variant].name, (long long)a->hidden);
   return MLOPS_OK;
+}
+
+// The current device's SM count and arch (major * 10 + minor), queried once a device: the
+// queries cost ~1 us a call on the eager path (bench python_overhead), and neither changes.
+constexpr int kMaxDevices = 64;
+std::atomic<int> g_sms[kMaxDevices], g_sm[kMaxDevices];
+
+bool current_device(int* sm, int* sms) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (dev >= 0 && dev < kMaxDevices) {
+    *sms = g_sms[dev].load(std::memory_order_acquire);  // set after g_sm (release below)
+    *sm = g_sm[dev].load(std::memory_order_relaxed);
+    if (*sms > 0) return true;
+  }
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  *sm = major * 10 + minor;
+  if (dev >= 0 && dev < kMaxDevices) {
+    g_sm[dev].store(*sm, std::memory_order_relaxed);
+    g_sms[dev].store(*sms, std::memory_order_release);
+  }
+  return true;
 }
 
 }  // namespace
@@ -153,6 +193,8 @@ Params make_params(const mlops_norm_args& a) {
   p.vec_ok = ok;
   p.simple = ok && a.hidden % kUnit == 0 && p.groups == 1 && a.gate_mode == MLOPS_GATE_NONE &&
              a.quant == MLOPS_QUANT_NONE && a.y != nullptr;
+  p.lean_rows = ok && a.hidden % kUnit == 0 && p.groups == 1 && a.gate_mode == MLOPS_GATE_NONE;
+  p.sms = 0;
   return p;
 }
 
@@ -195,20 +237,11 @@ mlops_status mlops_norm_check(const mlops_norm_args* args) { return check(args);
 mlops_status mlops_norm(const mlops_norm_args* args, void* stream) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
-  int v = args->variant;
-  if (v < 0) {
-    int dev = 0, sms = 0, major = 0, minor = 0;
-    // Attribute queries are host-side and cached by the runtime; no synchronization.
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      cudaGetLastError();
-      return fail(MLOPS_ERR_CUDA, "no CUDA device available");
-    }
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    v = mlops_norm_plan(args->rows, args->hidden, major * 10 + minor, sms);
-  }
-  const Params p = make_params(*args);
+  int sm = 0, sms = 0;
+  if (!current_device(&sm, &sms)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+  const int v = args->variant >= 0 ? args->variant : mlops_norm_plan(args->rows, args->hidden, sm, sms);
+  Params p = make_params(*args);
+  p.sms = sms;  // the persistent variants' grid
   cudaError_t err = launch(p, args->x_dtype, v, static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "launch of %s failed: %s", kVariants[v].name, cudaGetErrorString(err));
   return MLOPS_OK;

@@ -3,6 +3,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <cuda_runtime.h>
+
 #include "mlops/norm.h"
 #include "norm_math.h"
 
@@ -35,6 +37,35 @@ void run(bool device, uintptr_t stream, int64_t rows, int64_t hidden, int64_t gr
   mlops_status st = device ? mlops_norm(&a, ptr(stream)) : mlops_norm_host(&a);
   if (st == MLOPS_ERR_INVALID_ARGUMENT) throw nb::value_error(mlops_norm_last_error());
   if (st != MLOPS_OK) throw std::runtime_error(std::string(mlops_status_string(st)) + ": " + mlops_norm_last_error());
+}
+
+// The eager fast path of a plain call on a CUDA device (contiguous rows: every stride is H;
+// optional weight, residual): 13 arguments instead of run's 31 (nanobind converts each), and
+// x's device compared with the current one here rather than by torch.cuda.current_device() in
+// Python. Returns false without launching when they differ (the general path switches).
+bool run_plain(int device, uintptr_t stream, int64_t rows, int64_t hidden, int kind, float eps, float weight_offset,
+               int x_dtype, uintptr_t x, int w_dtype, uintptr_t weight, uintptr_t residual, uintptr_t residual_out,
+               uintptr_t y) {
+  int cur = -1;
+  if (cudaGetDevice(&cur) != cudaSuccess || cur != device) {
+    cudaGetLastError();
+    return false;
+  }
+  mlops_norm_args a{};
+  a.rows = rows; a.hidden = hidden;
+  a.kind = mlops_norm_kind(kind);
+  a.order = (kind == MLOPS_NORM_RMS && weight_offset == 0.0f) ? MLOPS_ORDER_HF : MLOPS_ORDER_SINGLE;
+  a.eps = eps; a.weight_offset = weight_offset;
+  a.x_dtype = mlops_dtype(x_dtype); a.x = ptr(x); a.x_stride = hidden;
+  a.residual = ptr(residual); a.residual_stride = hidden;
+  a.residual_out = ptr(residual_out); a.residual_out_stride = hidden;
+  a.w_dtype = mlops_dtype(w_dtype); a.weight = ptr(weight);
+  a.y = ptr(y); a.y_stride = hidden;
+  a.variant = -1;
+  mlops_status st = mlops_norm(&a, ptr(stream));
+  if (st == MLOPS_ERR_INVALID_ARGUMENT) throw nb::value_error(mlops_norm_last_error());
+  if (st != MLOPS_OK) throw std::runtime_error(std::string(mlops_status_string(st)) + ": " + mlops_norm_last_error());
+  return true;
 }
 
 nb::list variants() {
@@ -80,6 +111,7 @@ void convert(int kind, uintptr_t src, uintptr_t dst, int64_t n) {
 NB_MODULE(_C, m) {
   m.doc() = "mlops-norm native module (C API bindings)";
   m.def("run", &run);
+  m.def("run_plain", &run_plain);
   m.def("variants", &variants);
   m.def("plan", &mlops_norm_plan);
   m.def("_convert", &convert);

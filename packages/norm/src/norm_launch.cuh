@@ -4,6 +4,7 @@
 // that object (-static-global-template-stub), so launching it from elsewhere would not link.
 #pragma once
 #include "norm_kernel.cuh"
+#include "norm_row.cuh"
 #include "norm_launch.h"
 
 namespace mlops::norm {
@@ -19,6 +20,52 @@ cudaError_t launch_v(const Params& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+// "r" variants (norm_row.cuh), one warp a row. CAP: units a lane keeps for 16-bit x (half of
+// that for fp32 x: the same registers); MINB: CTAs of 128 threads an SM, MINB_RES with a
+// residual (twice the loads in flight, so more registers). CS: streaming y stores for the
+// plain call and the residual one. PERSIST > 0: the persistent kernel at PERSIST CTAs an SM
+// for the plain call (residual and quantized calls use the one-row kernel). Quantized calls
+// use the same instances in every r variant of a CAP (fewer to compile). Calls the row kernel
+// cannot take (gates, groups, partial units, unaligned rows, rows past its registers) go to
+// w8c2's kernels, and so do quantized outputs with fp32 x (the lean quantized instances are
+// for bf16 / fp16 only, to keep the build's instance count down).
+template <class XT, int CAP, int MINB, int MINB_RES, bool CS, int PERSIST>
+cudaError_t launch_r(const Params& p, cudaStream_t s) {
+  constexpr int kCap = sizeof(XT) == 4 ? CAP / 2 : CAP;
+  const bool quant = p.quant != MLOPS_QUANT_NONE;
+  if (!p.lean_rows || p.units > kCap || (quant && sizeof(XT) == 4)) return launch_v<XT, 8, 2, 4>(p, s);
+  const int64_t ctas = (p.rows + kRowWarps - 1) / kRowWarps;
+  const dim3 grid(static_cast<unsigned>(ctas));
+  const bool res = p.residual != nullptr;
+  if (!quant && !res) {
+    if constexpr (PERSIST > 0) {
+      const int64_t cap = int64_t(p.sms > 0 ? p.sms : 132) * PERSIST;
+      norm_row_persistent_kernel<XT, kCap, PERSIST, CS><<<dim3(unsigned(ctas < cap ? ctas : cap)), kRowThreads, 0, s>>>(p);
+    } else {
+      norm_row_kernel<XT, kCap, false, MLOPS_QUANT_NONE, MINB, CS><<<grid, kRowThreads, 0, s>>>(p);
+    }
+    return cudaGetLastError();
+  }
+  if (!quant) {
+    norm_row_kernel<XT, kCap, true, MLOPS_QUANT_NONE, MINB_RES, CS><<<grid, kRowThreads, 0, s>>>(p);
+    return cudaGetLastError();
+  }
+  if constexpr (sizeof(XT) == 2) {
+#define MLOPS_NORM_ROW_Q(Q)                                                                   \
+  if (p.quant == Q) {                                                                        \
+    if (res) norm_row_kernel<XT, kCap, true, Q, MINB_RES, false><<<grid, kRowThreads, 0, s>>>(p); \
+    else norm_row_kernel<XT, kCap, false, Q, MINB, false><<<grid, kRowThreads, 0, s>>>(p);        \
+    return cudaGetLastError();                                                               \
+  }
+    MLOPS_NORM_ROW_Q(MLOPS_QUANT_INT8)
+    MLOPS_NORM_ROW_Q(MLOPS_QUANT_NVFP4)
+    MLOPS_NORM_ROW_Q(MLOPS_QUANT_FP8_STATIC)
+    MLOPS_NORM_ROW_Q(MLOPS_QUANT_FP8_DYNAMIC)
+#undef MLOPS_NORM_ROW_Q
+  }
+  return cudaErrorInvalidValue;
+}
+
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
 cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
@@ -30,6 +77,10 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 4: return launch_v<XT, 2, 2, 4>(p, s);
     case 5: return launch_v<XT, 4, 2, 4>(p, s);
     case 6: return launch_v<XT, 8, 2, 4>(p, s);
+    case 7: return launch_r<XT, 16, 4, 3, false, 0>(p, s);
+    case 8: return launch_r<XT, 16, 4, 3, true, 0>(p, s);
+    case 9: return launch_r<XT, 16, 4, 3, false, 2>(p, s);
+    case 10: return launch_r<XT, 8, 6, 4, false, 0>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -53,6 +53,10 @@ struct Params {
   bool vec_ok;
   // the lean kernel applies (norm_simple_kernel's conditions, but the register fit: per variant)
   bool simple;
+  // the one-warp-a-row kernels apply (norm_row.cuh): simple, except that a quantized output is
+  // allowed and y may be absent; the register fit is per variant
+  bool lean_rows;
+  int sms;  // SMs of the device (persistent grids); set by mlops_norm, 0 on the host
 };
 
 Params make_params(const mlops_norm_args& a);

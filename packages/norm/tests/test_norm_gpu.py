@@ -36,7 +36,8 @@ def check(g, c, what):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_dtypes_and_shapes(xdt, wdt, variant):
     # 20480 = 80 units: past every variant's registers (re-read path); 1000: a partial unit
-    for T, H in [(1, 256), (3, 1000), (17, 4096), (64, 8192), (5, 20480)]:
+    # 9x2048: the r8 variant's rows and r16's fp32 ones (8 units)
+    for T, H in [(1, 256), (3, 1000), (9, 2048), (17, 4096), (64, 8192), (5, 20480)]:
         x, w = randn((T, H), xdt, T * H), randn(H, wdt, H)
         for order in ("hf", "single"):
             g, c = both(lambda x, w: mn.rms_norm(x, w, order=order, variant=variant), x, w)
@@ -133,3 +134,28 @@ def test_sanitizer_subset():
         w2 = randn(20480, xdt, 24)
         g, c = both(lambda x, w: mn.rms_norm(x, w, quant="fp8", variant="w1"), x2, w2)
         check(g, c, "sanitizer re-read path")
+
+
+ROW_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith("r")]  # norm_row.cuh
+
+
+@pytest.mark.parametrize("variant", ROW_VARIANTS)
+def test_row_variants_many_rows_and_in_place(variant):
+    """The one-warp-a-row kernels (norm_row.cuh) where the shapes above do not reach: more rows
+    than a persistent grid holds (264 CTAs of 4 rows on 132 SMs: 2500 rows give some warps 2-3
+    rows, both register buffers), row lengths of 1..16 units, fp32 x, y over x, and vLLM's
+    in-place residual update."""
+    for xdt, H in [(torch.bfloat16, 4096), (torch.float16, 2048), (torch.bfloat16, 768), (torch.float32, 2048)]:
+        x, w = randn((2500, H), xdt, 30), randn(H, xdt, 31)
+        g, c = both(lambda x, w: mn.rms_norm(x, w, variant=variant), x, w)
+        check(g, c, f"many rows {xdt} 2500x{H} {variant} [{gpu_arch_tag()}]")
+    x = randn((37, 4096), torch.bfloat16, 32).cuda()
+    r = randn((37, 4096), torch.bfloat16, 33).cuda()
+    w = randn(4096, torch.bfloat16, 34).cuda()
+    expect = mn.rms_norm(x.cpu(), w.cpu(), residual=r.cpu())
+    out = mn.rms_norm(x, w, residual=r, residual_out=r, variant=variant)
+    assert_bits_equal(out.y, expect.y, f"{variant} y")
+    assert_bits_equal(r, expect.residual, f"{variant} residual updated in place")
+    expect = mn.layer_norm(x.cpu(), w.cpu(), w.cpu())
+    mn.layer_norm(x, w, w, out=x, variant=variant)
+    assert_bits_equal(x, expect, f"{variant} out=x")

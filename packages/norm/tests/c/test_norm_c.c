@@ -45,8 +45,8 @@ int main(void) {
   for (int i = 0; i < T * H; ++i) x[i] = frand(&seed);
   for (int i = 0; i < H; ++i) { w[i] = frand(&seed); b[i] = frand(&seed); }
 
-  mlops_norm_variant vs[8];
-  CHECK(mlops_norm_variants(vs, 8) == 7, "seven variants");
+  mlops_norm_variant vs[16];
+  CHECK(mlops_norm_variants(vs, 16) == 11, "eleven variants");
   CHECK(strcmp(vs[3].name, "w8") == 0 && vs[3].warps_per_row == 8, "variant table");
 
   /* RMSNorm, float32, against double precision */
@@ -117,7 +117,7 @@ int main(void) {
     cudaMemcpy(dw, w, sizeof w, cudaMemcpyHostToDevice);
     a = base_args(x, w, y);
     mlops_norm_host(&a);
-    for (int v = 0; v < 7; ++v) {
+    for (int v = 0; v < 11; ++v) {
       mlops_norm_args d = base_args(dx, dw, dy);
       d.variant = v;
       cudaMemset(dy, 0xff, sizeof y);

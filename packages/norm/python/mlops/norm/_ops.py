@@ -233,28 +233,29 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 def _fast_path(x, weight, residual, kind, eps, weight_offset, out):
     """The common eager call (CUDA, contiguous rows, optional weight, residual and out, nothing
     else) with the fewest checks that still keep it safe; None when the general path must decide
-    (it also raises the errors). Measured: bench/bench_norm.py's python_overhead case (which
-    passes out=, so until run 9 it timed the general path)."""
-    if not (x.is_cuda and x.is_contiguous()) or _raw_stream is None:
+    (it also raises the errors). One nanobind call of 14 arguments (C.run_plain), which also
+    checks that x is on the current device, so no torch.cuda.current_device() here. Measured:
+    bench/bench_norm.py's python_overhead case (1x4096 with out=)."""
+    if not isinstance(x, torch.Tensor) or not x.is_cuda or not x.is_contiguous() or _raw_stream is None:
         return None
     xdt = _DTYPE.get(x.dtype)
-    H = x.shape[-1] if x.dim() else 0
+    shape = x.shape
     n = x.numel()
-    dev = x.get_device()
-    if xdt is None or n == 0 or dev != torch.cuda.current_device():
+    if xdt is None or n == 0 or not shape:
         return None
+    H = shape[-1]
+    dev = x.get_device()
     wdt, wp = 0, 0
     if weight is not None:
         wdt = _DTYPE.get(weight.dtype)
-        if (wdt is None or weight.dim() != 1 or weight.shape[0] != H or not weight.is_contiguous()
-                or weight.get_device() != dev):
+        if (wdt is None or weight.shape != (H,) or not weight.is_contiguous() or weight.get_device() != dev):
             return None
         wp = weight.data_ptr()
     elif weight_offset:
         return None
     rp, ro, rop = 0, None, 0
     if residual is not None:
-        if (residual.dtype != x.dtype or residual.shape != x.shape or not residual.is_contiguous()
+        if (residual.dtype != x.dtype or residual.shape != shape or not residual.is_contiguous()
                 or residual.get_device() != dev):
             return None
         rp = residual.data_ptr()
@@ -262,14 +263,14 @@ def _fast_path(x, weight, residual, kind, eps, weight_offset, out):
         rop = ro.data_ptr()
     if out is None:
         y = torch.empty_like(x)
-    elif (out.dtype == x.dtype and out.shape == x.shape and out.is_contiguous() and out.get_device() == dev
+    elif (out.dtype == x.dtype and out.shape == shape and out.is_contiguous() and out.get_device() == dev
           and out.data_ptr() != x.data_ptr()):  # in place: the general path decides, as before
         y = out
     else:
         return None
-    order = 0 if (kind == 0 and not weight_offset) else 1
-    C.run(True, _raw_stream(dev), n // H, H, 0, kind, 0, order, 0, eps, weight_offset, xdt, x.data_ptr(), H,
-          rp, H, rop, H, 0, 0, wdt, wp, 0, y.data_ptr(), H, 0, 0, 0, 0, 0, -1)
+    if not C.run_plain(dev, _raw_stream(dev), n // H, H, kind, eps, weight_offset, xdt, x.data_ptr(), wdt, wp,
+                       rp, rop, y.data_ptr()):
+        return None  # x is not on the current device: the general path switches to it
     return y if residual is None else NormOutput(y, ro, None, None)
 
 
@@ -348,8 +349,16 @@ def norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[
     return NormOutput(out, residual_out, q, out_scale)
 
 
+_FAST_KW = frozenset(("out", "residual"))
+
+
 def rms_norm(x, weight=None, eps: float = 1e-6, **kw):
     """RMSNorm: norm(x, weight, kind='rms', eps=eps, ...)."""
+    # the eager fast path without norm()'s keyword parsing (bench python_overhead)
+    if (not kw or kw.keys() <= _FAST_KW) and not torch.compiler.is_compiling():
+        r = _fast_path(x, weight, kw.get("residual"), 0, float(eps), 0.0, kw.get("out"))
+        if r is not None:
+            return r
     return norm(x, weight, kind="rms", eps=eps, **kw)
 
 
