@@ -158,12 +158,13 @@ def bench_sampling(b: Bench, quick: bool):
         named = [v["name"] for v in mv.sample_variants() if v["name"] not in ("t256", "t512")]
         for mode, cfg in MODES.items():
             for variant in [None] + named:
-                t = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
+                t, planned = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
                 peer = {"greedy": "torch.argmax", "greedy+stats": "torch.argmax", "top_k50": "torch.topk+multinomial",
                         "top_k50+stats": "torch.topk+multinomial"}.get(mode, "torch.sort top_p")
                 target = 15e-6 if B == 1 else 60e-6 if B == 64 else None
+                ran = mv.sample_variant_runs_as(planned, B, V)  # the kernel that was timed
                 b.record(case=f"sample V={V} B={B} {mode}", impl="mlops" if variant is None else f"mlops {variant}",
-                         seconds=t, peer=peer, peer_seconds=peer_t[peer],
+                         ran_as=ran, seconds=t, peer=peer, peer_seconds=peer_t[peer],
                          target_us=None if target is None else target * 1e6,
                          meets_target=None if target is None else t <= target)
 
@@ -180,7 +181,8 @@ def time_sampler(b: Bench, z, hist, hlen, mode: str, cfg: dict, variant, quick: 
         fn = lambda: s(zz, history=hist, history_len=hlen, tokens=toks)  # noqa: E731
     else:
         fn = lambda: s(zz, tokens=toks)  # noqa: E731
-    return b.time(graphed(fn), flush=False, reps=50 if quick else 200)
+    planned = s._plans[(mode.endswith("+stats"), "repetition_penalty" in cfg)]
+    return b.time(graphed(fn), flush=False, reps=50 if quick else 200), mv.sample_variants()[planned]["name"]
 
 
 def main():

@@ -139,6 +139,17 @@ int cluster_code_arch() {
 // GPU has an empty body there, so the API must not launch it.
 int sample_cluster_code_arch(int cluster) { return cluster > 8 ? cluster_code_arch<16>() : cluster_code_arch<8>(); }
 
+bool sample_cluster16_ok() { return cluster16_ok(); }
+
+// What sample_launch_cluster does with a staged variant: whether its staged form runs (cluster 16
+// at `threads`, or the cluster-8 form where 16 cannot schedule).
+bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab) {
+  const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)), b16 = size_t(cluster_stage_bytes(vocab, 16));
+  if (cluster == 16 && threads == 1024 && staged_ok<16, 1024>(b16)) return true;
+  if (cluster == 16 && threads != 1024 && staged_ok<16, kClusterThreads>(b16)) return true;
+  return (cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads>(b8);
+}
+
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, bool staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
   if (staged) {  // a slice too large for shared memory runs the unstaged form: the same tokens

@@ -93,5 +93,7 @@ cudaError_t sample_launch(const SampleParams& p, int threads, void* stream);
 cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream);
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, bool staged, int threads, void* stream);
 int sample_cluster_code_arch(int cluster);
+bool sample_cluster16_ok();
+bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab);
 
 }  // namespace mlops::vocab

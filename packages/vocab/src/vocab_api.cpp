@@ -428,6 +428,17 @@ int mlops_sample_variant_runs(int index) {
   return cluster_runs(v, d, 1);
 }
 
+int mlops_sample_variant_runs_as(int index, int64_t rows, int64_t vocab) {
+  if (index < 0 || index >= kNumSample) return -1;
+  const mlops_sample_variant& v = kSampleVariants[index];
+  if (!v.cluster) return index;
+  Device d;
+  if (!current_device(&d) || !cluster_runs(v, d, rows)) return kSampleFallback;
+  const int unstaged = v.cluster == 16 && sample_cluster16_ok() ? 5 : 4;  // cluster16 / cluster8
+  if (kSampleStaged[index]) return sample_cluster_staged_ok(v.cluster, v.threads, vocab) ? index : unstaged;
+  return unstaged;
+}
+
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
   (void)sms;
   // sm_90: a cluster a row for large vocabularies (16 CTAs while the batch is small, 8 above: the

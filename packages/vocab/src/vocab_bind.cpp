@@ -158,5 +158,6 @@ NB_MODULE(_C, m) {
                                      has_history);
   });
   m.def("sample_variant_runs", &mlops_sample_variant_runs);
+  m.def("sample_variant_runs_as", &mlops_sample_variant_runs_as);
   m.def("sample_workspace_bytes", &mlops_sample_workspace_bytes);
 }

@@ -197,3 +197,12 @@ def test_mode_aware_plan():
 def test_sampler_planned_on_cpu_is_the_host_emulation():
     s = mv.Sampler(2, 100, device="cpu", temperature=0.8)
     assert set(s._plans.values()) == {-1} and s.workspace is None
+
+
+def test_variant_runs_as():
+    assert mv.sample_variant_runs_as("t256", 1, 100) == "t256"
+    assert mv.sample_variant_runs_as("split", 4, 151936) == "split"
+    if not torch.cuda.is_available():  # no device: every cluster variant runs t1024
+        for v in mv.sample_variants():
+            if v["cluster"]:
+                assert mv.sample_variant_runs_as(v["name"], 1, 151936) == "t1024"

@@ -155,3 +155,16 @@ def test_planned_variant_per_mode(mode, B):
         c = sc(z.clone(), logprobs=True)
         assert torch.equal(g.tokens.cpu(), c.tokens), (mode, B, with_stats, sg._plans)
         torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
+
+
+def test_staged_variants_run_staged_on_sm90():
+    """The staged variants run as themselves at V = 151936 on an sm_90 build and GPU (else the bench
+    would time the unstaged kernel under their names), and fall back to a variant that does run."""
+    names = {v["name"] for v in mv.sample_variants()}
+    major, _ = torch.cuda.get_device_capability()
+    for name in ("cluster8_smem", "cluster16_smem", "cluster16_smem_t1024"):
+        got = mv.sample_variant_runs_as(name, 64, 151936)
+        assert got in names
+        if major == 9 and mv.sample_variant_runs(name):
+            assert got == name, (name, got, TAG)
+        assert mv.sample_variant_runs_as(name, 70000, 64) == "t1024"

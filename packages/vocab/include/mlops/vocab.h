@@ -196,6 +196,10 @@ int mlops_sample_variants(mlops_sample_variant* out, int capacity);
 /* 1 when the variant runs as itself on the current device with this build, 0 when a call falls
  * back (a cluster variant below sm_90 or without sm_90 code: t1024). */
 int mlops_sample_variant_runs(int index);
+/* The variant a call naming `index` runs for rows x vocab on the current device: itself, t1024 where
+ * a cluster cannot run, cluster8 for cluster16 where clusters of 16 do not schedule, the unstaged
+ * cluster variant for a staged one whose slice does not fit in shared memory; -1 for a bad index. */
+int mlops_sample_variant_runs_as(int index, int64_t rows, int64_t vocab);
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms);
 /* The planner that knows the batch (mlops.vocab.Sampler asks it; mlops_sample with variant -1
  * cannot, its configurations are on the device): configs[rows] in host memory, has_stats whether

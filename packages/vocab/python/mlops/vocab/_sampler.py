@@ -42,6 +42,13 @@ def sample_variant_runs(variant) -> bool:
     return bool(C.sample_variant_runs(resolve_variant("variant", variant, _VARIANTS)))
 
 
+def sample_variant_runs_as(variant, rows: int, vocab: int) -> str:
+    """The name of the variant a call naming `variant` runs for [rows, vocab] logits on the current CUDA
+    device: itself, or its fallback (t1024 where a cluster cannot run, cluster8 where clusters of 16
+    do not schedule, the unstaged cluster variant where a staged one's slice does not fit)."""
+    return _VARIANTS[C.sample_variant_runs_as(resolve_variant("variant", variant, _VARIANTS), rows, vocab)]["name"]
+
+
 def _check_config(row: int, c: dict):
     t, k, p, mp, rp = c["temperature"], c["top_k"], c["top_p"], c["min_p"], c["repetition_penalty"]
     where = f" (row {row})"
