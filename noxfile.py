@@ -338,6 +338,14 @@ MATRIX = {
 MATRIX_DOC_BEGIN, MATRIX_DOC_END = "<!-- matrix table: nox -s matrix writes it -->", "<!-- matrix table end -->"
 
 
+def _interpreter(py: str) -> str | None:
+    """The pythonX.Y to make the matrix venvs with: pyenv's own binary when it has that version (its
+    shim on PATH fails for any version but pyenv's global one: "pyenv: python3.12: command not
+    found", seen 2026-11-30), else the one on PATH."""
+    found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{py}.*/bin/python{py}")))
+    return found[-1] if found else shutil.which(f"python{py}")
+
+
 def _matrix_table(results: dict) -> str:
     import datetime
 
@@ -382,13 +390,13 @@ def matrix(session):
 
     def venv(path, py, reqs):
         if not (path / "bin" / "python").exists():
-            session.run(f"python{py}", "-m", "venv", str(path), external=True)
+            session.run(_interpreter(py), "-m", "venv", str(path), external=True)
         session.run(str(path / "bin" / "python"), "-m", "pip", "install", "-q", *reqs, external=True)
         return str(path / "bin" / "python")
 
     for cuda in o["cuda"].split(","):
         for py in o["python"].split(","):
-            if not shutil.which(f"python{py}"):
+            if not _interpreter(py):
                 results[f"{cuda}|{py}|build"] = {"ok": False, "text": f"no python{py} on this machine"}
                 continue
             wheels = top / f"wheels-cu{cuda}-py{py}"
