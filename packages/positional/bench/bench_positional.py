@@ -5,7 +5,7 @@ L2 is flushed before every timed call. One JSON line per case.
 
     python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
 
---variants times every kernel variant (mp.rope_variants(): step2, early2, early4, early8) at its
+--variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, pipe4/8) at its
 planner split and at the CTA splits around it, interleaved, in place with the cache (the issue's
 call), plus each variant on the fly: "rope variants" rows, one measurement for all candidates.
 

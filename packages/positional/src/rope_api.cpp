@@ -120,6 +120,7 @@ Params make_params(const mlops_rope_args& a, int tpc, int hpc) {
   p.hpc = hpc > 0 ? hpc : p.heads;
   const bool oop = (a.q.heads && a.q.out != a.q.x) || (a.k.heads && a.k.out != a.k.x);
   p.tail = oop && a.rotary_dim < a.head_dim;
+  p.grid_x = int((p.tokens + tpc - 1) / tpc);  // a CTA a token block (the pipe variants take fewer)
   return p;
 }
 
@@ -178,7 +179,8 @@ void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
 
 int mlops_rope_variants(mlops_rope_variant* out, int capacity) {
   for (int i = 0; i < kNumVariants && i < capacity; ++i)
-    out[i] = mlops_rope_variant{kVariants[i].id, kVariants[i].name, kVariants[i].items_per_thread, kVariants[i].early};
+    out[i] = mlops_rope_variant{kVariants[i].id, kVariants[i].name, kVariants[i].items_per_thread, kVariants[i].early,
+                                kVariants[i].pipe};
   return kNumVariants;
 }
 
@@ -189,18 +191,23 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   if (st != MLOPS_OK) return st;
   int tpc = args->tokens_per_cta, hpc = args->heads_per_cta;
   int variant = args->variant ? args->variant : kDefaultVariant;
-  if (tpc == 0) {
-    int dev = 0, sms = 0;
-    // Attribute queries are host-side and cached by the runtime; no synchronization.
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      cudaGetLastError();
-      return fail(MLOPS_ERR_CUDA, "no CUDA device available");
-    }
+  int dev = 0, sms = 0;
+  // Attribute queries are host-side and cached by the runtime; no synchronization.
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+  }
+  if (tpc == 0)
     mlops_rope_plan_variant(args->variant, args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim,
                             sms, &tpc, &hpc, &variant);
+  Params p = make_params(*args, tpc, hpc);
+  const VariantInfo& info = kVariants[variant - 1];
+  if (info.pipe) {  // a persistent grid: as many CTAs as fit at once, each loops over token blocks
+    const long long gy = (p.heads + p.hpc - 1) / p.hpc;
+    const long long fit = (long long)info.ctas_per_sm * sms / gy;
+    p.grid_x = int(fit < 1 ? 1 : (fit < p.grid_x ? fit : p.grid_x));
   }
-  const Params p = make_params(*args, tpc, hpc);
   cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), variant,
                            static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));

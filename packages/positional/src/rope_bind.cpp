@@ -73,6 +73,7 @@ NB_MODULE(_C, m) {
       d["name"] = v[i].name;
       d["items_per_thread"] = v[i].items_per_thread;
       d["early"] = bool(v[i].early);
+      d["pipe"] = bool(v[i].pipe);
       out.append(d);
     }
     return out;

@@ -5,7 +5,7 @@
 // a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
 #pragma once
 #include "rope_access.cuh"
-#include "rope_kernel_early.cuh"
+#include "rope_kernel_pipe.cuh"
 
 namespace mlops::rope {
 
@@ -139,8 +139,14 @@ KernelFn kernel_for(int variant) {
     case 2: return rope_kernel_early<T, L, V, 2>;
     case 3: return rope_kernel_early<T, L, V, 4>;
     case 4: return rope_kernel_early<T, L, V, 8>;
+    case 5: return rope_kernel_pipe<T, L, V, 4>;
+    case 6: return rope_kernel_pipe<T, L, V, 8>;
     default: return rope_kernel<T, L, V>;
   }
+}
+
+inline size_t smem_for(const Params& p, int variant) {
+  return variant >= 1 && variant <= kNumVariants && kVariants[variant - 1].pipe ? pipe_smem_bytes(p) : smem_bytes(p);
 }
 
 template <class T>
@@ -154,8 +160,8 @@ KernelFn kernel_for(bool vec, int layout, int variant) {
 // launch stub is local to that object (-static-global-template-stub).
 template <class T>
 cudaError_t launch_t(const Params& p, bool vec, int layout, int variant, cudaStream_t s) {
-  const dim3 grid(unsigned((p.tokens + p.tpc - 1) / p.tpc), unsigned((p.heads + p.hpc - 1) / p.hpc));
-  kernel_for<T>(vec, layout, variant)<<<grid, kCtaThreads, smem_bytes(p), s>>>(p);
+  const dim3 grid(unsigned(p.grid_x), unsigned((p.heads + p.hpc - 1) / p.hpc));
+  kernel_for<T>(vec, layout, variant)<<<grid, kCtaThreads, smem_for(p, variant), s>>>(p);
   return cudaGetLastError();
 }
 

@@ -21,38 +21,50 @@ constexpr int early_min_ctas() {
   return U <= 2 ? 4 : (U <= 4 ? 3 : 2);
 }
 
+// A thread's items of one token block (t0, ntok tokens; heads h0 ... h0 + nh - 1): U at a time in
+// registers. The item it = x + k * kCtaThreads is (tok, hl, c) = it / ipt, (it % ipt) / cph, it % cph,
+// advanced by kCtaThreads = st tokens + sh heads + sc chunks: at most one carry each, no division.
 template <class T, int LAYOUT, bool VEC, int U>
-__global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_early(const Params p) {
+struct Items {
   using G = Geometry<T, LAYOUT, VEC>;
-  constexpr int P = G::P, TE = G::TE;
-  constexpr int XW = LAYOUT == kNeox ? P : 2 * P;  // elements of an item's first access (GPT-J: its only one)
-  constexpr int YW = LAYOUT == kNeox ? P : 1;      // and of its second (NeoX: the other half)
-  extern __shared__ float smem[];
-  const int rd = p.rotary_dim, half = p.half;
-  int* bad = reinterpret_cast<int*>(smem + p.tpc * rd);
-  const long long t0 = (long long)blockIdx.x * p.tpc;
-  const int ntok = (int)min((long long)p.tpc, p.tokens - t0);
-  const int h0 = blockIdx.y * p.hpc;
-  const int nh = min(p.hpc, p.heads - h0);
-  const int rot_chunks = half / P;
-  const int cph = rot_chunks + (p.tail ? (p.head_dim - rd) / TE : 0);
-  const int ipt = nh * cph;
-  const int hq = (int)p.q.heads;
-
-  // The thread's item it = threadIdx.x + k * kCtaThreads as (tok, hl, c) = it / ipt, (it % ipt) / cph,
-  // it % cph, advanced by kCtaThreads = st tokens + sh heads + sc chunks: at most one carry each.
-  const int x = (int)threadIdx.x;
-  int tok = x / ipt, hl = (x - tok * ipt) / cph, c = x - tok * ipt - hl * cph;
-  const int st = kCtaThreads / ipt, sr = kCtaThreads - st * ipt, sh = sr / cph, sc = sr - sh * cph;
-
+  static constexpr int P = G::P, TE = G::TE;
+  static constexpr int XW = LAYOUT == kNeox ? P : 2 * P;  // elements of an item's first access (GPT-J: its only one)
+  static constexpr int YW = LAYOUT == kNeox ? P : 1;      // and of its second (NeoX: the other half)
+  int rot_chunks, cph, nh, ipt, h0, hq;
+  int tok0, hl0, c0, st, sh, sc;  // the thread's first item of a block, and the step
+  int tok, hl, c;                 // the next item to load
+  long long t0;
+  int ntok;
   Regs<T, XW, VEC> xa[U];
   Regs<T, YW, VEC> ya[U];
   T* out[U];
   int m[U];  // -1: nothing to finish; else token | j << 5 | in place << 13 (tokens < 17, j < 128): one register
 
+  __device__ __forceinline__ Items(const Params& p, int x, int h0_, int nh_) : nh(nh_), h0(h0_) {
+    rot_chunks = p.half / P;
+    cph = rot_chunks + (p.tail ? (p.head_dim - p.rotary_dim) / TE : 0);
+    ipt = nh * cph;
+    hq = (int)p.q.heads;
+    tok0 = x / ipt;
+    hl0 = (x - tok0 * ipt) / cph;
+    c0 = x - tok0 * ipt - hl0 * cph;
+    st = kCtaThreads / ipt;
+    const int sr = kCtaThreads - st * ipt;
+    sh = sr / cph;
+    sc = sr - sh * cph;
+  }
+
+  __device__ __forceinline__ void start(long long t0_, int ntok_) {
+    t0 = t0_;
+    ntok = ntok_;
+    tok = tok0;
+    hl = hl0;
+    c = c0;
+  }
+
   // Issue the loads of the thread's next U items (the pass-through tail of an out-of-place head is
   // copied right here: it needs no position).
-  auto load = [&]() {
+  __device__ __forceinline__ void load(const Params& p) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       m[u] = -1;
@@ -73,7 +85,7 @@ __global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_
         const bool ip = (const void*)o == (const void*)in;
         if (c >= rot_chunks) {
           if (!ip) {
-            const int off = rd + (c - rot_chunks) * TE;
+            const int off = p.rotary_dim + (c - rot_chunks) * TE;
             stv<T, TE, VEC>(o + off, ldv<T, TE, VEC>(in + off));
           }
         } else {
@@ -82,7 +94,7 @@ __global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_
           out[u] = o;
           if constexpr (LAYOUT == kNeox) {
             xa[u].load(in + j);
-            ya[u].load(in + half + j);
+            ya[u].load(in + p.half + j);
           } else {
             xa[u].load(in + 2 * j);  // pairs j ... j + P - 1
           }
@@ -94,10 +106,12 @@ __global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_
       if (c >= cph) { c -= cph; ++hl; }
       if (hl >= nh) { hl -= nh; ++tok; }
     }
-  };
+  }
 
-  // Rotate the loaded items with their token's cos/sin and store them.
-  auto finish = [&]() {
+  // Rotate the loaded items with their token's cos/sin (cs: [ntok][rotary_dim]) and store them;
+  // bad[tok]: the token's position is out of range.
+  __device__ __forceinline__ void finish(const Params& p, const float* cs0, const int* bad) {
+    const int rd = p.rotary_dim, half = p.half;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (m[u] < 0) continue;
@@ -106,7 +120,7 @@ __global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_
       if (!rot && (m[u] >> 13)) continue;  // an out-of-range token is left as it is (copied out of place)
       if (rot) {
         float cv[P], sv[P];
-        const float* cs = smem + tk * rd + j;
+        const float* cs = cs0 + tk * rd + j;
         lds_floats<P, VEC>(cs, cv);
         lds_floats<P, VEC>(cs + half, sv);
 #pragma unroll
@@ -130,9 +144,21 @@ __global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_
         xa[u].store(out[u] + 2 * j);
       }
     }
-  };
+  }
+};
 
-  load();  // q / k in flight before the positions are read
+template <class T, int LAYOUT, bool VEC, int U>
+__global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_early(const Params p) {
+  extern __shared__ float smem[];
+  const int rd = p.rotary_dim, half = p.half;
+  int* bad = reinterpret_cast<int*>(smem + p.tpc * rd);
+  const long long t0 = (long long)blockIdx.x * p.tpc;
+  const int ntok = (int)min((long long)p.tpc, p.tokens - t0);
+  const int h0 = blockIdx.y * p.hpc;
+  const int x = (int)threadIdx.x;
+  Items<T, LAYOUT, VEC, U> it(p, x, h0, min(p.hpc, p.heads - h0));
+  it.start(t0, ntok);
+  it.load(p);  // q / k in flight before the positions are read
   if (x < ntok) {
     const bool ok = token_in_range(p, t0 + x);
     bad[x] = !ok;
@@ -144,11 +170,11 @@ __global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_
     token_freq(p, t0 + tk, i, smem + tk * rd);
   }
   __syncthreads();
-  finish();
+  it.finish(p, smem, bad);
   // A CTA with more than U items a thread (a split the planner does not pick): U more at a time.
-  for (int done = U * kCtaThreads; done < ntok * ipt; done += U * kCtaThreads) {
-    load();
-    finish();
+  for (int done = U * kCtaThreads; done < ntok * it.ipt; done += U * kCtaThreads) {
+    it.load(p);
+    it.finish(p, smem, bad);
   }
 }
 

@@ -274,30 +274,38 @@ def test_sanitizer_subset():
     """A small mixed workload, what ci/gpu_tests.py runs under compute-sanitizer memcheck /
     racecheck: out-of-range positions (cache and on the fly: must not read outside the cache),
     the scalar path on a misaligned view, out-of-place partial rotary (the tail copy), GPT-J,
-    mrope, split CTAs, and the cache builder."""
+    mrope, split CTAs, and the cache builder; each kernel variant."""
     f = _inv_freq(64)
     cache_cpu = P.build_cos_sin_cache(f, 100)
     T = 37
     pos = torch.randint(-3, 104, (T,), generator=torch.Generator().manual_seed(21))
     pos3 = torch.randint(0, 101, (3, T), generator=torch.Generator().manual_seed(22))
     base = randn((T * 6 * 96 + 1,), torch.bfloat16, seed=23)
+    # 6400 tokens of one head: 400 blocks of 16, more than the pipe grids' 3 x 132 CTAs, so each
+    # pipe CTA loops over blocks (its double buffers are what racecheck should see)
+    z0 = randn((6400, 1, 64), torch.bfloat16, seed=24)
+    posz = torch.randint(-1, 100, (6400,), generator=torch.Generator().manual_seed(25))
 
-    def run(dev):
+    def run(dev, v=None):
         cache = P.build_cos_sin_cache(f, 100, device=dev)
         flag = torch.zeros(1, dtype=torch.int32, device=dev)
         x = base.to(dev)[1:].view(T, 6, 96)  # misaligned by one element: scalar path
         y = base.to(dev)[:-1].view(T, 6, 96)
         outs = []
-        outs += P.apply_rope(x[:, :4], x[:, 4:], pos.to(dev), cache, rotary_dim=64, out_of_range=flag)
+        outs += P.apply_rope(x[:, :4], x[:, 4:], pos.to(dev), cache, rotary_dim=64, out_of_range=flag, variant=v)
         outs += P.apply_rope(y[:, :4], y[:, 4:], pos.to(dev), cache, rotary_dim=64, interleaved=True,
-                             tokens_per_cta=2, heads_per_cta=3)
-        outs += P.apply_rope(y[:, :4], None, pos.to(dev), inv_freq=f.to(dev), max_positions=100, rotary_dim=64)
-        outs += P.apply_rope(y[:, :4], y[:, 4:], pos3.to(dev), cache, rotary_dim=64, mrope_section=[8, 12, 12])
+                             tokens_per_cta=2, heads_per_cta=3, variant=v)
+        outs += P.apply_rope(y[:, :4], None, pos.to(dev), inv_freq=f.to(dev), max_positions=100, rotary_dim=64, variant=v)
+        outs += P.apply_rope(y[:, :4], y[:, 4:], pos3.to(dev), cache, rotary_dim=64, mrope_section=[8, 12, 12],
+                             variant=v)
+        outs += P.apply_rope(z0.to(dev), None, posz.to(dev), cache, variant=v)[:1]
         return (*outs, flag)
 
-    gpu, cpu = _both(run)
-    _check(gpu, cpu, "sanitizer subset")
-    assert int(gpu[-1]) == 1
+    cpu = run("cpu")
+    for v in [None, *VARIANTS]:  # racecheck sees every variant's barriers (pipe: double-buffered staging)
+        gpu = run("cuda", v)
+        _check(gpu, cpu, f"sanitizer subset {v}")
+        assert int(gpu[-1]) == 1
     assert_bits_equal(P.build_cos_sin_cache(f, 100, device="cuda"), cache_cpu, "sanitizer cache")
 
 

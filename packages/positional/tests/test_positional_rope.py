@@ -284,7 +284,7 @@ def test_variant_table_and_names():
 
     vs = P.rope_variants()
     assert [v["id"] for v in vs] == list(range(1, len(vs) + 1)) and vs[0]["name"] == "step2"
-    assert {v["name"] for v in vs} >= {"step2", "early2", "early4", "early8"}
+    assert {v["name"] for v in vs} >= {"step2", "early2", "early4", "early8", "pipe4", "pipe8"}
     for v in vs:
         tpc, hpc, used = C.plan(4096, 40, 128, 132, v["id"])
         assert used == v["id"] and hpc == 40 and tpc >= 1

@@ -78,6 +78,7 @@ typedef struct mlops_rope_variant {
   const char* name;
   int items_per_thread; /* 16-byte pieces of each half of a head a thread keeps in flight */
   int early;            /* 1: q / k loads issued before the positions are read */
+  int pipe;             /* 1: a persistent grid, each CTA pipelining its token blocks */
 } mlops_rope_variant;
 
 /* Writes up to capacity entries and returns how many variants there are. */

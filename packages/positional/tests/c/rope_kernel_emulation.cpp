@@ -33,9 +33,9 @@ namespace mlops::rope {
 
 template <class T>
 void run_grid(const Params& p, bool vec, int layout, int variant) {
-  const unsigned gx = unsigned((p.tokens + p.tpc - 1) / p.tpc), gy = unsigned((p.heads + p.hpc - 1) / p.hpc);
-  if (smem_bytes(p) > sizeof(smem)) {
-    std::printf("shared memory %zu > %zu\n", smem_bytes(p), sizeof(smem));
+  const unsigned gx = unsigned(p.grid_x), gy = unsigned((p.heads + p.hpc - 1) / p.hpc);  // the launch's grid
+  if (smem_for(p, variant) > sizeof(smem)) {
+    std::printf("shared memory %zu > %zu\n", smem_for(p, variant), sizeof(smem));
     std::abort();
   }
   const KernelFn kernel = kernel_for<T>(vec, layout, variant);  // the launch's own variant mapping

@@ -23,7 +23,8 @@ _NO_LIMIT = (1 << 62)  # max_positions on the fly: every non-negative position i
 
 def rope_variants() -> list[dict]:
     """The kernel variants as data: id, name, items_per_thread, early (q / k loads issued before the
-    positions are read). Every variant gives the same bits; apply_rope(variant=name) picks one."""
+    positions are read), pipe (a persistent grid pipelining token blocks). Every variant gives the
+    same bits; apply_rope(variant=name) picks one."""
     return C.variants()
 
 
