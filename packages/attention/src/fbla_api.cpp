@@ -90,7 +90,7 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (a->variant < 0 || a->variant > kDecodeVariantCount)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
                 a->variant);
-  if (a->variant - 1 == kWarps) {  // 16-byte loads of the BF16 rows
+  if (a->variant - 1 == kWarps || a->variant - 1 == kWarpsCoarse) {  // 16-byte loads of the BF16 rows
     const void* rows[4] = {c->sink_k, c->sink_v, c->tail_k, c->tail_v};
     for (const void* r : rows)
       if (reinterpret_cast<uintptr_t>(r) & 15u)
@@ -201,6 +201,7 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"items", 61},                // refine: a CTA of 256 an item; combine: a CTA a row
       {"items+combine_warps", 61},  // the same refine; combine: a warp a (row, 32 channels)
       {"warps", 61},                // refine: 2 warps an item (lane a token, lane 4 channels); combine_warps
+      {"warps+coarse_warps", 61},   // warps, and the coarse pass (skip mode) in the same layout
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;

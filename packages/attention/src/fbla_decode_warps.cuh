@@ -43,6 +43,7 @@ struct alignas(16) WarpSmem {
   float vmn[kChunkGroups][kGroup];
   float gv[kChunkGroups][kWarpHeads][128];
   float sw[kWarpHeads][kChunkGroups], bias[kWarpHeads][kChunkGroups];
+  int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];  // the coarse pass's
   float red[kChunkGroups][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
   float lg[kChunkGroups][kWarpHeads], bs[kChunkGroups][kWarpHeads];
   unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
@@ -66,6 +67,7 @@ __device__ void setup_group_warp(const Layout& l, WarpSmem& sm, const uint8_t* r
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float inv = qhat_inv(amax);
+  int ws = 0, wa = 0;  // integers: exact in any order
 #pragma unroll
   for (int i = 0; i < per; ++i) {
     int dh, dl;
@@ -73,6 +75,14 @@ __device__ void setup_group_warp(const Layout& l, WarpSmem& sm, const uint8_t* r
     const int pc = perm_channel(lane * per + i);
     sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
     sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
+    const int q = dh * 256 + dl;
+    ws += q;
+    wa += q < 0 ? -q : q;
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    ws += __shfl_xor_sync(0xffffffffu, ws, off);
+    wa += __shfl_xor_sync(0xffffffffu, wa, off);
   }
   float bsum = 0.0f;
 #pragma unroll
@@ -81,6 +91,27 @@ __device__ void setup_group_warp(const Layout& l, WarpSmem& sm, const uint8_t* r
   if (lane == 0) {
     sm.sw[hi][g] = qhat_sw(amax);
     sm.bias[hi][g] = bsum;
+    sm.wsum[hi][g] = ws;
+    sm.wabs[hi][g] = wa;
+  }
+}
+
+// The coarse codes (code >> fb) of token t, in perm_channel order.
+template <int D>
+__device__ __forceinline__ void load_coarse_perm(const Layout& l, const uint8_t* rec, int t, uint32_t (&c4)[D / 4]) {
+  constexpr int W = D / 32;
+  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc + static_cast<long long>(t) * l.cb * l.row);
+  uint32_t word[4][W];  // cb <= 4 planes
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int w = 0; w < W; ++w) word[j][w] = j < l.cb ? kc[j * W + w] : 0u;
+  const int bit_of[6] = {0, 1, 2, 3, 4, 5};
+#pragma unroll
+  for (int w = 0; w < W; ++w) {
+    const uint32_t x[6] = {word[0][w], word[1][w], word[2][w], word[3][w], 0u, 0u};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) c4[8 * w + k] = gather_code4(x, bit_of, k);
   }
 }
 
@@ -363,6 +394,79 @@ __global__ void __launch_bounds__(kWarpThreads, 8) refine_warps_kernel(DecodePar
           p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
           p.s.pl[row * p.s.P + it.slot] = lt;
         }
+      }
+    }
+  }
+}
+
+// Coarse pass, "warps" layout: item (ch, b, kh) as coarse_kernel, warp g <-> group g of the chunk, a
+// lane a token (4 passes of 32): the same integers (coarse_dot2 / coarse_err2), the same score_half
+// roundings, maxima (exact in any order) by butterflies.
+template <int D>
+__global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodeParams p, int items) {
+  __shared__ WarpSmem sm;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x, g = tid / 32, lane = tid & 31;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq), ch = it.slot;
+    if (ch >= nch) continue;  // uniform over the CTA
+    prefetch_item(p, item + gridDim.x, items, 0);
+    const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+    const uint8_t* rec = g < ng ? record_of(c, it.b, it.kh, ch * kChunkGroups + g) : nullptr;
+    for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+      const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
+      const int hq0 = it.kh * p.Gq + h0;
+      __syncthreads();  // the previous pass / item is done with sm
+      for (int i = tid; i < nh * D; i += kWarpThreads) {
+        const int hi = i / D, d = i % D;
+        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+      }
+      __syncthreads();
+      if (rec)
+        for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, rec, hi, g);
+      __syncwarp();  // a warp reads only its own group's setup
+      float lbm[kWarpHeads];
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi) lbm[hi] = neg_inf();
+      if (rec) {
+#pragma unroll 1
+        for (int r = 0; r < 4; ++r) {
+          const int t = 32 * r + lane;
+          uint32_t c4[D / 4];
+          load_coarse_perm<D>(l, rec, t, c4);
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi) {
+            if (hi >= nh) break;
+            const int32_t c2 = coarse_dot2(dot_codes<D>(sm.what[hi][g], c4), sm.wsum[hi][g], l.fb);
+            const int32_t e2 = coarse_err2(sm.wabs[hi][g], l.fb);
+            lbm[hi] = fmax_step(lbm[hi], score_half(sm.bias[hi][g], sm.sw[hi][g], c2 - e2, p.scale));
+            int32_t u2 = c2;
+#pragma unroll
+            for (int off = 8; off >= 1; off >>= 1) {  // the 16 lanes of a block
+              const int32_t o = __shfl_xor_sync(0xffffffffu, u2, off);
+              u2 = o > u2 ? o : u2;
+            }
+            if ((lane % kBlock) == 0) {
+              const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+              p.s.ub[row * p.s.nblk + (ch * kChunkGroups + g) * kBlocksPerGroup + t / kBlock] =
+                  score_half(sm.bias[hi][g], sm.sw[hi][g], u2 + e2, p.scale);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi) {
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) lbm[hi] = fmax_step(lbm[hi], __shfl_xor_sync(0xffffffffu, lbm[hi], off));
+        if (lane == 0) sm.red[g][hi] = lbm[hi];
+      }
+      __syncthreads();
+      if (tid < nh) {
+        const float x = fmax_step(sm.red[0][tid], sm.red[1][tid]);
+        p.s.lbmax[(static_cast<size_t>(it.b) * p.Hq + hq0 + tid) * p.s.nch + ch] = x;
       }
     }
   }

@@ -58,7 +58,7 @@ struct DecodeParams {
 };
 
 // The decode variants (mlops_fbla_decode_variants): which refine and combine kernels run.
-enum DecodeVariant { kItems = 0, kItemsCombineWarps = 1, kWarps = 2, kDecodeVariantCount = 3 };
+enum DecodeVariant { kItems = 0, kItemsCombineWarps = 1, kWarps = 2, kWarpsCoarse = 3, kDecodeVariantCount = 4 };
 constexpr int kPlannerVariant = kItems;  // changed only after a GPU measurement (docs/attention.md)
 
 struct AppendParams {

@@ -35,12 +35,17 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
   const int per = p.c.batch * p.c.kv_heads;
   const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
   auto grid = [&](int items, int res) { return items < res ? items : res; };
-  if (!p.exact && coarse_items > 0) {
+  const bool warps = p.variant == kWarps || p.variant == kWarpsCoarse;
+  if (!p.exact && coarse_items > 0 && p.variant == kWarpsCoarse) {
+    const int res = ctas > 0 ? ctas : resident(coarse_warps_kernel<D>, D == 64 ? 6 : 7, kWarpThreads);
+    if (res <= 0) return cudaErrorInvalidDevice;
+    coarse_warps_kernel<D><<<grid(coarse_items, res), kWarpThreads, 0, s>>>(p, coarse_items);
+  } else if (!p.exact && coarse_items > 0) {
     const int res = ctas > 0 ? ctas : resident(coarse_kernel<D>, D == 64 ? 0 : 2);
     if (res <= 0) return cudaErrorInvalidDevice;
     coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
   }
-  if (p.variant == kWarps) {
+  if (warps) {
     const int res = ctas > 0 ? ctas : resident(refine_warps_kernel<D>, D == 64 ? 4 : 5, kWarpThreads);
     if (res <= 0) return cudaErrorInvalidDevice;
     refine_warps_kernel<D><<<grid(refine_items, res), kWarpThreads, 0, s>>>(p, refine_items);

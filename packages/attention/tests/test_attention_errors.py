@@ -99,7 +99,7 @@ def test_full_cache_writes_nothing(mode):
 
 def test_decode_variants_by_name_or_index():
     names = [v["name"] for v in A.decode_variants()]
-    assert names[:3] == ["items", "items+combine_warps", "warps"]
+    assert names[:4] == ["items", "items+combine_warps", "warps", "warps+coarse_warps"]
     k, v = kv(1, 2, 300, 64)
     c = A.encode(k, v)
     q = torch.randn(1, 4, 64).bfloat16()

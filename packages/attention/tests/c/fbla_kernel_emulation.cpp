@@ -176,9 +176,12 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
   const int per = p.c.batch * p.c.kv_heads;
   const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
   const int res = ctas > 0 ? ctas : g_default_ctas;
-  if (!p.exact && coarse_items > 0)
+  const bool warps = p.variant == kWarps || p.variant == kWarpsCoarse;
+  if (!p.exact && coarse_items > 0 && p.variant == kWarpsCoarse)
+    run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
+  else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  if (p.variant == kWarps)
+  if (warps)
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_warps_kernel<D>(p, refine_items); });
   else
     run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
