@@ -53,7 +53,9 @@ int lm_head_mma_tile_rows();
 // The cp.async-pipelined m16n8k16 instance (lm_head_pipe_kernel.cu, sm_80+): a grid of up to
 // ctas_per_sm * sms CTAs (fewer a SM when 2 stages of that many do not fit its shared memory), each
 // with as many stages as fit, at most max_stages (2 .. 6).
-cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, void* stream);
+// agg: the key-byte counts one shared atomic per distinct byte of a warp (the _agg variant).
+cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, bool agg,
+                                void* stream);
 int lm_head_pipe_code_arch();
 // Tiles of vocabulary rows the CUDA-core kernel cuts V into.
 inline int lm_head_tile_rows(int tokens) {

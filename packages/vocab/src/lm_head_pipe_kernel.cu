@@ -48,7 +48,8 @@ int lm_head_pipe_code_arch() {
 }
 
 // ctas_per_sm: what the variant asks; fewer when the stages of that many do not fit an SM.
-cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, void* stream) {
+cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_stages, int sms, bool agg,
+                                void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   max_stages = max_stages < 2 ? 2 : max_stages > kStagesMax ? kStagesMax : max_stages;
   SmemLimits l;
@@ -69,7 +70,7 @@ cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_
   const int64_t tiles = (p.vocab + kTileRows - 1) / kTileRows;
   int64_t grid = int64_t(ctas) * (sms > 0 ? sms : 1);
   if (grid > tiles) grid = tiles;
-  lm_head_pipe_kernel<<<unsigned(grid), kThreads, smem, s>>>(p, stages);
+  lm_head_pipe_kernel<<<unsigned(grid), kThreads, smem, s>>>(p, stages, agg);
   return cudaGetLastError();
 }
 

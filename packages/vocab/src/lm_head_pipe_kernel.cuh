@@ -160,7 +160,11 @@ struct ChunkIssuer {
   int64_t rows_left;     // rows of the tile from that first row on that exist (V - v0 - lane / 8)
 };
 
-__global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams p, int stages) {
+// agg: the key-byte counts of a warp's 32 rows go to shared memory as one atomicAdd per distinct
+// byte (__match_any_sync groups the lanes; the leader adds the group's size) instead of one per row:
+// a tile's logits share a few top bytes, so the per-row atomics serialise on one address. The
+// same integer counts.
+__global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams p, int stages, bool agg) {
 #if defined(MLOPS_LM_HEAD_PIPE_BODY)
   __shared__ float part[2][kSegments][8][kPartPitch];
   __shared__ uint32_t hist[8][256];
@@ -256,6 +260,7 @@ __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams 
     __syncthreads();  // part[buf] complete; part[buf ^ 1] read by everyone (the previous tile)
     const int m = warp;
     const int64_t v = tile * kTileRows + lane;
+    uint32_t bin = 0xffffffffu;  // lanes past V: a value no key byte has
     if (m < p.tokens && v < p.vocab) {
       float total = part[buf][0][m][lane];
 #pragma unroll
@@ -266,8 +271,13 @@ __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams 
         const uint32_t key = key_of(logit);
         const uint64_t b = pack_best(key, uint32_t(v));
         best = b > best ? b : best;
-        if (p.key_hist) atomicAdd(&hist[m][key >> 24], 1u);
+        if (p.key_hist && !agg) atomicAdd(&hist[m][key >> 24], 1u);
+        bin = key >> 24;
       }
+    }
+    if (agg && p.key_hist && m < p.tokens) {  // warp-uniform: every lane of the warp is here
+      const unsigned peers = __match_any_sync(0xffffffffu, bin);
+      if (bin != 0xffffffffu && lane == __ffs(peers) - 1) atomicAdd(&hist[m][bin], uint32_t(__popc(peers)));
     }
   }
   cp_async_wait(0);
@@ -289,6 +299,7 @@ __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams 
 #else
   (void)p;
   (void)stages;
+  (void)agg;
 #endif
 }
 

@@ -112,10 +112,13 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {6, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe"},
     {7, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 2, "mma_m16n8k16_bf16_pipe_2cta"},
     {8, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe_deep"},
+    // the plain pipe with the key-byte counts aggregated a warp (one shared atomic per distinct byte)
+    {9, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe_agg"},
 };
-constexpr int kNumLmHead = 9;
+constexpr int kNumLmHead = 10;
 static_assert(sizeof kLmHeadVariants / sizeof kLmHeadVariants[0] == kNumLmHead, "kNumLmHead");
-constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6};
+constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4};
+constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false, false, false, true};
 
 // The kind index of lm_head_mma_kernel.cu for a tensor-core variant.
 int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : k == MLOPS_LM_HEAD_MMA_F16_K8 ? 1 : 2; }
@@ -383,7 +386,7 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   const LmHeadParams p = make_lm_head_params(*args);
   cudaError_t e;
   if (var.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) {
-    e = lm_head_launch_pipe(p, var.ctas_per_sm, kLmHeadPipeStages[v], d.sms, stream);
+    e = lm_head_launch_pipe(p, var.ctas_per_sm, kLmHeadPipeStages[v], d.sms, kLmHeadPipeAgg[v], stream);
   } else {
     const bool cc = var.kind == MLOPS_LM_HEAD_CUDA_CORE;
     const int rows = cc ? lm_head_tile_rows(p.tokens) : lm_head_mma_tile_rows();

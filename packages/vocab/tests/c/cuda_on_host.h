@@ -89,6 +89,15 @@ static inline unsigned __ballot_sync(unsigned, int pred) {
   g_warp_barrier[tl_slot][w]->arrive_and_wait();
   return r;
 }
+static inline unsigned __match_any_sync(unsigned, unsigned v) {  // the lanes holding the same value
+  const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
+  g_slots[tl_slot][w][l] = v;
+  g_warp_barrier[tl_slot][w]->arrive_and_wait();
+  unsigned r = 0;
+  for (unsigned i = 0; i < 32; ++i) r |= unsigned(g_slots[tl_slot][w][i] == v) << i;
+  g_warp_barrier[tl_slot][w]->arrive_and_wait();
+  return r;
+}
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __ffs(unsigned x) { return __builtin_ffs(int(x)); }
 // Thread-block clusters (sm_90): the rank is the block's slot, map_shared_rank the same object of

@@ -98,7 +98,9 @@ int main() {
           std::vector<uint64_t> best(static_cast<size_t>(M), 0);
           std::vector<uint32_t> hist(size_t(M * 256), 0);
           p.logits = got.data(); p.best = best.data(); p.key_hist = hist.data();
-          run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_pipe_kernel(p, stages); });
+          // the warp-aggregated counts (the _agg variant) with 2 and 4 stages, per-row atomics with 3 and 6
+          const bool agg = stages == 2 || stages == 4;
+          run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_pipe_kernel(p, stages, agg); });
           const char* f = "M=%d V=%lld H=%lld stages=%d grid=%lld";
           const long long V = sh.V, H = sh.H, G = grid;
           CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0, "logits (mirror order, padding) " "M=%d V=%lld H=%lld stages=%d grid=%lld", M, V, H, stages, G);
