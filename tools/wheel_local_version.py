@@ -10,7 +10,8 @@
 built with. Not the torch release: the modules are nanobind modules that include no torch C++
 header and link no torch library (docs/distribution.md), so one wheel serves every torch >= 2.4.
 
-What changes: the .dist-info directory (<name>-<version>+<local>.dist-info), `Version:` in METADATA,
+What changes: directory entries of the zip are dropped (see set_local_version), the .dist-info
+directory (<name>-<version>+<local>.dist-info), `Version:` in METADATA,
 and RECORD (paths renamed, hashes and sizes of METADATA / every file recomputed). The packages'
 pyproject.toml keep the plain version, so sdists and CMake (mlops_package_version) are unchanged.
 A pin `mlops-norm~=0.1.0` (the meta package) matches 0.1.0+cu130: PEP 440 ignores a candidate's
@@ -50,6 +51,11 @@ def set_local_version(whl: pathlib.Path | str, local: str, keep: bool = False) -
             raise ValueError(f"{whl.name}: no {old_di}")
         entries = []
         for info in infos:
+            # Directory entries ("mlops/", which auditwheel repair writes) are dropped: a wheel's
+            # directories are implied, and RECORD lists files only (auditwheel show opens every
+            # RECORD row and fails on a directory: IsADirectoryError, auditwheel 6.8.2).
+            if info.is_dir():
+                continue
             data = zin.read(info.filename)
             fn = info.filename
             for old, new in ((old_di, new_di), (old_data, new_data)):

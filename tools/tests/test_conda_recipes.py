@@ -122,8 +122,9 @@ def test_meta_recipe_pins_match_pyproject(rendered):
 
 
 # --- wheels: local version +cuXYZ -------------------------------------------------------------
-def _fake_wheel(dist: pathlib.Path, name: str, version: str, requires=()) -> pathlib.Path:
-    """A minimal valid wheel (py3-none-any) with one module."""
+def _fake_wheel(dist: pathlib.Path, name: str, version: str, requires=(), dirs=False) -> pathlib.Path:
+    """A minimal valid wheel (py3-none-any) with one module; `dirs`: with directory entries first,
+    as auditwheel repair writes them (not in RECORD)."""
     dn = name.replace("-", "_")
     di = f"{dn}-{version}.dist-info"
     files = {
@@ -137,17 +138,23 @@ def _fake_wheel(dist: pathlib.Path, name: str, version: str, requires=()) -> pat
     files[f"{di}/RECORD"] = ("\n".join(rec) + "\n").encode()
     path = dist / f"{dn}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
+        if dirs:
+            z.mkdir(f"{dn}_pkg")
+            z.mkdir(di)
         for k, v in files.items():
             z.writestr(k, v)
     return path
 
 
-def test_local_version_name_and_metadata(tmp_path):
-    whl = _fake_wheel(tmp_path, "mlops-norm", "0.1.0")
+@pytest.mark.parametrize("dirs", [False, True], ids=["files-only", "with-dir-entries"])
+def test_local_version_name_and_metadata(tmp_path, dirs):
+    whl = _fake_wheel(tmp_path, "mlops-norm", "0.1.0", dirs=dirs)
     new = wlv.set_local_version(whl, wlv.cuda_local("13.0"))
     assert new.name == "mlops_norm-0.1.0+cu130-py3-none-any.whl" and not whl.exists()
     with zipfile.ZipFile(new) as z:
         names = z.namelist()
+        # RECORD lists files only (auditwheel show opens every row); directories are implied
+        assert not [n for n in names if n.endswith("/")], names
         assert "mlops_norm-0.1.0+cu130.dist-info/METADATA" in names
         assert not [n for n in names if n.startswith("mlops_norm-0.1.0.dist-info")]
         assert "Version: 0.1.0+cu130\n" in z.read("mlops_norm-0.1.0+cu130.dist-info/METADATA").decode()
