@@ -32,10 +32,11 @@ __device__ __forceinline__ uint4 ld_stream16(const void* ptr) {
 #endif
   return r;
 }
-__device__ __forceinline__ uint4 ld_const16(const void* ptr) {  // weights, bias: L1-cached
+// Weights and bias: L1-cached, and not volatile: the compiler may hoist a unit's weight loads
+// above the previous unit's y stores (nothing writes them), so they need not wait in turn.
+__device__ __forceinline__ uint4 ld_const16(const void* ptr) {
   uint4 r;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(ptr));
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(ptr));
   return r;
 }
 // kCs: st.global.cs (streaming, evict-first in L1 and L2) for y, which nothing in the kernel
