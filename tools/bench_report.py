@@ -29,7 +29,7 @@ def render(header, rows) -> str:
     out = []
     if header:
         out.append(f"Measured {header['date']} on {header['gpu']} (sm_{header['sm']}, {header['sms']} SMs), "
-                   f"driver {header['driver']}, torch {header['torch']} (CUDA {header['cuda']}); measured device "
+                   f"driver {header['driver'].splitlines()[0]}, torch {header['torch']} (CUDA {header['cuda']}); measured device "
                    f"copy bandwidth {header['copy_GBps']} GB/s (read + write of a 2 GiB copy). L2 flushed before "
                    f"every timed call; medians of 200 interleaved runs (CUDA events).\n")
     by_case = collections.OrderedDict()

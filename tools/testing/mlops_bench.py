@@ -27,8 +27,9 @@ def device_info() -> dict:
     try:
         import subprocess
 
+        # one line a GPU on a multi-GPU host: the benches time GPU 0 of CUDA_VISIBLE_DEVICES, one driver anyway
         drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
+                             capture_output=True, text=True).stdout.strip().splitlines()[0]
     except OSError:
         drv = "?"
     return {"gpu": p.name, "sm": f"{p.major}{p.minor}", "sms": p.multi_processor_count,
