@@ -379,14 +379,20 @@ def matrix(session):
     top = ROOT / "build" / "matrix"
     top.mkdir(parents=True, exist_ok=True)
     res_file = top / "results.json"
-    results = json.loads(res_file.read_text()) if res_file.exists() else {}
+    results = {}  # this run's entries only; save() merges them into the file's
 
     def save():
-        res_file.write_text(json.dumps(results, indent=1))
+        # re-read before writing, so two matrix sessions for different rows (say, --python 3.12 while
+        # --cuda 13.5 runs) keep each other's entries; the table shows the merged file
+        merged = json.loads(res_file.read_text()) if res_file.exists() else {}
+        merged.update(results)
+        tmp = res_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(merged, indent=1))
+        tmp.replace(res_file)
         doc = ROOT / "docs" / "distribution.md"
         text = doc.read_text()
         a, b = text.index(MATRIX_DOC_BEGIN), text.index(MATRIX_DOC_END) + len(MATRIX_DOC_END)
-        doc.write_text(text[:a] + _matrix_table(results) + text[b:])
+        doc.write_text(text[:a] + _matrix_table(merged) + text[b:])
 
     def venv(path, py, reqs):
         if not (path / "bin" / "python").exists():
