@@ -9,10 +9,10 @@ s() { echo "$1 rc=$2 $(grep -E 'passed|failed|error' $R/$1.log | tail -1 | cut -
 P="python3 -m pytest -q --tb=short -p no:cacheprovider"
 for tag in c61 c80; do
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/$tag .carry/gpu/$tag/*.whl
-  ( export PYTHONPATH=/tmp/$tag:$PWD/tools/testing MLOPS_ARCH_TAG=$tag
-    timeout 420 $P packages/attention/tests/test_attention_gpu.py > $R/att-$tag.log 2>&1; s att-$tag $? ) &
-  ( export PYTHONPATH=/tmp/$tag:$PWD/tools/testing MLOPS_ARCH_TAG=$tag
-    timeout 420 $P packages/vocab/tests/test_vocab_gpu.py packages/vocab/tests/test_vocab_sampler_gpu.py > $R/voc-$tag.log 2>&1; s voc-$tag $? ) &
+  ( export PYTHONPATH=/tmp/$tag:$PWD/.carry/snapA/tools/testing MLOPS_ARCH_TAG=$tag
+    timeout 420 $P .carry/snapA/packages/attention/tests/test_attention_gpu.py > $R/att-$tag.log 2>&1; s att-$tag $? ) &
+  ( export PYTHONPATH=/tmp/$tag:$PWD/.carry/snapA/tools/testing MLOPS_ARCH_TAG=$tag
+    timeout 420 $P .carry/snapA/packages/vocab/tests/test_vocab_gpu.py .carry/snapA/packages/vocab/tests/test_vocab_sampler_gpu.py > $R/voc-$tag.log 2>&1; s voc-$tag $? ) &
 done
 wait
 cd $OUT && tar czf r.tgz r && cat r/summary.txt
