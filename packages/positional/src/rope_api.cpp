@@ -120,7 +120,7 @@ Params make_params(const mlops_rope_args& a, int tpc, int hpc) {
   p.hpc = hpc > 0 ? hpc : p.heads;
   const bool oop = (a.q.heads && a.q.out != a.q.x) || (a.k.heads && a.k.out != a.k.x);
   p.tail = oop && a.rotary_dim < a.head_dim;
-  p.grid_x = int((p.tokens + tpc - 1) / tpc);  // a CTA a token block (the pipe variants take fewer)
+  p.grid_x = int((p.tokens + tpc - 1) / tpc);  // a CTA a token block
   return p;
 }
 
@@ -141,6 +141,25 @@ bool can_vectorize(const mlops_rope_args& a) {
   return true;
 }
 
+// SMs of the current device, queried once a device: an eager decode call is host-bound, and
+// cudaDeviceGetAttribute costs a driver call each time. 0 without a device.
+int sm_count() {
+  static int cached[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64 && cached[dev] > 0) return cached[dev];
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < 64) cached[dev] = sms;  // a racing thread writes the same value
+  return sms;
+}
+
 }  // namespace
 }  // namespace mlops::rope
 
@@ -148,28 +167,43 @@ using namespace mlops::rope;
 
 extern "C" {
 
-void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
-                             int* tokens_per_cta, int* heads_per_cta, int* variant_used) {
-  // An item: 16 bytes of each half of a head (bf16: 8 pairs). Big problems: all heads a CTA, a few
-  // tokens a CTA (fewer while that leaves < 2 CTAs an SM): step2 ~4 items a thread (2 a step),
-  // earlyU at most U (all issued at once). Small ones (decode): one item a thread, a token's heads
-  // spread over CTAs, so every load is issued at once.
-  const int v = variant >= 1 && variant <= kNumVariants ? variant : kDefaultVariant;
-  const VariantInfo& info = kVariants[v - 1];
-  const int64_t chunks = (rotary_dim / 2 + 7) / 8;
+void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
+                          int* tokens_per_cta, int* heads_per_cta, int* variant_used) {
+  // An item: 16 bytes of each half of a head (bf16: 8 pairs). Small problems (decode: every item
+  // of the call fits 2 CTAs an SM at one item a thread): one token a CTA, its heads spread over
+  // CTAs, 128 items a CTA (H200 run 14: 16 heads a CTA beat 32, 20 and 8 at T = 1 and 32 for every
+  // variant; at T = 1 early2 6.37 us vs 6.46 at 32 heads). Big ones: all heads a CTA, a few tokens a
+  // CTA (fewer while that leaves < 2 CTAs an SM): step2 and early2 about 4 items a thread (rounded
+  // up: 4 tokens at 40 heads; early2 issues 2 of them early), early4 / early8 at most U (all issued
+  // at once). Variant 0 (run 14, 32 + 8 heads x 128 bf16): early2 for decode and for the cache at
+  // large T (4 tokens a CTA: T = 4096 29.74 us, T = 32768 181.6 us = 86.9 % of copy BW; early4 3
+  // tokens from the cache 32.6 / 209.9), early4 on the fly at large T (29.15 / 172.1 us = 91.7 %):
+  // it reads no cache row, so its chain is positions -> sincos in registers, not positions -> a
+  // second DRAM round trip.
+  const int64_t chunks = (rotary_dim / 2 + 7) / 8 > 0 ? (rotary_dim / 2 + 7) / 8 : 1;
   const int64_t items = heads * chunks > 0 ? heads * chunks : 1;
   const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
-  int64_t tpc = info.early ? info.items_per_thread * kCtaThreads / items : (4 * kCtaThreads + items - 1) / items;
+  const bool decode = tokens * items <= want * kCtaThreads;
+  int v = variant;
+  if (v < 1 || v > kNumVariants) v = decode || !on_the_fly ? kEarly2 : kEarly4;
+  const VariantInfo& info = kVariants[v - 1];
+  int64_t tpc = info.early && info.items_per_thread >= 4 ? info.items_per_thread * kCtaThreads / items
+                                                          : (4 * kCtaThreads + items - 1) / items;
   tpc = tpc < 1 ? 1 : (tpc > 16 ? 16 : tpc);
   while (tpc > 1 && (tokens + tpc - 1) / tpc < want) tpc /= 2;
   int64_t hpc = heads;
-  if (tpc == 1 && tokens * items <= want * kCtaThreads) {
-    hpc = kCtaThreads / (chunks > 0 ? chunks : 1);
+  if (tpc == 1 && decode) {
+    hpc = kCtaThreads / 2 / chunks;
     hpc = hpc < 1 ? 1 : (hpc > heads ? heads : hpc);
   }
   if (tokens_per_cta) *tokens_per_cta = int(tpc);
   if (heads_per_cta) *heads_per_cta = int(hpc);
   if (variant_used) *variant_used = v;
+}
+
+void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
+                             int* tokens_per_cta, int* heads_per_cta, int* variant_used) {
+  mlops_rope_plan_path(variant, 0, tokens, heads, rotary_dim, sms, tokens_per_cta, heads_per_cta, variant_used);
 }
 
 void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
@@ -190,24 +224,16 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
   int tpc = args->tokens_per_cta, hpc = args->heads_per_cta;
-  int variant = args->variant ? args->variant : kDefaultVariant;
-  int dev = 0, sms = 0;
-  // Attribute queries are host-side and cached by the runtime; no synchronization.
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return fail(MLOPS_ERR_CUDA, "no CUDA device available");
-  }
+  int variant = args->variant;
+  const int sms = sm_count();
+  if (sms < 1) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
   if (tpc == 0)
-    mlops_rope_plan_variant(args->variant, args->batch * args->seq, args->q.heads + args->k.heads, args->rotary_dim,
-                            sms, &tpc, &hpc, &variant);
+    mlops_rope_plan_path(variant, args->cos_sin_cache == nullptr, args->batch * args->seq, args->q.heads + args->k.heads,
+                         args->rotary_dim, sms, &tpc, &hpc, &variant);
+  else if (variant == 0)  // a split given, the kernel left to the planner: its pick for this size and path
+    mlops_rope_plan_path(0, args->cos_sin_cache == nullptr, args->batch * args->seq, args->q.heads + args->k.heads,
+                         args->rotary_dim, sms, nullptr, nullptr, &variant);
   Params p = make_params(*args, tpc, hpc);
-  const VariantInfo& info = kVariants[variant - 1];
-  if (info.pipe) {  // a persistent grid: as many CTAs as fit at once, each loops over token blocks
-    const long long gy = (p.heads + p.hpc - 1) / p.hpc;
-    const long long fit = (long long)info.ctas_per_sm * sms / gy;
-    p.grid_x = int(fit < 1 ? 1 : (fit < p.grid_x ? fit : p.grid_x));
-  }
   cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), variant,
                            static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));

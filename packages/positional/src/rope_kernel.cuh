@@ -5,7 +5,7 @@
 // a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
 #pragma once
 #include "rope_access.cuh"
-#include "rope_kernel_pipe.cuh"
+#include "rope_kernel_early.cuh"
 
 namespace mlops::rope {
 
@@ -139,15 +139,11 @@ KernelFn kernel_for(int variant) {
     case 2: return rope_kernel_early<T, L, V, 2>;
     case 3: return rope_kernel_early<T, L, V, 4>;
     case 4: return rope_kernel_early<T, L, V, 8>;
-    case 5: return rope_kernel_pipe<T, L, V, 4>;
-    case 6: return rope_kernel_pipe<T, L, V, 8>;
     default: return rope_kernel<T, L, V>;
   }
 }
 
-inline size_t smem_for(const Params& p, int variant) {
-  return variant >= 1 && variant <= kNumVariants && kVariants[variant - 1].pipe ? pipe_smem_bytes(p) : smem_bytes(p);
-}
+inline size_t smem_for(const Params& p, int) { return smem_bytes(p); }
 
 template <class T>
 KernelFn kernel_for(bool vec, int layout, int variant) {

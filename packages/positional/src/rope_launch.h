@@ -15,21 +15,22 @@ constexpr int kCtaThreads = 256;
 //          the data round trip overlaps the positions -> cos/sin chain (2 round trips before the
 //          first store); the planner gives a CTA about U items a thread so they all go at once.
 //          U = 2 / 4 / 8 at 4 / 3 / 2 CTAs an SM (64 / 80 / 128 registers).
-//  pipeU:  the early items, but grid.x = CTAs an SM x SMs and each CTA loops over token blocks,
-//          issuing the next block's q / k, positions and cos/sin while the current one completes
-//          (about one round trip a block instead of two; rope_kernel_pipe.cuh).
+// (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
+// early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
   int id;                // 1 ...; 0 in the C API means the planner's pick
   const char* name;
   int items_per_thread;  // items a thread keeps in flight
   int early;             // 1: q / k loads issued before the positions are read
-  int pipe;              // 1: a persistent grid (grid_x = ctas_per_sm x SMs), blocks pipelined
+  int pipe;              // always 0 now (the C API's field stays for ABI 2)
   int ctas_per_sm;       // what __launch_bounds__ allows
 };
 constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4}, {2, "early2", 2, 1, 0, 4}, {3, "early4", 4, 1, 0, 3},
-                                     {4, "early8", 8, 1, 0, 2}, {5, "pipe4", 4, 1, 1, 3},  {6, "pipe8", 8, 1, 1, 2}};
+                                     {4, "early8", 8, 1, 0, 2}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
-constexpr int kDefaultVariant = 1;  // the planner's pick until the H200 has measured the others
+// The planner's kernels (H200, run 14, bench --variants): early2 for decode and for prefill from the
+// cache, early4 for prefill on the fly (mlops_rope_plan_path).
+constexpr int kEarly2 = 2, kEarly4 = 3;
 
 // One object a dtype (rope_launch_<dtype>.cu), so the three compile in parallel. variant: 1 ... kNumVariants.
 cudaError_t launch_bf16(const Params& p, bool vec, int layout, int variant, cudaStream_t s);

@@ -29,7 +29,7 @@ struct Params {
   int tpc;                 // tokens per CTA (grid.x covers the tokens)
   int hpc;                 // heads per CTA (grid.y covers q heads then k heads)
   int tail;                // 1: some output is out of place and rotary_dim < head_dim: copy the tail
-  int grid_x;              // CTAs along x: the token blocks (the pipe variants: fewer, each loops over blocks)
+  int grid_x;              // CTAs along x: the token blocks
 };
 
 // Position of token t in row r (mrope rows 0..2), read as int64.

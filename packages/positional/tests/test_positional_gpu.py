@@ -281,8 +281,8 @@ def test_sanitizer_subset():
     pos = torch.randint(-3, 104, (T,), generator=torch.Generator().manual_seed(21))
     pos3 = torch.randint(0, 101, (3, T), generator=torch.Generator().manual_seed(22))
     base = randn((T * 6 * 96 + 1,), torch.bfloat16, seed=23)
-    # 6400 tokens of one head: 400 blocks of 16, more than the pipe grids' 3 x 132 CTAs, so each
-    # pipe CTA loops over blocks (its double buffers are what racecheck should see)
+    # 6400 tokens of one head: a 400-CTA grid of 16-token blocks (and, with variant None, the eager
+    # fast path C.run_fast)
     z0 = randn((6400, 1, 64), torch.bfloat16, seed=24)
     posz = torch.randint(-1, 100, (6400,), generator=torch.Generator().manual_seed(25))
 
@@ -302,7 +302,7 @@ def test_sanitizer_subset():
         return (*outs, flag)
 
     cpu = run("cpu")
-    for v in [None, *VARIANTS]:  # racecheck sees every variant's barriers (pipe: double-buffered staging)
+    for v in [None, *VARIANTS]:  # racecheck sees every variant's barriers
         gpu = run("cuda", v)
         _check(gpu, cpu, f"sanitizer subset {v}")
         assert int(gpu[-1]) == 1
@@ -330,6 +330,52 @@ def test_rotary_embedding_module_gpu_equals_cpu(rope_parameters):
         a = g(q.cuda(), k.cuda(), pos.cuda())
         b = c(q, k, pos)
         _check(a, b, f"module {rope_parameters['rope_type']} length {length}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eager_fast_path_equals_general_path_and_host(dtype):
+    """apply_rope's eager fast path (_fast -> C.run_fast: CUDA [T, H, D], one position row, no
+    split / variant / out_q) against the general path (variant given) and the host emulation: in
+    place and out of place, k None, int32 / int64 positions, GPT-J, partial rotary (the tail copy),
+    on the fly with max_positions, the out_of_range flag; and the calls it must leave to the general
+    path still raise their named errors."""
+    from mlops.positional import _ops
+
+    T, hq, hk, D = 45, 6, 2, 128
+    f = _inv_freq(64, 500000.0)
+    pos = torch.randint(-2, 1030, (T,), generator=torch.Generator().manual_seed(44))  # a few out of range
+    qkv0 = randn((T, (hq + 2 * hk) * D), dtype, seed=45)
+
+    def calls(dev, variant):
+        cache = P.build_cos_sin_cache(f, 1024, device=dev)
+        qkv = qkv0.to(dev).clone()
+        q, k = qkv[:, : hq * D].view(T, hq, D), qkv[:, hq * D:(hq + hk) * D].view(T, hk, D)
+        p64, p32 = pos.to(dev), pos.int().to(dev)
+        fl1, fl2 = (torch.zeros(1, dtype=torch.int32, device=dev) for _ in range(2))
+        out = [*P.apply_rope(q, k, p64, cache, variant=variant, out_of_range=fl1)]  # partial rotary, out of place
+        out += [P.apply_rope(q, None, p32, cache, interleaved=True, variant=variant)[0]]
+        out += [*P.apply_rope(q, k, p32, inv_freq=f.to(dev), attention_scaling=1.5, max_positions=1000,
+                              variant=variant, out_of_range=fl2)]
+        P.apply_rope(q, k, p64, cache, inplace=True, variant=variant)
+        return (*out, qkv, fl1, fl2)
+
+    seen = []
+    real = _ops.C.run_fast
+    _ops.C.run_fast = lambda *a: seen.append(1) or real(*a)  # the fast path must be the one taken
+    try:
+        fast = calls("cuda", None)
+    finally:
+        _ops.C.run_fast = real
+    assert len(seen) == 4
+    _check(fast, calls("cpu", None), f"fast path vs host {dtype}")
+    _check(fast, calls("cuda", "early2"), f"fast path vs general path {dtype}")
+    assert int(fast[-2]) == 1 and int(fast[-1]) == 1
+    q = torch.zeros(4, 2, 128, device="cuda", dtype=dtype)
+    with pytest.raises(ValueError, match="^rotary_dim:"):
+        P.apply_rope(q, None, torch.arange(4, device="cuda"), P.build_cos_sin_cache(_inv_freq(200), 8, device="cuda"))
+    with pytest.raises(ValueError, match="^max_positions:"):
+        P.apply_rope(q, None, torch.arange(4, device="cuda"), P.build_cos_sin_cache(f, 8, device="cuda"),
+                     max_positions=9)
 
 
 def test_device_mismatch_is_a_named_error():

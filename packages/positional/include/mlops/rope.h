@@ -78,7 +78,7 @@ typedef struct mlops_rope_variant {
   const char* name;
   int items_per_thread; /* 16-byte pieces of each half of a head a thread keeps in flight */
   int early;            /* 1: q / k loads issued before the positions are read */
-  int pipe;             /* 1: a persistent grid, each CTA pipelining its token blocks */
+  int pipe;             /* 0 (kept for ABI 2: the persistent-grid variants were removed) */
 } mlops_rope_variant;
 
 /* Writes up to capacity entries and returns how many variants there are. */
@@ -109,6 +109,10 @@ void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
 /* The same for a given variant (0: the planner's kernel); *variant_used gets the id it resolves to. */
 void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
                              int* tokens_per_cta, int* heads_per_cta, int* variant_used);
+/* The same for a path: on_the_fly = 1 when the call passes no cache (inv_freq). The planner's
+ * kernel (variant 0) depends on it at large token counts; mlops_rope_plan_variant is on_the_fly = 0. */
+void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
+                          int* tokens_per_cta, int* heads_per_cta, int* variant_used);
 
 /* The message of the last failed call on this thread ("" if none). */
 const char* mlops_rope_last_error(void);

@@ -1,0 +1,49 @@
+"""Kernel-only durations under ncu, without the event harness's ~4.5 us launch / event overhead
+(bench_positional.py's empty-kernel row): the bench shape (32 q + 8 kv heads x 128, bf16, fused
+qkv views, in place) at T = 4096 and 32768, the planner's call and the run-14 candidates, each
+launched once (ncu serializes kernels and flushes caches before each profiled one by default).
+
+    ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \\
+        -k regex:rope_kernel python packages/positional/bench/kernel_time.py
+
+The profiled kernels come in the order of the lines this script prints (one kernel a line).
+"""
+
+import torch
+
+import mlops.positional as mp
+
+HQ, HK, D = 32, 8, 128
+CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
+    ("planner cache", dict()),
+    ("planner on the fly", dict(on_the_fly=True)),
+    ("early2 tpc=4 cache", dict(variant="early2", tokens_per_cta=4)),
+    ("early2 tpc=8 cache (one wave at T=4096)", dict(variant="early2", tokens_per_cta=8)),
+    ("early4 tpc=3 cache", dict(variant="early4", tokens_per_cta=3)),
+    ("early4 tpc=3 on the fly", dict(variant="early4", tokens_per_cta=3, on_the_fly=True)),
+    ("early2 tpc=4 on the fly", dict(variant="early2", tokens_per_cta=4, on_the_fly=True)),
+    ("step2 tpc=4 cache (round-A planner)", dict(variant="step2", tokens_per_cta=4)),
+]
+
+
+def main():
+    inv_freq, _, _ = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})
+    inv_freq = inv_freq.cuda()
+    cache = mp.build_cos_sin_cache(inv_freq, 131072)
+    torch.cuda.synchronize()
+    print("kernel order (the rope kernels; the cache builder is rope_cache_kernel, excluded by -k):")
+    for T in (4096, 32768):
+        qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=torch.bfloat16)
+        q = qkv[:, : HQ * D].view(T, HQ, D)
+        k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
+        pos = torch.randint(0, 131072, (T,), device="cuda")
+        for label, kw in CANDIDATES:
+            kw = dict(kw)
+            src = dict(inv_freq=inv_freq) if kw.pop("on_the_fly", False) else dict(cos_sin_cache=cache)
+            mp.apply_rope(q, k, pos, inplace=True, **src, **kw)
+            torch.cuda.synchronize()
+            print(f"T={T} {label}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
