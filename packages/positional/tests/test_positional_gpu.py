@@ -323,7 +323,7 @@ def test_rotary_embedding_module_gpu_equals_cpu(rope_parameters):
                rope_parameters={**rope_parameters, "rope_theta": 10000.0})
     g, c = P.RotaryEmbedding(cfg, device="cuda"), P.RotaryEmbedding(cfg)
     mrope = "mrope_section" in rope_parameters
-    for length in (17, 2000):
+    for length in (17, 2000, 3000):  # 3000: past on_the_fly_from_tokens, cache modes go on the fly
         q = randn((length, 6, 128), torch.bfloat16, seed=length)
         k = randn((length, 2, 128), torch.bfloat16, seed=length + 1)
         pos = torch.arange(length).expand(3, -1).contiguous() if mrope else torch.arange(length)

@@ -348,6 +348,32 @@ def test_rotary_embedding_module_cache_and_compile_registration():
     assert torch.equal(e, a) and torch.equal(f2, b)
 
 
+def test_rotary_embedding_large_calls_go_on_the_fly_with_the_same_bits():
+    """From on_the_fly_from_tokens tokens the cache-mode module computes cos/sin on the fly (faster
+    on the H200): the same bits as the cache and the same out-of-range bound."""
+    cfg = dict(head_dim=128, max_position_embeddings=4096, partial_rotary_factor=0.5,
+               rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024,
+                                "rope_theta": 10000.0})
+    rope = P.RotaryEmbedding(cfg)
+    assert rope.mode == "cache" and rope.attention_scaling > 1.0
+    T = rope.on_the_fly_from_tokens + 5
+    q, k = randn((T, 2, 128), torch.bfloat16, seed=60), randn((T, 1, 128), torch.bfloat16, seed=61)
+    pos = torch.randint(0, 4096, (T,), generator=torch.Generator().manual_seed(62))
+    pos[7] = 4096  # out of range: flagged, left unrotated, on either path
+    calls = []
+    real = P.modules.apply_rope
+    P.modules.apply_rope = lambda *a, **kw: calls.append(a[3] is None) or real(*a, **kw)
+    try:
+        a, b = rope(q, k, pos)
+        small = rope(q[:9], k[:9], pos[:9])
+    finally:
+        P.modules.apply_rope = real
+    assert calls == [True, False]  # on the fly, then the cache
+    c, d = P.apply_rope(q, k, pos, rope.cos_sin_cache, max_positions=4096)
+    assert torch.equal(a, c) and torch.equal(b, d) and torch.equal(small[0], c[:9])
+    assert int(rope.out_of_range) == 1 and torch.equal(a[7], q[7])
+
+
 def test_opcheck_and_compile_fullgraph():
     """torch.library registration: opcheck on both ops; torch.compile(fullgraph=True) (aot_eager
     here: no C++ compiler needed on the CPU) gives the eager bits."""
