@@ -10,6 +10,7 @@
 #include "mlops/norm.h"
 #include "norm_dispatch.h"
 #include "norm_launch.h"
+#include "norm_plan.h"
 
 namespace mlops::norm {
 namespace {
@@ -29,6 +30,11 @@ const mlops_norm_variant kVariants[] = {
     // next row before finishing the current one; r8: 8 units, more CTAs an SM. Other calls
     // run w8c2's kernels.
     {7, 1, 4, 16, "r16"}, {8, 1, 4, 16, "r16cs"}, {9, 1, 4, 16, "r16p"}, {10, 1, 4, 8, "r8"},
+    // r16l: r16 with the common call (RMSNorm, HF order, weight of x's dtype, 4096 or 2048
+    // bf16 / fp16; y and / or INT8) in a kernel whose flags are compile-time
+    // (norm_row_lean.cuh), 3 CTAs an SM for 4096 (x kept as fp32), 6 for 2048; r16l4: 4 CTAs
+    // an SM for 4096 (x unpacked twice)
+    {11, 1, 4, 16, "r16l"}, {12, 1, 4, 16, "r16l4"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -234,12 +240,43 @@ int mlops_norm_plan(int64_t rows, int64_t hidden, int sm, int sms) {
 
 mlops_status mlops_norm_check(const mlops_norm_args* args) { return check(args); }
 
+}  // extern "C"
+
+// From bench_norm.py --variants on the H200 (GPU run 14, bf16, L2 flushed, us), where the
+// one-warp-a-row variants beat mlops_norm_plan's pick (RMSNorm, 16-bit x, no residual, one
+// group, rows >= 2 per SM; not measured elsewhere, so not changed elsewhere):
+//   5..8 units, plain or quantized: r8 (16384x2048: y 44.5 vs w4c2 54.9, INT8 65 vs 155,
+//     FP8 127 vs 253, NVFP4 113 vs 189); with a residual w4c2 stays (72.1 vs r8 76.1).
+//   9..16 units, INT8: r16 (16384x4096: 152 vs w8c2 292; 2048x4096: 27.3 vs 47.7).
+//   9..16 units, FP8 dynamic / NVFP4: w2c2 (16384x4096: 419 vs 489, 328 vs 360; 2048x4096:
+//     63 vs 72, 52 vs 58).
+//   17..32 units, quantized: w4c2 (16384x8192: INT8 477 vs w8 766, FP8 821 vs 1294, NVFP4
+//     631 vs 1004).
+int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
+  const int base = mlops_norm_plan(a.rows, a.hidden, sm, sms);
+  const bool x16 = a.x_dtype == MLOPS_DTYPE_BF16 || a.x_dtype == MLOPS_DTYPE_FP16;
+  const bool one_group = a.group_size == 0 || a.group_size == a.hidden;
+  const bool few_rows = a.rows < 2 * int64_t(sms > 0 ? sms : 1);
+  if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group || few_rows ||
+      a.hidden % kUnit != 0)
+    return base;
+  const int64_t units = a.hidden / kUnit;
+  const bool fp8_nvfp4 = a.quant == MLOPS_QUANT_FP8_DYNAMIC || a.quant == MLOPS_QUANT_NVFP4;
+  if (units >= 5 && units <= 8) return 10;                                    // r8
+  if (units >= 9 && units <= 16 && a.quant == MLOPS_QUANT_INT8) return 7;     // r16
+  if (units >= 9 && units <= 16 && fp8_nvfp4) return 4;                       // w2c2
+  if (units >= 17 && units <= 32 && a.quant != MLOPS_QUANT_NONE) return 5;    // w4c2
+  return base;
+}
+
+extern "C" {
+
 mlops_status mlops_norm(const mlops_norm_args* args, void* stream) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
   int sm = 0, sms = 0;
   if (!current_device(&sm, &sms)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
-  const int v = args->variant >= 0 ? args->variant : mlops_norm_plan(args->rows, args->hidden, sm, sms);
+  const int v = args->variant >= 0 ? args->variant : plan_call(*args, sm, sms);
   Params p = make_params(*args);
   p.sms = sms;  // the persistent variants' grid
   cudaError_t err = launch(p, args->x_dtype, v, static_cast<cudaStream_t>(stream));

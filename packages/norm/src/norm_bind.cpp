@@ -7,6 +7,7 @@
 
 #include "mlops/norm.h"
 #include "norm_math.h"
+#include "norm_plan.h"
 
 namespace nb = nanobind;
 
@@ -68,6 +69,16 @@ bool run_plain(int device, uintptr_t stream, int64_t rows, int64_t hidden, int k
   return true;
 }
 
+// Test hook: the variant mlops_norm picks for a call of this shape (plan_call), no launch.
+int plan_call(int64_t rows, int64_t hidden, int kind, int x_dtype, bool residual, int quant, int sms) {
+  mlops_norm_args a{};
+  a.rows = rows; a.hidden = hidden;
+  a.kind = mlops_norm_kind(kind); a.quant = mlops_norm_quant(quant);
+  a.x_dtype = mlops_dtype(x_dtype);
+  a.residual = residual ? ptr(256) : nullptr;  // only compared with NULL
+  return mlops::norm::plan_call(a, 90, sms);
+}
+
 nb::list variants() {
   mlops_norm_variant v[16];
   int n = mlops_norm_variants(v, 16);
@@ -114,5 +125,6 @@ NB_MODULE(_C, m) {
   m.def("run_plain", &run_plain);
   m.def("variants", &variants);
   m.def("plan", &mlops_norm_plan);
+  m.def("plan_call", &plan_call);
   m.def("_convert", &convert);
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include "norm_kernel.cuh"
 #include "norm_row.cuh"
+#include "norm_row_lean.cuh"
 #include "norm_launch.h"
 
 namespace mlops::norm {
@@ -66,6 +67,28 @@ cudaError_t launch_r(const Params& p, cudaStream_t s) {
   return cudaErrorInvalidValue;
 }
 
+// "l" variants (norm_row_lean.cuh): the common call (lean_call: RMSNorm, HF order, weight of
+// x's dtype, y and / or an INT8 output, nothing else) with 16 or 8 units runs the lean kernel
+// at MINB16 / MINB8 CTAs an SM; every other call runs as r16 (its instances: nothing more to
+// compile). 8 units at 6 CTAs: r8 (6 CTAs) beat r16 (4) on the same 8-unit rows by 23 % in
+// run 14 (16384x2048: 44.5 vs 57.6 us), so more rows in flight count there.
+template <class XT, int MINB16, int MINB8>
+cudaError_t launch_l(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if (lean_call<XT>(p) && (p.units == 16 || p.units == 8)) {
+      const dim3 grid(static_cast<unsigned>((p.rows + kRowWarps - 1) / kRowWarps));
+      constexpr int kN = MLOPS_QUANT_NONE, kI8 = MLOPS_QUANT_INT8;
+      const bool i8 = p.quant == kI8;
+      if (p.units == 16 && !i8) norm_row_lean_kernel<XT, 16, MINB16, kN><<<grid, kRowThreads, 0, s>>>(p);
+      else if (p.units == 16) norm_row_lean_kernel<XT, 16, MINB16, kI8><<<grid, kRowThreads, 0, s>>>(p);
+      else if (!i8) norm_row_lean_kernel<XT, 8, MINB8, kN><<<grid, kRowThreads, 0, s>>>(p);
+      else norm_row_lean_kernel<XT, 8, MINB8, kI8><<<grid, kRowThreads, 0, s>>>(p);
+      return cudaGetLastError();
+    }
+  }
+  return launch_r<XT, 16, 4, 3, false, 0>(p, s);
+}
+
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
 cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
@@ -81,6 +104,8 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 8: return launch_r<XT, 16, 4, 3, true, 0>(p, s);
     case 9: return launch_r<XT, 16, 4, 3, false, 2>(p, s);
     case 10: return launch_r<XT, 8, 6, 4, false, 0>(p, s);
+    case 11: return launch_l<XT, 3, 6>(p, s);
+    case 12: return launch_l<XT, 4, 6>(p, s);
   }
   return cudaErrorInvalidValue;
 }

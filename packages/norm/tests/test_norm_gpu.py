@@ -159,3 +159,25 @@ def test_row_variants_many_rows_and_in_place(variant):
     expect = mn.layer_norm(x.cpu(), w.cpu(), w.cpu())
     mn.layer_norm(x, w, w, out=x, variant=variant)
     assert_bits_equal(x, expect, f"{variant} out=x")
+
+
+@pytest.mark.parametrize("variant", ("r16l", "r16l4"))
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("H", (4096, 2048))
+def test_lean_row_variant(H, xdt, variant):
+    """The lean kernel (norm_row_lean.cuh: 16 or 8 units, compile-time flags; x kept as fp32 or
+    unpacked twice) where the shapes above do not reach: a partial last CTA (2501 rows), signed
+    zeros in w and x (w + 0 turns -0 into +0 before w * t: the sign of a zero y), an all-zero
+    row, INT8 with and without y, y over x."""
+    x, w = randn((2501, H), xdt, 40), randn(H, xdt, 41)
+    x[:, ::7] = 0.0
+    x[1, :] = 0.0  # r = 1/sqrt(eps), y = +-0
+    w[::5] = -0.0
+    w[1::5] = 0.0
+    for kw in ({}, {"quant": "int8"}, {"quant": "int8", "return_y": True}):
+        g, c = both(lambda x, w: mn.rms_norm(x, w, variant=variant, **kw), x, w)
+        check(g, c, f"{variant} {xdt} 2501x{H} {kw} [{gpu_arch_tag()}]")
+    xc, wc = x.cuda(), w.cuda()
+    expect = mn.rms_norm(x, w)
+    mn.rms_norm(xc, wc, out=xc, variant=variant)
+    assert_bits_equal(xc, expect, f"{variant} {xdt} {H} out=x")

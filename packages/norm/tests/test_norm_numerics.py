@@ -206,3 +206,28 @@ def test_planner_follows_the_h200_measurements():
     assert plan(16384, 8192) == "w8"
     assert plan(1, 4096) == "w8c2" and plan(1, 8192) == "w8"
     assert plan(4, 131072) in names
+
+
+def test_call_planner_follows_round_a():
+    """mlops_norm's pick for a call (plan_call): the shape planner above, refined by the kind,
+    x's dtype, a residual and a quantized output where GPU run 14 measured a faster variant
+    (bench_norm.py --variants, H200, bf16; the figures are in norm_api.cpp and docs/norm.md)."""
+    names = [v["name"] for v in mn.norm_variants()]
+    rms, layer, bf16, fp16, fp32 = 0, 1, 1, 2, 3
+    none, int8, nvfp4, fp8s, fp8d = 0, 1, 2, 3, 4
+
+    def plan(T, H, quant=none, xdt=bf16, kind=rms, residual=False):
+        return names[mn._ops.C.plan_call(T, H, kind, xdt, residual, quant, 132)]
+
+    for q in (none, int8, nvfp4, fp8d):  # 8 units: r8, plain and quantized, bf16 and fp16
+        assert plan(16384, 2048, q) == "r8" and plan(16384, 2048, q, fp16) == "r8"
+    assert plan(16384, 2048, residual=True) == "w4c2"  # add + norm: w4c2 72.1 vs r8 76.1 us
+    assert plan(16384, 2048, xdt=fp32) == "w4c2" and plan(16384, 2048, kind=layer) == "w4c2"  # not measured
+    assert plan(16384, 4096) == "w8c2" and plan(2048, 4096) == "w8c2"  # plain: r8 / r16 within 1 %
+    assert plan(16384, 4096, int8) == "r16" and plan(2048, 4096, int8) == "r16"
+    assert plan(16384, 4096, nvfp4) == "w2c2" and plan(2048, 4096, fp8d) == "w2c2"
+    assert plan(16384, 4096, fp8s) == "w8c2"  # static FP8: not measured by variant
+    assert plan(16384, 8192) == "w8"
+    for q in (int8, nvfp4, fp8d):
+        assert plan(16384, 8192, q) == "w4c2"
+    assert plan(1, 4096, int8) == "w8c2" and plan(100, 2048) == "w8c2"  # few rows: the shape planner
