@@ -200,7 +200,14 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
 constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
 
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way.
-template <int C, int NT, bool STAGE = false>
+// ES (the *_es variants): a top-p round below the first stops the rounds when the chosen bin holds
+// exactly one element of non-zero weight (counted cluster-wide next to the masses). The rounds
+// below it would only narrow the threshold from the bin's lower bound to that element's key, and
+// every key between the two is of an element of zero weight (the bin holds no other weight): the
+// same kept weights, the same S, the same token and log-probability. The first round (over the
+// whole slice, where few bins take most elements) counts nothing: one un-replicated atomic an
+// element there would serialise; later rounds see only the prefix's elements.
+template <int C, int NT, bool STAGE = false, bool ES = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -398,10 +405,14 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
         const int buf = rnd & 1;
+        // ES, below the first round: cnt[buf] counts this CTA's weighted elements a bin (zeroed
+        // here: the other CTAs read buffer buf of round rnd - 2 before round rnd - 1's barrier)
+        const bool count = ES && level < 3;
         for (int i = tid; i < 256 * kRep; i += NT) {
           sh.hlo[i] = 0;
           sh.hhi[i] = 0;
         }
+        if (count && tid < 256) sh.cnt[buf][tid] = 0;
         __syncthreads();
         const uint32_t copy = lane & uint32_t(kRep - 1);
         if (use_cand) {
@@ -412,6 +423,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             const uint32_t w = sample_weight(x, m, T);
             const uint32_t at = ((k >> sh_bits) & 255u) * kRep + copy;
             if (w) add_mass(&sh.hlo[at], &sh.hhi[at], w);
+            if (count && w) atomicAdd(&sh.cnt[buf][(k >> sh_bits) & 255u], 1u);
           }
         } else {
 #pragma unroll 4
@@ -422,6 +434,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             const uint32_t w = sample_weight(x, m, T);
             const uint32_t at = ((k >> sh_bits) & 255u) * kRep + copy;
             if (w) add_mass(&sh.hlo[at], &sh.hhi[at], w);
+            if (count && w) atomicAdd(&sh.cnt[buf][(k >> sh_bits) & 255u], 1u);
           }
         }
         __syncthreads();
@@ -432,8 +445,13 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         }
         cluster_sync();
         uint64_t mass = 0;
+        uint32_t n_bin = 0;  // ES: the cluster's weighted elements in bin 255 - tid
         if (tid < 256)
-          for (int r = 0; r < C; ++r) mass += cluster_map(&sh, unsigned(r))->mass[buf][255 - tid];
+          for (int r = 0; r < C; ++r) {
+            const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
+            mass += o->mass[buf][255 - tid];
+            if (count) n_bin += o->cnt[buf][255 - tid];
+          }
         ++rnd;
         const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
         if (level == 3) {
@@ -451,7 +469,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           sh.b_prefix = prefix | (uint32_t(255 - tid) << sh_bits);
           sh.b_mask = mask | (255u << sh_bits);
           sh.b_acc = incl - mass;
-          sh.b_done = 0;
+          sh.b_done = count && n_bin == 1;  // ES: the bin's lower bound keeps the same weights
         }
         __syncthreads();
         prefix = sh.b_prefix;

@@ -78,7 +78,7 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
 // (once a device), and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
-template <int C, int NT>
+template <int C, int NT, bool ES = false>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
   static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
@@ -88,7 +88,7 @@ bool staged_ok(size_t bytes) {
     cudaGetLastError();
     return false;
   }
-  auto kernel = sample_cluster_kernel<C, NT, true>;
+  auto kernel = sample_cluster_kernel<C, NT, true, ES>;
   std::lock_guard<std::mutex> g(mu);
   if (max_dyn[dev] == 0) {
     int optin = 0;
@@ -116,10 +116,10 @@ bool staged_ok(size_t bytes) {
   return ok_bytes[dev] == bytes;
 }
 
-template <int C, int NT>
+template <int C, int NT, bool ES = false>
 cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
-  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true>, p);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES>, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -143,16 +143,25 @@ bool sample_cluster16_ok() { return cluster16_ok(); }
 
 // What sample_launch_cluster does with a staged variant: whether its staged form runs (cluster 16
 // at `threads`, or the cluster-8 form where 16 cannot schedule).
-bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab) {
+bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int staged) {
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)), b16 = size_t(cluster_stage_bytes(vocab, 16));
+  if (staged == 2)  // the early-stop forms: 512 threads
+    return (cluster == 16 && staged_ok<16, kClusterThreads, true>(b16)) ||
+           ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, true>(b8));
   if (cluster == 16 && threads == 1024 && staged_ok<16, 1024>(b16)) return true;
   if (cluster == 16 && threads != 1024 && staged_ok<16, kClusterThreads>(b16)) return true;
   return (cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads>(b8);
 }
 
-cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, bool staged, int threads, void* stream) {
+cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
-  if (staged) {  // a slice too large for shared memory runs the unstaged form: the same tokens
+  if (staged == 2) {  // the early-stop forms (512 threads); the unstaged form where they do not fit
+    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
+    if (cluster == 16 && staged_ok<16, kClusterThreads, true>(b16))
+      return launch_cluster_staged<16, kClusterThreads, true>(p, s, b16);
+    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, true>(b8))
+      return launch_cluster_staged<8, kClusterThreads, true>(p, s, b8);
+  } else if (staged) {  // a slice too large for shared memory runs the unstaged form: the same tokens
     const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
     if (threads == 1024 && cluster == 16 && staged_ok<16, 1024>(b16)) return launch_cluster_staged<16, 1024>(p, s, b16);
     if (cluster == 16 && staged_ok<16, kClusterThreads>(b16)) return launch_cluster_staged<16, kClusterThreads>(p, s, b16);

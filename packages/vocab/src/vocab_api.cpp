@@ -138,17 +138,23 @@ int code_arch_of(const mlops_lm_head_variant& v) {
 //           bound from M = 2 on), then m8n8k4;
 //   sm_70 .. 74: m8n8k4 FP16 (Volta's native MMA; unmeasured there);
 // and the CUDA-core instance last, everywhere (below sm_70 alone). Every list ends with index 0.
+// sm_90 at M = 1: the 6-stage pipe first (GPU run 14, H200, with stats: 319.7 us for 151936 x 4096
+// = 91.5 % of copy bandwidth, the 4-stage pipe 325.9; 84.3 vs 83.8 at 32000 x 4096, a tie). At
+// M = 8 it loses (379.2 vs 336.1 us), M = 2 .. 7 are unmeasured: the 4-stage pipe from M = 2 on.
+// Only sm_90 measured it (an A100's 164 KB fit 4 stages, so there it would run as the pipe).
+constexpr int kPlanSm90M1[] = {8, 6, 3, 4, 5, 0};
 constexpr int kPlanSm80[] = {6, 3, 4, 5, 0};
 constexpr int kPlanSm75[] = {4, 5, 0};
 constexpr int kPlanSm70[] = {5, 0};
 constexpr int kPlanOther[] = {0};
 
 template <class Runs>
-int plan_lm_head(int sm, Runs runs) {
+int plan_lm_head(int sm, int64_t tokens, Runs runs) {
   auto first = [&](const int* list) {
     for (;; ++list)
       if (*list == 0 || runs(kLmHeadVariants[*list])) return *list;
   };
+  if (sm >= 90 && tokens == 1) return first(kPlanSm90M1);
   if (sm >= 80) return first(kPlanSm80);
   if (sm >= 75) return first(kPlanSm75);
   if (sm >= 70) return first(kPlanSm70);
@@ -196,12 +202,16 @@ mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
 const mlops_sample_variant kSampleVariants[] = {
     {0, 256, 0, 0, "t256"},         {1, 512, 0, 0, "t512"},          {2, 1024, 0, 0, "t1024"},
     {3, 1024, 1, 0, "split"},       {4, 512, 0, 8, "cluster8"},      {5, 512, 0, 16, "cluster16"},
-    {6, 512, 0, 8, "cluster8_smem"}, {7, 512, 0, 16, "cluster16_smem"}, {8, 1024, 0, 16, "cluster16_smem_t1024"}};
-constexpr int kNumSample = 9;
+    {6, 512, 0, 8, "cluster8_smem"}, {7, 512, 0, 16, "cluster16_smem"}, {8, 1024, 0, 16, "cluster16_smem_t1024"},
+    // the staged forms whose top-p rounds stop at a bin of one weighted element (not planned
+    // until measured)
+    {9, 512, 0, 8, "cluster8_smem_es"}, {10, 512, 0, 16, "cluster16_smem_es"}};
+constexpr int kNumSample = 11;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
 // The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
-// loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh).
-constexpr bool kSampleStaged[kNumSample] = {false, false, false, false, false, false, true, true, true};
+// loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh):
+// 1, or 2 with the top-p rounds' early stop.
+constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and
@@ -363,9 +373,9 @@ int mlops_lm_head_variant_runs(int index) {
 }
 
 int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms) {
-  (void)tokens; (void)hidden; (void)vocab; (void)sms;
+  (void)hidden; (void)vocab; (void)sms;
   // a build with code for sm: every instance with min_sm <= sm has its body
-  return plan_lm_head(sm, [sm](const mlops_lm_head_variant& v) { return sm >= v.min_sm; });
+  return plan_lm_head(sm, tokens, [sm](const mlops_lm_head_variant& v) { return sm >= v.min_sm; });
 }
 
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
@@ -374,7 +384,7 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   Device d;
   if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
   // planned: the first instance of the arch's list whose code in this build is for its arch
-  const int v = args->variant >= 0 ? args->variant : plan_lm_head(d.sm, [&d](const mlops_lm_head_variant& x) {
+  const int v = args->variant >= 0 ? args->variant : plan_lm_head(d.sm, args->tokens, [&d](const mlops_lm_head_variant& x) {
     return d.sm >= x.min_sm && code_arch_of(x) >= x.min_sm;
   });
   const mlops_lm_head_variant& var = kLmHeadVariants[v];
@@ -438,7 +448,8 @@ int mlops_sample_variant_runs_as(int index, int64_t rows, int64_t vocab) {
   Device d;
   if (!current_device(&d) || !cluster_runs(v, d, rows)) return kSampleFallback;
   const int unstaged = v.cluster == 16 && sample_cluster16_ok() ? 5 : 4;  // cluster16 / cluster8
-  if (kSampleStaged[index]) return sample_cluster_staged_ok(v.cluster, v.threads, vocab) ? index : unstaged;
+  if (kSampleStaged[index])
+    return sample_cluster_staged_ok(v.cluster, v.threads, vocab, kSampleStaged[index]) ? index : unstaged;
   return unstaged;
 }
 
@@ -448,7 +459,12 @@ int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
   // same work in fewer, fuller waves); mlops_sample runs t1024 where the build has no sm_90 code.
   // Elsewhere one CTA a row. The split variant needs a workspace the caller sizes, so it is only
   // named (mlops.vocab.Sampler(variant="split")), never planned.
-  if (sm >= 90 && vocab >= 16384 && rows <= 65535) return rows <= 16 ? 5 : 4;
+  // The staged forms (the slice in shared memory; the unstaged kernel where it does not fit) won
+  // every mode in GPU run 15 (H200, V = 151936): cluster16_smem at B = 1 (greedy 11.2 us, top-k 27.2,
+  // top-p 46.5 vs the unstaged cluster16's 11.6 / 35.8 / 62.0), cluster8_smem from B = 8 on for a
+  // batch whose modes are unknown here (B = 8: greedy 11.8, top-k 30.6, all three 39.7, top-p 61.4,
+  // where cluster16_smem takes 14.5 / 34.4 / 49.0 / 56.4; B = 64: 30.8 / 91.6 / 120.9 / 179.3).
+  if (sm >= 90 && vocab >= 16384 && rows <= 65535) return rows <= 1 ? 7 : 6;
   return vocab >= 16384 ? 2 : vocab >= 2048 ? 1 : 0;
 }
 
@@ -456,26 +472,30 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
                               int has_stats, int has_history) {
   const int base = mlops_sample_plan(rows, vocab, sm, sms);
   if (!configs || !kSampleVariants[base].cluster) return base;
-  bool all_greedy = true, plain = true, topk_only = true;
+  bool all_greedy = true, plain = true, no_greedy_no_top_k = true;
   for (int64_t i = 0; i < rows; ++i) {
     const mlops_sample_config c = sanitize(configs[i]);
     const bool greedy = config_greedy(c);
     const bool top_k = c.top_k > 0 && int64_t(c.top_k) < vocab, top_p = c.top_p < 1.0f;
     all_greedy = all_greedy && greedy;
     plain = plain && !greedy && !top_k && !top_p;      // temperature and / or min_p
-    topk_only = topk_only && !greedy && top_k && !top_p;
+    no_greedy_no_top_k = no_greedy_no_top_k && !greedy && !top_k;
   }
-  // Measured on the H200 (GPU run 12, V = 151936, docs/perf/vocab-h200.md), against the cluster
-  // variant mlops_sample_plan gives:
+  // Measured on the H200 (GPU run 15, V = 151936; docs/vocab.md, the mode-aware plan), against
+  // the staged cluster variant mlops_sample_plan gives:
   //  - greedy rows fed the head's statistics read nothing of the row: one CTA a row is the cheapest
-  //    launch (t1024 5.2 / 5.3 / 5.8 us at B = 1 / 8 / 64, the cluster 6.1 / 6.0 / 9.0);
-  //  - temperature / min-p alone: the split variant (25.4 / 30.0 / 77.3 us, the cluster 26.1 /
-  //    32.9 / 107), whose chunk CTAs spread the row's exp over the whole GPU;
-  //  - top-k with the statistics at B = 64: t1024 (81 us, the cluster 101; at B <= 8 the cluster
-  //    is 3x faster, and B between them is unmeasured: kept on the cluster).
+  //    launch (t1024 5.6 / 5.5 / 5.8 us at B = 1 / 8 / 64; cluster16_smem 7.5 at B = 1,
+  //    cluster8_smem 8.5 / 20.6 at B = 8 / 64: staging the slice is wasted there);
+  //  - temperature / min-p alone above B = 8: the split variant (77.5 us at B = 64, cluster8_smem
+  //    85.9), whose chunk CTAs spread the row's exp over the whole GPU; at B <= 8 cluster16_smem
+  //    (21.9 / 28.4 us, split 25.0 / 30.5); B between 8 and 64 is unmeasured: split;
+  //  - at 2 <= B <= 8, rows that sample without top-k (temperature, min-p, top-p, penalties):
+  //    cluster16_smem (B = 8: top-p 56.4, penalties + top-p 59.2, cluster8_smem 61.4 / 63.9);
+  //    greedy or top-k rows keep cluster8_smem (B = 8: 11.8 / 30.6 us, cluster16_smem 14.5 / 34.4).
+  //    Top-k with the statistics at B = 64 stays on cluster8_smem (69.4 us; t1024 81.3).
   if (all_greedy && has_stats && !has_history) return 2;
-  if (plain && rows <= 65535) return 3;
-  if (topk_only && has_stats && !has_history && rows >= 64) return 2;
+  if (plain && rows > 8 && rows <= 65535) return 3;
+  if (no_greedy_no_top_k && rows <= 8) return 7;
   return base;
 }
 

@@ -178,20 +178,32 @@ def test_mode_aware_plan():
         packed = pack_configs(cfgs if isinstance(cfgs, list) else [cfgs] * rows)
         return mv.sample_variants()[C.sample_plan_configs(rows, V, sm, 132, packed.data_ptr(), stats, history)]["name"]
 
+    # GPU run 15 (H200): the staged cluster variants, split for temperature / min-p above B = 8,
+    # t1024 for greedy with the statistics; cluster16_smem at B <= 8 for rows without top-k
     for rows in (1, 8, 64):
-        cluster = "cluster16" if rows <= 16 else "cluster8"
-        assert plan(rows, dict(temperature=0.8)) == "split"
-        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == "split"
-        assert plan(rows, dict(temperature=0.0)) == cluster
+        base = "cluster16_smem" if rows == 1 else "cluster8_smem"
+        sampled = "cluster16_smem" if rows <= 8 else "cluster8_smem"
+        assert plan(rows, dict(temperature=0.8)) == ("split" if rows > 8 else "cluster16_smem")
+        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == ("split" if rows > 8 else "cluster16_smem")
+        assert plan(rows, dict(temperature=0.0)) == base
         assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
-        assert plan(rows, dict(temperature=0.0), stats=True, history=True) == cluster
-        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == cluster
-        assert plan(rows, dict(temperature=0.8, top_k=50)) == cluster
-        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == ("t1024" if rows >= 64 else cluster)
-    # a mixed batch is planned as the cluster; below sm_90 nothing changes either
-    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16"
+        assert plan(rows, dict(temperature=0.0), stats=True, history=True) == base
+        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == sampled
+        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == sampled
+        assert plan(rows, dict(temperature=0.8, top_k=50)) == base
+        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == base
+        assert plan(rows, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == base
+    # the unmeasured batch sizes between: split for temperature from B = 9 on
+    assert plan(9, dict(temperature=0.8)) == "split"
+    assert plan(4, dict(temperature=0.8, top_p=0.9)) == "cluster16_smem"
+    # a mixed batch: one greedy or top-k row keeps the batch on the base variant
+    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16_smem"
+    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=50)]) == "cluster8_smem"
+    assert plan(2, [dict(temperature=0.0), dict(temperature=0.8)], stats=True) == "cluster8_smem"
+    # below sm_90, and below V = 16384, nothing changes
     assert plan(1, dict(temperature=0.8), sm=80) == "t1024"
     assert plan(1, dict(temperature=0.0), stats=True, sm=80) == "t1024"
+    assert mv.sample_variants()[C.sample_plan(1, 8192, 90, 132)]["name"] == "t512"
 
 
 def test_sampler_planned_on_cpu_is_the_host_emulation():

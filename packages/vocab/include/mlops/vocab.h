@@ -110,7 +110,8 @@ int mlops_lm_head_variants(mlops_lm_head_variant* out, int capacity);
  * arch its code was generated for are both >= min_sm), else 0. */
 int mlops_lm_head_variant_runs(int index);
 /* The variant the planner picks for a GPU of arch sm (major * 10 + minor) with sms SMs, for a build
- * that has code for that arch: the fastest expected one (tensor cores where the arch has them).
+ * that has code for that arch: the fastest measured one (tensor cores where the arch has them; on
+ * sm_90 the 6-stage pipe for one token, the 4-stage one for more).
  * mlops_lm_head with variant -1 starts from this choice and steps down (to the next tensor-core
  * instance, at last the CUDA-core one) while this build's code for it is below its min_sm (a
  * compute_75 PTX build JIT-compiled on an sm_90 GPU has no m16n8k16 BF16 body). */
@@ -200,6 +201,8 @@ int mlops_sample_variant_runs(int index);
  * a cluster cannot run, cluster8 for cluster16 where clusters of 16 do not schedule, the unstaged
  * cluster variant for a staged one whose slice does not fit in shared memory; -1 for a bad index. */
 int mlops_sample_variant_runs_as(int index, int64_t rows, int64_t vocab);
+/* The variant mlops_sample with variant -1 runs (docs/vocab.md, the mode-aware plan): on sm_90 for
+ * V >= 16384 cluster16_smem for one row, cluster8_smem for more; one CTA a row elsewhere. */
 int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms);
 /* The planner that knows the batch (mlops.vocab.Sampler asks it; mlops_sample with variant -1
  * cannot, its configurations are on the device): configs[rows] in host memory, has_stats whether
