@@ -5,8 +5,8 @@ L2 is flushed before every timed call. One JSON line per case.
 
     python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
 
---variants times every kernel variant (mp.rope_variants(): step2, early2/4/8) at its planner split
-and early2 / early4 at the CTA splits around it, interleaved, in place with the cache (the issue's
+--variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, early2x5/x6) at its
+planner split and the early2 / early4 family at the CTA splits around it, interleaved, in place with the cache (the issue's
 call), plus each variant on the fly: "rope variants" rows, one measurement for all candidates.
 
 Bytes counted: q and k read once and written once (the minimum any RoPE moves); the cos/sin
@@ -77,7 +77,7 @@ def variant_splits(name: str, T: int) -> list[tuple[int, int]]:
     and early8 lost at every T and split, so they run at their planner split only; early2 / early4
     around the winners: prefill a few tokens a CTA with all heads, decode one token a CTA with its
     40 heads over 1 ... 5 CTAs."""
-    if name not in ("early2", "early4"):
+    if name not in ("early2", "early4", "early2x5", "early2x6"):
         return []
     if T >= 1024:
         return [(2, 0), (3, 0), (4, 0), (6, 0), (8, 0)]

@@ -139,6 +139,8 @@ KernelFn kernel_for(int variant) {
     case 2: return rope_kernel_early<T, L, V, 2>;
     case 3: return rope_kernel_early<T, L, V, 4>;
     case 4: return rope_kernel_early<T, L, V, 8>;
+    case 5: return rope_kernel_early<T, L, V, 2, 5>;
+    case 6: return rope_kernel_early<T, L, V, 2, 6>;
     default: return rope_kernel<T, L, V>;
   }
 }

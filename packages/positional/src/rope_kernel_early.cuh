@@ -147,8 +147,10 @@ struct Items {
   }
 };
 
-template <class T, int LAYOUT, bool VEC, int U>
-__global__ void __launch_bounds__(kCtaThreads, early_min_ctas<U>()) rope_kernel_early(const Params p) {
+// MINB: CTAs an SM asked of ptxas (early2x5 / x6: 5 / 6 instead of 4, at most 51 / 42 registers; run 14 showed
+// that from the cache occupancy beats loads a thread: early2 at 4 CTAs an SM beat early4 at 3).
+template <class T, int LAYOUT, bool VEC, int U, int MINB = early_min_ctas<U>()>
+__global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_early(const Params p) {
   extern __shared__ float smem[];
   const int rd = p.rotary_dim, half = p.half;
   int* bad = reinterpret_cast<int*>(smem + p.tpc * rd);

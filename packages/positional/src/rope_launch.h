@@ -15,6 +15,8 @@ constexpr int kCtaThreads = 256;
 //          the data round trip overlaps the positions -> cos/sin chain (2 round trips before the
 //          first store); the planner gives a CTA about U items a thread so they all go at once.
 //          U = 2 / 4 / 8 at 4 / 3 / 2 CTAs an SM (64 / 80 / 128 registers).
+//  early2x5 / early2x6: early2 compiled for 5 / 6 CTAs an SM (<= 51 / 42 registers): round-B
+//          candidates, more warps to hide the cache path's positions -> cos/sin round trip.
 // (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
 // early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
@@ -26,7 +28,8 @@ struct VariantInfo {
   int ctas_per_sm;       // what __launch_bounds__ allows
 };
 constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4}, {2, "early2", 2, 1, 0, 4}, {3, "early4", 4, 1, 0, 3},
-                                     {4, "early8", 8, 1, 0, 2}};
+                                     {4, "early8", 8, 1, 0, 2}, {5, "early2x5", 2, 1, 0, 5},
+                                     {6, "early2x6", 2, 1, 0, 6}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
 // The planner's kernels (H200, run 14, bench --variants): early2 for decode and for prefill from the
 // cache, early4 for prefill on the fly (mlops_rope_plan_path).
