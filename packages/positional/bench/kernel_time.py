@@ -22,6 +22,8 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
     ("early4 tpc=3 cache", dict(variant="early4", tokens_per_cta=3)),
     ("early4 tpc=3 on the fly", dict(variant="early4", tokens_per_cta=3, on_the_fly=True)),
     ("early2 tpc=4 on the fly", dict(variant="early2", tokens_per_cta=4, on_the_fly=True)),
+    ("early2x5 tpc=4 cache", dict(variant="early2x5", tokens_per_cta=4)),
+    ("early2x6 tpc=4 cache", dict(variant="early2x6", tokens_per_cta=4)),
     ("step2 tpc=4 cache (round-A planner)", dict(variant="step2", tokens_per_cta=4)),
 ]
 
