@@ -3,6 +3,8 @@
     ncu --set full -k regex:"refine|coarse|combine" -c 6 \\
         python packages/attention/bench/profile_decode.py --B 1 --L 16384 --variant warps --exact
 
+(the reference decode of "items" runs first: -k regex:"_warps" keeps only the warps layouts' kernels.)
+
 Runs a warm-up decode, then --reps decodes of each variant named (comma-separated), so ncu's
 kernel filter with -c picks the kernels of the variants in order.
 """

@@ -14,6 +14,14 @@ namespace {
 
 thread_local std::string g_last_error;
 
+// The warps refine reads the sink / tail rows 16 bytes a load.
+bool rows_aligned16(const mlops_fbla_cache& c) {
+  const void* rows[4] = {c.sink_k, c.sink_v, c.tail_k, c.tail_v};
+  for (const void* r : rows)
+    if (reinterpret_cast<uintptr_t>(r) & 15u) return false;
+  return true;
+}
+
 mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 mlops_status fail(mlops_status s, const char* fmt, ...) {
   char buf[512];
@@ -90,12 +98,8 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (a->variant < 0 || a->variant > kDecodeVariantCount)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
                 a->variant);
-  if (a->variant - 1 == kWarps || a->variant - 1 == kWarpsCoarse) {  // 16-byte loads of the BF16 rows
-    const void* rows[4] = {c->sink_k, c->sink_v, c->tail_k, c->tail_v};
-    for (const void* r : rows)
-      if (reinterpret_cast<uintptr_t>(r) & 15u)
-        return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
-  }
+  if (a->variant > 0 && warps_refine(a->variant - 1) && !rows_aligned16(*c))  // 16-byte loads of the BF16 rows
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
   const size_t need = mlops_fbla_decode_scratch_bytes(c, a->q_heads);
   if (!scratch) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
   if (reinterpret_cast<uintptr_t>(scratch) & 15u)
@@ -118,7 +122,8 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
   p.scale = a.scale;
   p.gap = a.gap;
   p.exact = a.exact;
-  p.variant = a.variant > 0 ? a.variant - 1 : kPlannerVariant;
+  // the planner: its pick, or items+combine_warps where the BF16 rows are not 16-byte aligned
+  p.variant = a.variant > 0 ? a.variant - 1 : rows_aligned16(c) ? kPlannerVariant : kItemsCombineWarps;
   scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
   return p;
 }
@@ -202,10 +207,14 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"items+combine_warps", 61},  // the same refine; combine: a warp a (row, 32 channels)
       {"warps", 61},                // refine: 2 warps an item (lane a token, lane 4 channels); combine_warps
       {"warps+coarse_warps", 61},   // warps, and the coarse pass (skip mode) in the same layout
+      {"imma+coarse_warps", 80},    // warps+coarse_warps, the closed groups' scores by mma.sync m16n8k32 s8
+      {"imma+coarse_imma", 80},     // imma+coarse_warps, the coarse pass's integer dots by mma.sync too
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;
 }
+
+int32_t mlops_fbla_decode_planner_variant(void) { return kPlannerVariant; }
 
 const char* mlops_fbla_last_error(void) { return g_last_error.c_str(); }
 

@@ -127,6 +127,7 @@ NB_MODULE(_C, m) {
       d["index"] = i;
       d["name"] = v[i].name;
       d["min_sm"] = v[i].min_sm;
+      d["planner"] = i == mlops_fbla_decode_planner_variant();
       out.append(d);
     }
     return out;

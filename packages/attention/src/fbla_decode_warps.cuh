@@ -151,9 +151,114 @@ struct alignas(8) U2 {
 
 __device__ __forceinline__ float f4_at(const F4& v, int i) { return reinterpret_cast<const float*>(&v)[i]; }
 
+// D (16 x 8, s32) += A (16 x 32, s8, row) B (32 x 8, s8, col) by a warp, in the PTX fragments of
+// mma.m16n8k32 (gid = lane / 4, tig = lane % 4): a[0] row gid, k 4tig .. 4tig+3; a[1] row gid + 8, the
+// same k; a[2] / a[3] the same rows, k + 16; b[0] column gid, k 4tig .. 4tig+3; b[1] k + 16; c[0] / c[1]
+// row gid, columns 2tig / 2tig+1; c[2] / c[3] row gid + 8. Integer sums (no overflow here): the same
+// integers in any order. sm_80+: the tensor core; compute_61 / 70 / 75 (PTX) and the kernel-on-host
+// runner: the same sums by shuffles and DP4A (every lane of the warp must call it).
+__device__ __forceinline__ void mma_s8_16x8x32(const uint32_t (&a)[4], const uint32_t (&b)[2], int32_t (&c)[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const int sa = 4 * gid + t;  // the lane holding k 4t .. 4t+3 (and + 16) of rows gid, gid + 8
+    const int a0 = __shfl_sync(0xffffffffu, static_cast<int>(a[0]), sa);
+    const int a1 = __shfl_sync(0xffffffffu, static_cast<int>(a[1]), sa);
+    const int a2 = __shfl_sync(0xffffffffu, static_cast<int>(a[2]), sa);
+    const int a3 = __shfl_sync(0xffffffffu, static_cast<int>(a[3]), sa);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int sb = 4 * (2 * tig + j) + t;  // the lane holding column 2tig + j, the same k
+      const int b0 = __shfl_sync(0xffffffffu, static_cast<int>(b[0]), sb);
+      const int b1 = __shfl_sync(0xffffffffu, static_cast<int>(b[1]), sb);
+      c[j] = __dp4a(a2, b1, __dp4a(a0, b0, c[j]));
+      c[2 + j] = __dp4a(a3, b1, __dp4a(a1, b0, c[2 + j]));
+    }
+  }
+#endif
+}
+
+// The B fragments of the q digits of group g: column n = gid = 2 head + digit, k-step s: code words
+// 2S tig + 2s (k 4tig ..) and + 1 (k 16 + 4tig ..), in perm_channel order as sm.what.
+template <int D>
+__device__ __forceinline__ void load_bfrag(const WarpSmem& sm, int g, uint32_t (&bf)[D / 32][2]) {
+  constexpr int S = D / 32;
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      bf[s][j] = *reinterpret_cast<const uint32_t*>(&sm.what[gid >> 1][g][gid & 1][4 * (2 * S * tig + 2 * s + j)]);
+}
+
+// The scores of a closed group by the warp (variant imma+coarse_warps): an MMA row tile = a 16-token
+// block, k = the channels in perm_channel order, column n = 2 head + digit (the q digits, sm.what).
+// Lane tig owns code words cw0 .. cw0 + 2S - 1 (cw0 = 2S tig; k-step s: words cw0 + 2s, cw0 + 2s + 1 as
+// the k and k + 16 halves), so its codes come from plane word cw0 / 8 by gather_code4 as in
+// load_codes_perm, and c[0] / c[1] of lane (gid, tig) are the hi / lo digit sums of token 16 m + gid,
+// head tig: 256 c[0] + c[1] == dot_codes, the same integer, then the same score_of. Result: score or
+// -inf (block not refined for the head, or head >= nh) in component head of sm.pw[g][t] (a staging
+// place: the probabilities overwrite it after two barriers).
+template <int D>
+__device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const uint8_t* rec, int g, int nh,
+                                            float scale) {
+  constexpr int S = D / 32, W = D / 32;  // k-steps of 32 channels; plane words a token row
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
+  uint32_t bf[S][2];
+  load_bfrag<D>(sm, g, bf);
+  int bit_of[6];
+#pragma unroll
+  for (int j = 0; j < 6; ++j) bit_of[j] = j < l.cb ? l.fb + j : j - l.cb;
+  const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
+  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
+  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf);
+#pragma unroll 1
+  for (int m = 0; m < kBlocksPerGroup; ++m) {
+    bool any = false;
+#pragma unroll
+    for (int hi = 0; hi < kWarpHeads; ++hi) any = any || (hi < nh && sm.ref[hi][g * kBlocksPerGroup + m]);
+    const bool mine = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m];
+    float* out0 = reinterpret_cast<float*>(&sm.pw[g][kBlock * m + gid]) + tig;
+    float* out1 = reinterpret_cast<float*>(&sm.pw[g][kBlock * m + gid + 8]) + tig;
+    if (!any) {  // uniform over the warp
+      *out0 = neg_inf();
+      *out1 = neg_inf();
+      continue;
+    }
+    uint32_t x[2][6];  // the plane words w of tokens 16 m + gid and + 8 (independent loads)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = kBlock * m + gid + 8 * r;
+#pragma unroll
+      for (int j = 0; j < 6; ++j)
+        x[r][j] = j < l.cb ? kc[(t * l.cb + j) * W + w] : kf[(t * l.fb + (j - l.cb)) * W + w];
+    }
+    int32_t c[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      uint32_t a[4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
+        a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
+      }
+      mma_s8_16x8x32(a, bf[s], c);
+    }
+    *out0 = mine ? score_of(bias, sw, c[0] * 256 + c[1], scale) : neg_inf();
+    *out1 = mine ? score_of(bias, sw, c[2] * 256 + c[3], scale) : neg_inf();
+  }
+}
+
 // Refine pass, "warps" layout: item (slot, b, kh) as refine_kernel; __launch_bounds__(64, 8): at most
 // 128 registers, 8+ CTAs (16+ warps) an SM.
-template <int D>
+// kImma: the closed groups' scores by imma_scores (variant imma+coarse_warps), the rest the same code.
+template <int D, bool kImma = false>
 __global__ void __launch_bounds__(kWarpThreads, 8) refine_warps_kernel(DecodeParams p, int items) {
   __shared__ WarpSmem sm;
   constexpr int W = D / 32;
@@ -214,6 +319,10 @@ __global__ void __launch_bounds__(kWarpThreads, 8) refine_warps_kernel(DecodePar
       if (rec)
         for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, rec, hi, g);
       __syncthreads();
+      if constexpr (kImma) {
+        if (rec) imma_scores<D>(l, sm, rec, g, nh, p.scale);
+        __syncwarp();  // lane t reads the scores of token t below
+      }
       // ---- scores: lane a token, 4 passes of 32 tokens; the warp's max a head
       float s[4][kWarpHeads];
       float wmax[kWarpHeads];
@@ -242,6 +351,9 @@ __global__ void __launch_bounds__(kWarpThreads, 8) refine_warps_kernel(DecodePar
 #pragma unroll
             for (int hi = 0; hi < kWarpHeads; ++hi)
               if (hi < nh) s[r][hi] = dot[hi] * p.scale;
+          } else if constexpr (kImma) {
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi) s[r][hi] = f4_at(sm.pw[g][t], hi);
           } else {
             bool any = false;
 #pragma unroll
@@ -402,7 +514,70 @@ __global__ void __launch_bounds__(kWarpThreads, 8) refine_warps_kernel(DecodePar
 // Coarse pass, "warps" layout: item (ch, b, kh) as coarse_kernel, warp g <-> group g of the chunk, a
 // lane a token (4 passes of 32): the same integers (coarse_dot2 / coarse_err2), the same score_half
 // roundings, maxima (exact in any order) by butterflies.
+// The coarse pass of group g by the warp in the MMA layout: writes ub of the group's blocks for heads
+// < nh (rows row0 + head) and leaves in lbm[head] (every lane) the max over the group's tokens of
+// score_half(c2 - e2), as coarse_warps_kernel's lane-a-token loop does (maxima: exact in any order).
 template <int D>
+__device__ __forceinline__ void coarse_imma(const DecodeParams& p, const Layout& l, const WarpSmem& sm,
+                                            const uint8_t* rec, int g, int nh, size_t row0, int ch,
+                                            float (&lbm)[kWarpHeads]) {
+  constexpr int S = D / 32, W = D / 32;
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
+  uint32_t bf[S][2];
+  load_bfrag<D>(sm, g, bf);
+  const int bit_of[6] = {0, 1, 2, 3, 4, 5};  // the coarse code's bits (planes fb .. 5 of the code)
+  const bool hv = tig < nh;
+  const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
+  const int32_t wsum = hv ? sm.wsum[tig][g] : 0, e2 = hv ? coarse_err2(sm.wabs[tig][g], l.fb) : 0;
+  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
+  float lb = neg_inf();
+#pragma unroll 1
+  for (int m = 0; m < kBlocksPerGroup; ++m) {
+    uint32_t x[2][6];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = kBlock * m + gid + 8 * r;
+#pragma unroll
+      for (int j = 0; j < 6; ++j) x[r][j] = j < 4 && j < l.cb ? kc[(t * l.cb + j) * W + w] : 0u;
+    }
+    int32_t c[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      uint32_t a[4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
+        a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
+      }
+      mma_s8_16x8x32(a, bf[s], c);
+    }
+    const int32_t c2a = coarse_dot2(c[0] * 256 + c[1], wsum, l.fb), c2b = coarse_dot2(c[2] * 256 + c[3], wsum, l.fb);
+    if (hv) {
+      lb = fmax_step(lb, score_half(bias, sw, c2a - e2, p.scale));
+      lb = fmax_step(lb, score_half(bias, sw, c2b - e2, p.scale));
+    }
+    int32_t u2 = c2a > c2b ? c2a : c2b;
+#pragma unroll
+    for (int off = 4; off <= 16; off <<= 1) {  // the 8 gid lanes of head tig: the block's 16 tokens
+      const int32_t o = __shfl_xor_sync(0xffffffffu, u2, off);
+      u2 = o > u2 ? o : u2;
+    }
+    if (gid == 0 && hv)
+      p.s.ub[(row0 + tig) * p.s.nblk + (ch * kChunkGroups + g) * kBlocksPerGroup + m] =
+          score_half(bias, sw, u2 + e2, p.scale);
+  }
+#pragma unroll
+  for (int off = 4; off <= 16; off <<= 1) lb = fmax_step(lb, __shfl_xor_sync(0xffffffffu, lb, off));
+  // lane tig holds head tig's maximum: every lane gets all heads' (the caller's butterfly keeps them)
+#pragma unroll
+  for (int hi = 0; hi < kWarpHeads; ++hi) lbm[hi] = __shfl_sync(0xffffffffu, lb, hi);
+}
+
+// kImma (variant imma+coarse_imma): the integer dots by mma_s8_16x8x32 in imma_scores' layout (an MMA
+// row tile = a 16-token block, lane (gid, tig): tokens 16 m + gid, + 8 of head tig), the same c2 / e2
+// integers and score_half roundings; block maxima over the 8 gid lanes, lbmax over the warp's tokens.
+template <int D, bool kImma = false>
 __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodeParams p, int items) {
   __shared__ WarpSmem sm;
   const mlops_fbla_cache& c = p.c;
@@ -431,7 +606,9 @@ __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodePar
       float lbm[kWarpHeads];
 #pragma unroll
       for (int hi = 0; hi < kWarpHeads; ++hi) lbm[hi] = neg_inf();
-      if (rec) {
+      if constexpr (kImma) {
+        if (rec) coarse_imma<D>(p, l, sm, rec, g, nh, static_cast<size_t>(it.b) * p.Hq + hq0, ch, lbm);
+      } else if (rec) {
 #pragma unroll 1
         for (int r = 0; r < 4; ++r) {
           const int t = 32 * r + lane;

@@ -58,8 +58,23 @@ struct DecodeParams {
 };
 
 // The decode variants (mlops_fbla_decode_variants): which refine and combine kernels run.
-enum DecodeVariant { kItems = 0, kItemsCombineWarps = 1, kWarps = 2, kWarpsCoarse = 3, kDecodeVariantCount = 4 };
-constexpr int kPlannerVariant = kItems;  // changed only after a GPU measurement (docs/attention.md)
+enum DecodeVariant {
+  kItems = 0,
+  kItemsCombineWarps = 1,
+  kWarps = 2,
+  kWarpsCoarse = 3,
+  kImmaCoarse = 4,  // warps+coarse_warps with the closed groups' scores by mma.sync s8 (sm_80+; shuffles below)
+  kImmaImma = 5,    // kImmaCoarse with the coarse pass's dots by mma.sync s8 too
+  kDecodeVariantCount = 6
+};
+// The planner's pick: warps+coarse_warps, the fastest of GPU run 14 (H200, exact 3+3: B1 L16K 60.9 us
+// against items 95.4, B8 L128K 1875 us against 4156; skip 80.7 / 2563 against 117 / 5024).
+constexpr int kPlannerVariant = kWarpsCoarse;
+// Variants whose refine is refine_warps_kernel (2 warps an item, 16-byte BF16 row loads).
+inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v == kImmaCoarse || v == kImmaImma; }
+inline bool imma_refine(int v) { return v == kImmaCoarse || v == kImmaImma; }
+// Variants whose coarse pass (skip mode) is coarse_warps_kernel.
+inline bool warps_coarse(int v) { return v == kWarpsCoarse || v == kImmaCoarse || v == kImmaImma; }
 
 struct AppendParams {
   mlops_fbla_cache c;

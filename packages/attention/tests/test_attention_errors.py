@@ -99,7 +99,8 @@ def test_full_cache_writes_nothing(mode):
 
 def test_decode_variants_by_name_or_index():
     names = [v["name"] for v in A.decode_variants()]
-    assert names[:4] == ["items", "items+combine_warps", "warps", "warps+coarse_warps"]
+    assert names[:6] == ["items", "items+combine_warps", "warps", "warps+coarse_warps", "imma+coarse_warps",
+                         "imma+coarse_imma"]
     k, v = kv(1, 2, 300, 64)
     c = A.encode(k, v)
     q = torch.randn(1, 4, 64).bfloat16()
@@ -109,3 +110,11 @@ def test_decode_variants_by_name_or_index():
     for bad in ("nope", len(names), -1, True):
         with pytest.raises(ValueError, match="^variant:"):
             A.decode(q, c, variant=bad)
+
+
+def test_decode_planner_pick():
+    # GPU run 14 (H200): warps+coarse_warps fastest in every measured shape and mode (docs/attention.md)
+    picks = [v["name"] for v in A.decode_variants() if v["planner"]]
+    assert picks == ["warps+coarse_warps"]
+    min_sm = {v["name"]: v["min_sm"] for v in A.decode_variants()}
+    assert min_sm["imma+coarse_warps"] == min_sm["imma+coarse_imma"] == 80  # tensor-core MMA (shuffles below sm_80)

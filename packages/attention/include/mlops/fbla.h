@@ -108,6 +108,9 @@ typedef struct mlops_fbla_decode_variant {
 /* Fills out[0 .. min(n, capacity)) and returns n, the number of variants. */
 int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capacity);
 
+/* The 0-based index of the variant that mlops_fbla_decode_args.variant = 0 runs (the planner's pick). */
+int32_t mlops_fbla_decode_planner_variant(void);
+
 /* Decode scratch: needs no initial contents; size depends on batch, q_heads, head_dim and
  * capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */
 size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* cache, int32_t q_heads);

@@ -102,6 +102,15 @@ uint32_t emu_shfl_xor(uint32_t bits, int off) {
   return r;
 }
 
+uint32_t emu_shfl_idx(uint32_t bits, int src) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  g_xchg[w][l] = bits;
+  warp_barrier();
+  const uint32_t r = g_xchg[w][src & 31];
+  warp_barrier();
+  return r;
+}
+
 uint32_t __ballot_sync(uint32_t, int pred) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;
   g_xchg[w][l] = pred != 0;
@@ -176,12 +185,15 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
   const int per = p.c.batch * p.c.kv_heads;
   const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
   const int res = ctas > 0 ? ctas : g_default_ctas;
-  const bool warps = p.variant == kWarps || p.variant == kWarpsCoarse;
-  if (!p.exact && coarse_items > 0 && p.variant == kWarpsCoarse)
+  if (!p.exact && coarse_items > 0 && p.variant == kImmaImma)
+    run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D, true>(p, coarse_items); });
+  else if (!p.exact && coarse_items > 0 && warps_coarse(p.variant))
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  if (warps)
+  if (imma_refine(p.variant))
+    run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_warps_kernel<D, true>(p, refine_items); });
+  else if (warps_refine(p.variant))
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_warps_kernel<D>(p, refine_items); });
   else
     run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });

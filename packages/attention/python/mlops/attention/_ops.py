@@ -327,8 +327,8 @@ _VARIANTS = C.decode_variants()
 
 
 def decode_variants() -> list[dict]:
-    """The decode kernel layouts as data: index, name, min_sm. Every variant gives the same bits
-    (the host emulation's); decode(variant=None) takes the planner's pick."""
+    """The decode kernel layouts as data: index, name, min_sm, planner (True for the planner's pick).
+    Every variant gives the same bits (the host emulation's); decode(variant=None) takes the planner's pick."""
     return [dict(v) for v in _VARIANTS]
 
 

@@ -40,6 +40,19 @@ inline T __shfl_xor_sync(uint32_t, T v, int off) {
   return r;
 }
 
+uint32_t emu_shfl_idx(uint32_t bits, int src);
+
+template <typename T>
+inline T __shfl_sync(uint32_t, T v, int src) {
+  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  b = emu_shfl_idx(b, src);
+  T r;
+  std::memcpy(&r, &b, 4);
+  return r;
+}
+
 inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; ++i) c += int(int8_t(a >> (8 * i))) * int(int8_t(b >> (8 * i)));
   return c;
