@@ -209,8 +209,9 @@ def main():
                 verdict["T4096_le_25us"] = r["us"] <= 25.0
             if T == 32768:
                 verdict["T32768_ge_85pct_copy_bw"] = r["frac_copy_bw"] >= 0.85
-            if T <= 32:
-                verdict[f"T{T}_within_2us_of_empty_kernel"] = r["over_empty_kernel_us"] <= 2.0
+            if T <= 32:  # not every row carries its excess over the empty kernel (run 17: KeyError)
+                over = r.get("over_empty_kernel_us", r["us"] - t_empty * 1e6)
+                verdict[f"T{T}_within_2us_of_empty_kernel"] = over <= 2.0
         b.record(case=case, impl="mlops", **verdict)
     # the same targets for the fastest candidate of --variants at each T (in place, cache)
     for path in ("cache", "on the fly"):

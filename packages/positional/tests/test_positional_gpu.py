@@ -343,7 +343,8 @@ def test_eager_fast_path_equals_general_path_and_host(dtype):
 
     T, hq, hk, D = 45, 6, 2, 128
     f = _inv_freq(64, 500000.0)
-    pos = torch.randint(-2, 1030, (T,), generator=torch.Generator().manual_seed(44))  # a few out of range
+    pos = torch.randint(0, 1024, (T,), generator=torch.Generator().manual_seed(44))
+    pos[3], pos[17], pos[30] = -2, 1029, 1000  # out of range of the cache (-2, 1029) and of max_positions=1000
     qkv0 = randn((T, (hq + 2 * hk) * D), dtype, seed=45)
 
     def calls(dev, variant):
