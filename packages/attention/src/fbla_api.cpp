@@ -209,6 +209,7 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"warps+coarse_warps", 61},   // warps, and the coarse pass (skip mode) in the same layout
       {"imma+coarse_warps", 80},    // warps+coarse_warps, the closed groups' scores by mma.sync m16n8k32 s8
       {"imma+coarse_imma", 80},     // imma+coarse_warps, the coarse pass's integer dots by mma.sync too
+      {"imma_occ+coarse_imma", 80}, // imma+coarse_imma, the refine at kImmaOccCtas CTAs an SM
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;

@@ -15,6 +15,11 @@ namespace mlops::fbla {
 
 constexpr int kWarpHeads = 4;                     // q heads a pass (the 32/8 GQA of issue 6: one pass)
 constexpr int kWarpThreads = 32 * kChunkGroups;   // warp g <-> group g of a chunk
+// imma_occ+coarse_imma: the IMMA refine at this many CTAs an SM (sm_90, nvcc 13.0: 96 registers and
+// 16 bytes of spills, against 128 registers and 12 bytes at 8 CTAs; at 12 CTAs: 80 registers, 88 bytes
+// of spills): 20 warps an SM instead of 16 to hide the load latency that run 14 points at
+// (17.7 KB of shared memory a CTA: 10 an SM fit).
+constexpr int kImmaOccCtas = 10;
 
 // Channel d = 32w + 8i + k sits in byte i of code word 8w + k: bit (8i + k) of each plane word w is
 // moved to bit (8i + j) of that word by one rotate, so 4 channels' codes come out of a plane in two
@@ -258,8 +263,9 @@ __device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const
 // Refine pass, "warps" layout: item (slot, b, kh) as refine_kernel; __launch_bounds__(64, 8): at most
 // 128 registers, 8+ CTAs (16+ warps) an SM.
 // kImma: the closed groups' scores by imma_scores (variant imma+coarse_warps), the rest the same code.
-template <int D, bool kImma = false>
-__global__ void __launch_bounds__(kWarpThreads, 8) refine_warps_kernel(DecodeParams p, int items) {
+// kMinCtas: CTAs an SM asked of ptxas (8: the 128-register cap; kImmaOccCtas for variant imma_occ+coarse_imma).
+template <int D, bool kImma = false, int kMinCtas = 8>
+__global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(DecodeParams p, int items) {
   __shared__ WarpSmem sm;
   constexpr int W = D / 32;
   const mlops_fbla_cache& c = p.c;

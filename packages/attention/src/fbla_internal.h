@@ -65,16 +65,18 @@ enum DecodeVariant {
   kWarpsCoarse = 3,
   kImmaCoarse = 4,  // warps+coarse_warps with the closed groups' scores by mma.sync s8 (sm_80+; shuffles below)
   kImmaImma = 5,    // kImmaCoarse with the coarse pass's dots by mma.sync s8 too
-  kDecodeVariantCount = 6
+  kImmaOcc = 6,     // kImmaImma with the refine at more CTAs an SM (fewer registers, some spills)
+  kDecodeVariantCount = 7
 };
 // The planner's pick: warps+coarse_warps, the fastest of GPU run 14 (H200, exact 3+3: B1 L16K 60.9 us
 // against items 95.4, B8 L128K 1875 us against 4156; skip 80.7 / 2563 against 117 / 5024).
 constexpr int kPlannerVariant = kWarpsCoarse;
 // Variants whose refine is refine_warps_kernel (2 warps an item, 16-byte BF16 row loads).
-inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v == kImmaCoarse || v == kImmaImma; }
-inline bool imma_refine(int v) { return v == kImmaCoarse || v == kImmaImma; }
+inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v >= kImmaCoarse; }
+inline bool imma_refine(int v) { return v == kImmaCoarse || v == kImmaImma; }  // at 8 CTAs an SM (kImmaOcc: more)
+inline bool imma_coarse(int v) { return v == kImmaImma || v == kImmaOcc; }
 // Variants whose coarse pass (skip mode) is coarse_warps_kernel.
-inline bool warps_coarse(int v) { return v == kWarpsCoarse || v == kImmaCoarse || v == kImmaImma; }
+inline bool warps_coarse(int v) { return v == kWarpsCoarse || v >= kImmaCoarse; }
 
 struct AppendParams {
   mlops_fbla_cache c;

@@ -17,7 +17,7 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
 int resident(K kernel, int slot, int threads = kThreads) {
-  static int cache[64][12];
+  static int cache[64][14];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
@@ -35,7 +35,7 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
   const int per = p.c.batch * p.c.kv_heads;
   const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
   auto grid = [&](int items, int res) { return items < res ? items : res; };
-  if (!p.exact && coarse_items > 0 && p.variant == kImmaImma) {
+  if (!p.exact && coarse_items > 0 && imma_coarse(p.variant)) {
     const int res = ctas > 0 ? ctas : resident(coarse_warps_kernel<D, true>, D == 64 ? 10 : 11, kWarpThreads);
     if (res <= 0) return cudaErrorInvalidDevice;
     coarse_warps_kernel<D, true><<<grid(coarse_items, res), kWarpThreads, 0, s>>>(p, coarse_items);
@@ -48,7 +48,12 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     if (res <= 0) return cudaErrorInvalidDevice;
     coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
   }
-  if (imma_refine(p.variant)) {
+  if (p.variant == kImmaOcc) {
+    const int res =
+        ctas > 0 ? ctas : resident(refine_warps_kernel<D, true, kImmaOccCtas>, D == 64 ? 12 : 13, kWarpThreads);
+    if (res <= 0) return cudaErrorInvalidDevice;
+    refine_warps_kernel<D, true, kImmaOccCtas><<<grid(refine_items, res), kWarpThreads, 0, s>>>(p, refine_items);
+  } else if (imma_refine(p.variant)) {
     const int res = ctas > 0 ? ctas : resident(refine_warps_kernel<D, true>, D == 64 ? 8 : 9, kWarpThreads);
     if (res <= 0) return cudaErrorInvalidDevice;
     refine_warps_kernel<D, true><<<grid(refine_items, res), kWarpThreads, 0, s>>>(p, refine_items);

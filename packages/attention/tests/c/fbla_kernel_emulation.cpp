@@ -185,13 +185,16 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
   const int per = p.c.batch * p.c.kv_heads;
   const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
   const int res = ctas > 0 ? ctas : g_default_ctas;
-  if (!p.exact && coarse_items > 0 && p.variant == kImmaImma)
+  if (!p.exact && coarse_items > 0 && imma_coarse(p.variant))
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D, true>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0 && warps_coarse(p.variant))
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  if (imma_refine(p.variant))
+  if (p.variant == kImmaOcc)
+    run_grid(std::min(refine_items, res), kWarpThreads,
+             [&] { refine_warps_kernel<D, true, kImmaOccCtas>(p, refine_items); });
+  else if (imma_refine(p.variant))
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_warps_kernel<D, true>(p, refine_items); });
   else if (warps_refine(p.variant))
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_warps_kernel<D>(p, refine_items); });
