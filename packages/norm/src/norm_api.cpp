@@ -262,6 +262,14 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     return base;
   const int64_t units = a.hidden / kUnit;
   const bool fp8_nvfp4 = a.quant == MLOPS_QUANT_FP8_DYNAMIC || a.quant == MLOPS_QUANT_NVFP4;
+  // The lean row kernels (r16l / r16l4: H = 2048 or 4096, HF order, weight in x's dtype, no bias,
+  // y and / or INT8), GPU run 17: 16384x4096 y r16l4 72.9 us vs w8c2 103.9 (86.6 % of copy
+  // bandwidth; F.rms_norm 85.3), 2048x4096 13.25 vs 17.8, 16384x2048 r16l 37.5 vs r8 44.4;
+  // INT8 16384x4096 r16l 88.9 vs r16 150, 2048x4096 17.1 vs 25.1, 16384x2048 39.8 vs r8 65.5.
+  // A call they do not take runs r16's kernels (within 1 % of w8c2 / r8 for y).
+  const bool lean = (a.hidden == 2048 || a.hidden == 4096) && a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype &&
+                    a.bias == nullptr && (a.quant == MLOPS_QUANT_NONE || a.quant == MLOPS_QUANT_INT8);
+  if (lean) return a.quant == MLOPS_QUANT_NONE && a.hidden == 4096 ? 12 : 11;  // r16l4 : r16l
   if (units >= 5 && units <= 8) return 10;                                    // r8
   if (units >= 9 && units <= 16 && a.quant == MLOPS_QUANT_INT8) return 7;     // r16
   if (units >= 9 && units <= 16 && fp8_nvfp4) return 4;                       // w2c2

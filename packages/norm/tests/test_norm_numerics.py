@@ -219,12 +219,15 @@ def test_call_planner_follows_round_a():
     def plan(T, H, quant=none, xdt=bf16, kind=rms, residual=False):
         return names[mn._ops.C.plan_call(T, H, kind, xdt, residual, quant, 132)]
 
-    for q in (none, int8, nvfp4, fp8d):  # 8 units: r8, plain and quantized, bf16 and fp16
+    for q in (nvfp4, fp8d):  # 8 units: r8 for the outputs the lean kernels do not write, bf16 and fp16
         assert plan(16384, 2048, q) == "r8" and plan(16384, 2048, q, fp16) == "r8"
+    for q in (none, int8):  # run 17: the lean row kernels (r16l4 for y at 4096 units' 16, else r16l)
+        assert plan(16384, 2048, q) == "r16l" and plan(16384, 2048, q, fp16) == "r16l"
+        assert plan(2048, 4096, q) == ("r16l4" if q == none else "r16l")
+    assert plan(16384, 4096) == "r16l4" and plan(16384, 4096, int8) == "r16l"
+    assert plan(16384, 1536) == "r8" and plan(16384, 3072) == "w8c2"  # not 2048 / 4096: not the lean kernels
     assert plan(16384, 2048, residual=True) == "w4c2"  # add + norm: w4c2 72.1 vs r8 76.1 us
     assert plan(16384, 2048, xdt=fp32) == "w4c2" and plan(16384, 2048, kind=layer) == "w4c2"  # not measured
-    assert plan(16384, 4096) == "w8c2" and plan(2048, 4096) == "w8c2"  # plain: r8 / r16 within 1 %
-    assert plan(16384, 4096, int8) == "r16" and plan(2048, 4096, int8) == "r16"
     assert plan(16384, 4096, nvfp4) == "w2c2" and plan(2048, 4096, fp8d) == "w2c2"
     assert plan(16384, 4096, fp8s) == "w8c2"  # static FP8: not measured by variant
     assert plan(16384, 8192) == "w8"
