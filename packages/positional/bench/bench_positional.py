@@ -84,9 +84,10 @@ def variant_splits(name: str, T: int) -> list[tuple[int, int]]:
     return [(1, 0), (1, 32), (1, 20), (1, 16), (1, 8)]
 
 
-# on the fly at large T (run 14: early4 3 tokens a CTA 172.1 us at T = 32768, the fastest row;
-# early2 was measured on the fly only at its old 1-token planner split)
+# on the fly at large T (run 14: early4 3 tokens a CTA 172.1 us at T = 32768; run 17: early2x5 at
+# its 4-token planner split 171.57, measured at no other split on the fly: early2x5 joins the sweep)
 OTF_SPLITS = [(3, 0), (4, 0), (8, 0)]
+OTF_VARIANTS = ("early2", "early4", "early2x5")
 
 
 def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: str, t_empty: float):
@@ -101,7 +102,9 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
         meta[key] = dict(variant=name, split=[tpc, hpc], planner=True, path="cache")
         key = f"{name} planner on the fly"
         fns[key] = lambda name=name: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True, variant=name)
-        meta[key] = dict(variant=name, split=[tpc, hpc], planner=True, path="on the fly")
+        # the on-the-fly split can differ from the cache's (early2x5: 4 tokens against 3)
+        otf_split = list(mp._ops.C.plan(T, HQ + HK, D, sms, v["id"], True)[:2])
+        meta[key] = dict(variant=name, split=otf_split, planner=True, path="on the fly")
         for tpc2, hpc2 in variant_splits(name, T):
             if (tpc2, hpc2 if hpc2 else HQ + HK) == (tpc, hpc):
                 continue
@@ -109,8 +112,8 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
             fns[key] = lambda name=name, a=tpc2, h=hpc2: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name,
                                                                        tokens_per_cta=a, heads_per_cta=h)
             meta[key] = dict(variant=name, split=[tpc2, hpc2], planner=False, path="cache")
-        for tpc2, hpc2 in (OTF_SPLITS if T >= 1024 and name in ("early2", "early4") else []):
-            if (tpc2, hpc2 if hpc2 else HQ + HK) == (tpc, hpc):
+        for tpc2, hpc2 in (OTF_SPLITS if T >= 1024 and name in OTF_VARIANTS else []):
+            if [tpc2, hpc2 if hpc2 else HQ + HK] == otf_split:
                 continue
             key = f"{name} tokens_per_cta={tpc2} heads_per_cta={hpc2} on the fly"
             fns[key] = lambda name=name, a=tpc2, h=hpc2: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True,

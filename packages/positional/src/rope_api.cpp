@@ -175,20 +175,25 @@ void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t h
   // variant; at T = 1 early2 6.37 us vs 6.46 at 32 heads). Big ones: all heads a CTA, a few tokens a
   // CTA (fewer while that leaves < 2 CTAs an SM): step2 and early2 about 4 items a thread (rounded
   // up: 4 tokens at 40 heads; early2 issues 2 of them early), early4 / early8 at most U (all issued
-  // at once). Variant 0 (run 14, 32 + 8 heads x 128 bf16): early2 for decode and for the cache at
-  // large T (4 tokens a CTA: T = 4096 29.74 us, T = 32768 181.6 us = 86.9 % of copy BW; early4 3
-  // tokens from the cache 32.6 / 209.9), early4 on the fly at large T (29.15 / 172.1 us = 91.7 %):
-  // it reads no cache row, so its chain is positions -> sincos in registers, not positions -> a
-  // second DRAM round trip.
+  // at once). Variant 0 (H200 run 17, 32 + 8 heads x 128 bf16, all candidates interleaved in one
+  // bench): early2 for decode (T = 1 6.14 us, T = 32 6.40-6.62: every variant within the rows'
+  // +-0.3 us noise); early2x5 (early2 at 5 CTAs an SM) for prefill on both paths. From the cache at
+  // 3 tokens a CTA (about 3 items a thread: T = 32768 175.5 us = 89.8 % of copy BW vs early2 at 4
+  // tokens 181.3, early2x5 at 4 tokens 176.8; T = 4096 29.76 vs 29.39, inside the noise): the 5th CTA
+  // hides the positions -> cache row round trip that early2 at 4 CTAs leaves exposed. On the fly at 4
+  // tokens a CTA (T = 32768 171.57 us = 91.9 % vs early4 at 3 tokens 171.95; T = 4096 28.22 vs
+  // 28.90): it reads no cache row, so its chain is positions -> sincos in registers.
   const int64_t chunks = (rotary_dim / 2 + 7) / 8 > 0 ? (rotary_dim / 2 + 7) / 8 : 1;
   const int64_t items = heads * chunks > 0 ? heads * chunks : 1;
   const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
   const bool decode = tokens * items <= want * kCtaThreads;
   int v = variant;
-  if (v < 1 || v > kNumVariants) v = decode || !on_the_fly ? kEarly2 : kEarly4;
+  if (v < 1 || v > kNumVariants) v = decode ? kEarly2 : kEarly2x5;
   const VariantInfo& info = kVariants[v - 1];
+  // early2x5 from the cache: about 3 items a thread (run 17, T = 32768: 3 tokens a CTA 175.5 us, 4 176.8)
+  const int64_t target = v == kEarly2x5 && !on_the_fly ? 3 : 4;
   int64_t tpc = info.early && info.items_per_thread >= 4 ? info.items_per_thread * kCtaThreads / items
-                                                          : (4 * kCtaThreads + items - 1) / items;
+                                                          : (target * kCtaThreads + items - 1) / items;
   tpc = tpc < 1 ? 1 : (tpc > 16 ? 16 : tpc);
   while (tpc > 1 && (tokens + tpc - 1) / tpc < want) tpc /= 2;
   int64_t hpc = heads;

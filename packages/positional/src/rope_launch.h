@@ -31,9 +31,9 @@ constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4}, {2, "early2", 2, 
                                      {4, "early8", 8, 1, 0, 2}, {5, "early2x5", 2, 1, 0, 5},
                                      {6, "early2x6", 2, 1, 0, 6}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
-// The planner's kernels (H200, run 14, bench --variants): early2 for decode and for prefill from the
-// cache, early4 for prefill on the fly (mlops_rope_plan_path).
-constexpr int kEarly2 = 2, kEarly4 = 3;
+// The planner's kernels (H200, run 17, bench --variants): early2 for decode, early2x5 for prefill
+// from the cache and on the fly (mlops_rope_plan_path).
+constexpr int kEarly2 = 2, kEarly2x5 = 5;
 
 // One object a dtype (rope_launch_<dtype>.cu), so the three compile in parallel. variant: 1 ... kNumVariants.
 cudaError_t launch_bf16(const Params& p, bool vec, int layout, int variant, cudaStream_t s);

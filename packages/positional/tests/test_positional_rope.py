@@ -306,10 +306,11 @@ def test_variant_table_and_names():
 
 
 def test_planner_picks_the_measured_fastest():
-    """The planner's kernel and split (H200 run 14, 32 + 8 heads x 128 bf16, 132 SMs): decode
-    (T = 1, 32) early2, one token a CTA, 16 heads a CTA; prefill from the cache early2 with 4
-    tokens a CTA (T = 4096 29.74 us, T = 32768 181.6 us); prefill on the fly early4 with 3 tokens
-    a CTA (29.15 / 172.1 us). mlops_rope_plan_variant(0) is the cache path."""
+    """The planner's kernel and split (H200 run 17, 32 + 8 heads x 128 bf16, 132 SMs): decode
+    (T = 1, 32) early2, one token a CTA, 16 heads a CTA (T = 1 6.14 us); prefill from the cache
+    early2x5 with 3 tokens a CTA (T = 32768 175.5 us vs early2 at 4 tokens 181.3); prefill on the
+    fly early2x5 with 4 tokens a CTA (171.57 us vs early4 at 3 tokens 171.95; T = 4096 28.22 vs
+    28.90). mlops_rope_plan_variant(0) is the cache path."""
     from mlops.positional._native import C
 
     ids = {v["name"]: v["id"] for v in P.rope_variants()}
@@ -317,13 +318,16 @@ def test_planner_picks_the_measured_fastest():
         for otf in (False, True):
             assert C.plan(T, 40, 128, 132, 0, otf) == (1, 16, ids["early2"])
     for T in (4096, 32768):
-        assert C.plan(T, 40, 128, 132, 0, False) == (4, 40, ids["early2"])
-        assert C.plan(T, 40, 128, 132, 0) == (4, 40, ids["early2"])
-        assert C.plan(T, 40, 128, 132, 0, True) == (3, 40, ids["early4"])
+        assert C.plan(T, 40, 128, 132, 0, False) == (3, 40, ids["early2x5"])
+        assert C.plan(T, 40, 128, 132, 0) == (3, 40, ids["early2x5"])
+        assert C.plan(T, 40, 128, 132, 0, True) == (4, 40, ids["early2x5"])
+    # early2 asked for by name keeps its 4 tokens a CTA on both paths (run 17: 181.3 / 173.7 us)
+    assert C.plan(32768, 40, 128, 132, ids["early2"], False) == (4, 40, ids["early2"])
+    assert C.plan(32768, 40, 128, 132, ids["early2"], True) == (4, 40, ids["early2"])
     # a small prefill (past decode's bound): fewer tokens a CTA while that leaves < 2 CTAs an SM
-    assert C.plan(400, 40, 128, 132, 0, False) == (1, 40, ids["early2"])
-    assert C.plan(700, 40, 128, 132, 0, True) == (1, 40, ids["early4"])  # 3 a CTA: 234 CTAs
-    assert C.plan(1000, 40, 128, 132, 0, False) == (2, 40, ids["early2"])  # 4 a CTA: 250 CTAs
+    assert C.plan(400, 40, 128, 132, 0, False) == (1, 40, ids["early2x5"])
+    assert C.plan(700, 40, 128, 132, 0, True) == (2, 40, ids["early2x5"])  # 4 a CTA: 175 CTAs
+    assert C.plan(1000, 40, 128, 132, 0, False) == (3, 40, ids["early2x5"])  # 334 CTAs
 
 
 def test_rotary_embedding_module_cache_and_compile_registration():

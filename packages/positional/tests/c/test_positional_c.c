@@ -117,8 +117,10 @@ int main(void) {
     mlops_rope_plan(32768, 40, 128, 132, &tpc, &hpc);
     CHECK(tpc >= 2 && hpc == 40, "planner prefill: %d tokens x %d heads a CTA", tpc, hpc);
     int picked = 0;
-    mlops_rope_plan_path(0, 1, 32768, 40, 128, 132, &tpc, &hpc, &picked);  /* on the fly: early4, 3 tokens */
-    CHECK(picked == 3 && tpc == 3 && hpc == 40, "planner prefill on the fly: variant %d, %d x %d", picked, tpc, hpc);
+    mlops_rope_plan_path(0, 1, 32768, 40, 128, 132, &tpc, &hpc, &picked);  /* on the fly: early2x5, 4 tokens (run 17) */
+    CHECK(picked == 5 && tpc == 4 && hpc == 40, "planner prefill on the fly: variant %d, %d x %d", picked, tpc, hpc);
+    mlops_rope_plan_path(0, 0, 32768, 40, 128, 132, &tpc, &hpc, &picked);  /* cache: early2x5, 3 tokens (run 17) */
+    CHECK(picked == 5 && tpc == 3 && hpc == 40, "planner prefill from the cache: variant %d, %d x %d", picked, tpc, hpc);
     mlops_rope_variant vs[16];
     const int nv = mlops_rope_variants(vs, 16);
     CHECK(nv >= 2 && vs[0].id == 1 && vs[0].name && vs[nv - 1].id == nv, "variant table: %d entries", nv);

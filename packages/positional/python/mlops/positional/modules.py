@@ -40,9 +40,10 @@ class RotaryEmbedding(nn.Module):
 
     In cache mode a call of at least on_the_fly_from_tokens tokens computes cos/sin on the fly from
     the same inv_freq and scaling instead (the same bits, and the same out-of-range bound,
-    max_positions): H200 run 14, 32 + 8 heads x 128 bf16: T = 32768 172.1 us on the fly (early4)
-    against 181.6 from the cache (early2), T = 4096 29.15 against 29.74; decode stays on the cache
-    (T = 1: 6.46 against 6.69).
+    max_positions): H200 run 17, 32 + 8 heads x 128 bf16, the planner's early2x5 on both paths:
+    T = 32768 171.57 us on the fly against 175.5 from the cache, T = 4096 28.22 against 29.76
+    (run 14, early4 / early2: 172.1 against 181.6); decode stays on the cache (T = 1: 6.46 against
+    6.69 in run 14).
     """
 
     on_the_fly_from_tokens = 2048
