@@ -33,8 +33,11 @@ const mlops_norm_variant kVariants[] = {
     // r16l: r16 with the common call (RMSNorm, HF order, weight of x's dtype, 4096 or 2048
     // bf16 / fp16; y and / or INT8) in a kernel whose flags are compile-time
     // (norm_row_lean.cuh), 3 CTAs an SM for 4096 (x kept as fp32), 6 for 2048; r16l4: 4 CTAs
-    // an SM for 4096 (x unpacked twice)
+    // an SM for 4096 (x unpacked twice). Round C candidates: r16l5: 5 CTAs an SM for 4096
+    // (<= 102 registers, x unpacked twice); r16l4cs: r16l4 with st.global.cs y stores (y-only
+    // calls); r16lq: r16l with one IEEE division a lane per INT8 block (INT8 calls)
     {11, 1, 4, 16, "r16l"}, {12, 1, 4, 16, "r16l4"},
+    {13, 1, 4, 16, "r16l5"}, {14, 1, 4, 16, "r16l4cs"}, {15, 1, 4, 16, "r16lq"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -72,17 +72,19 @@ cudaError_t launch_r(const Params& p, cudaStream_t s) {
 // at MINB16 / MINB8 CTAs an SM; every other call runs as r16 (its instances: nothing more to
 // compile). 8 units at 6 CTAs: r8 (6 CTAs) beat r16 (4) on the same 8-unit rows by 23 % in
 // run 14 (16384x2048: 44.5 vs 57.6 us), so more rows in flight count there.
-template <class XT, int MINB16, int MINB8>
+template <class XT, int MINB16, int MINB8, bool CS = false, bool PAIR = false>
 cudaError_t launch_l(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (lean_call<XT>(p) && (p.units == 16 || p.units == 8)) {
       const dim3 grid(static_cast<unsigned>((p.rows + kRowWarps - 1) / kRowWarps));
       constexpr int kN = MLOPS_QUANT_NONE, kI8 = MLOPS_QUANT_INT8;
       const bool i8 = p.quant == kI8;
-      if (p.units == 16 && !i8) norm_row_lean_kernel<XT, 16, MINB16, kN><<<grid, kRowThreads, 0, s>>>(p);
-      else if (p.units == 16) norm_row_lean_kernel<XT, 16, MINB16, kI8><<<grid, kRowThreads, 0, s>>>(p);
-      else if (!i8) norm_row_lean_kernel<XT, 8, MINB8, kN><<<grid, kRowThreads, 0, s>>>(p);
-      else norm_row_lean_kernel<XT, 8, MINB8, kI8><<<grid, kRowThreads, 0, s>>>(p);
+      // CS only for y-only calls and PAIR only for INT8 ones: the other instances are r16l's /
+      // r16l4's (nothing more to compile).
+      if (p.units == 16 && !i8) norm_row_lean_kernel<XT, 16, MINB16, kN, CS><<<grid, kRowThreads, 0, s>>>(p);
+      else if (p.units == 16) norm_row_lean_kernel<XT, 16, MINB16, kI8, false, PAIR><<<grid, kRowThreads, 0, s>>>(p);
+      else if (!i8) norm_row_lean_kernel<XT, 8, MINB8, kN, CS><<<grid, kRowThreads, 0, s>>>(p);
+      else norm_row_lean_kernel<XT, 8, MINB8, kI8, false, PAIR><<<grid, kRowThreads, 0, s>>>(p);
       return cudaGetLastError();
     }
   }
@@ -106,6 +108,9 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 10: return launch_r<XT, 8, 6, 4, false, 0>(p, s);
     case 11: return launch_l<XT, 3, 6>(p, s);
     case 12: return launch_l<XT, 4, 6>(p, s);
+    case 13: return launch_l<XT, 5, 6>(p, s);
+    case 14: return launch_l<XT, 4, 6, true>(p, s);
+    case 15: return launch_l<XT, 3, 6, false, true>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -83,12 +83,29 @@ inline bool lean_call(const Params& p) {
 // it rounds (cvt.rni.s32.f32 rounds to nearest even): rint and a clamp to the integers +-127
 // commute, and a NaN clamps to -127 either way (fmaxf returns the number). Bytes are packed
 // with three PRMT a word of 4 codes rather than shifts and ORs.
+// kPair: the two lanes of a block share its two IEEE divisions (amax / 127 on the even lane,
+// 127 / amax on the odd one, exchanged by one SHFL) instead of each lane doing both: one
+// div.rn routine (~10 instructions and a slow-path branch) a lane a unit instead of two.
+// div.rn is correctly rounded whichever lane runs it, so s and inv are the same bits;
+// 127 / 0 = inf on the odd lane is replaced by int8_inv's 0 as before.
+template <bool kPair>
 __device__ __forceinline__ void int8_lean(const float y[8], int lane, int col0, uint8_t* qrow, float* srow) {
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(y[i]));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-  const float s = int8_scale(amax), inv = int8_inv(amax);
+  float s, inv;
+  if constexpr (kPair) {
+    const bool odd = lane & 1;
+    // The operands are selected, not the quotients: nvcc would otherwise run both divisions.
+    const float mine = (odd ? 127.0f : amax) / (odd ? amax : 127.0f);
+    const float other = __shfl_xor_sync(0xffffffffu, mine, 1);
+    s = odd ? other : mine;
+    inv = amax == 0.0f ? 0.0f : (odd ? mine : other);
+  } else {
+    s = int8_scale(amax);
+    inv = int8_inv(amax);
+  }
   uint32_t c[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
@@ -102,9 +119,11 @@ __device__ __forceinline__ void int8_lean(const float y[8], int lane, int col0, 
 }
 
 // kQuant: MLOPS_QUANT_NONE (y) or MLOPS_QUANT_INT8 (codes and scales, y when p.y is set).
+// kCs: st.global.cs for y (evict-first: y is never read again here, so the L2 keeps x's lines).
+// kPair: int8_lean's shared division (INT8 instances only).
 // kAgain: x's U * 8 fp32 values (and ~40 more) do not fit the registers of kMinCtas CTAs an
 // SM, so x is unpacked again in the epilogue (16 units at 4 CTAs, 8 at 6); else they are kept.
-template <class XT, int U, int kMinCtas, int kQuant>
+template <class XT, int U, int kMinCtas, int kQuant, bool kCs = false, bool kPair = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_lean_kernel(Params p) {
   static_assert(kQuant == MLOPS_QUANT_NONE || kQuant == MLOPS_QUANT_INT8, "lean rows: y or INT8");
   static_assert(sizeof(XT) == 2, "lean rows: bf16 / fp16 x");
@@ -146,10 +165,10 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_lean_kernel(Pa
     for (int i = 0; i < 8; ++i) e[i] = (w[i] + off) * e[i];
     Raw8<XT> o;
     pack8<XT>(e, o);  // pack8 rounds: cvt.rn, y = round_x(w_eff * t)
-    if (want_y) st16<false>(yr + k * kUnit, o.q[0]);
+    if (want_y) st16<kCs>(yr + k * kUnit, o.q[0]);
     if constexpr (kQuant == MLOPS_QUANT_INT8) {
       unpack8_pairs(o, e);  // y as x's values
-      int8_lean(e, lane, k * kUnit + lane * 8, static_cast<uint8_t*>(p.q) + row * p.q_stride,
+      int8_lean<kPair>(e, lane, k * kUnit + lane * 8, static_cast<uint8_t*>(p.q) + row * p.q_stride,
                 static_cast<float*>(p.q_scale) + row * p.q_scale_stride);
     }
   }

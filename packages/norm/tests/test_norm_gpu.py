@@ -161,7 +161,7 @@ def test_row_variants_many_rows_and_in_place(variant):
     assert_bits_equal(x, expect, f"{variant} out=x")
 
 
-@pytest.mark.parametrize("variant", ("r16l", "r16l4"))
+@pytest.mark.parametrize("variant", ("r16l", "r16l4", "r16l5", "r16l4cs", "r16lq"))
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 @pytest.mark.parametrize("H", (4096, 2048))
 def test_lean_row_variant(H, xdt, variant):
