@@ -5,9 +5,17 @@ L2 is flushed before every timed call. One JSON line per case.
 
     python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
 
---variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, early2x5/x6) at its
-planner split and the early2 / early4 family at the CTA splits around it, interleaved, in place with the cache (the issue's
-call), plus each variant on the fly: "rope variants" rows, one measurement for all candidates.
+--variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, early2x5/x6, stage4/8,
+stage4x6) at its planner split and the early / stage families at the CTA splits around it,
+interleaved, in place with the cache (the issue's call), plus each variant on the fly: "rope
+variants" rows, one measurement for all candidates.
+
+Every timed row has two times: "us", CUDA events around the call (the primary figure, as in every
+earlier run; it holds the harness's floor, the empty kernel's row), and "kernel_us", the call's own
+device time by CUPTI (torch.profiler: the sum of its kernels' durations, measured the same way for
+mlops and the peers in a second, profiled pass of the same interleaved loop; kernel_duration.py).
+The "reference: torch mul_(1.0) in place" row moves the same bytes (read + write of q and k's size,
+contiguous) with torch's elementwise kernel: what a plain in-place streaming kernel takes here.
 
 Bytes counted: q and k read once and written once (the minimum any RoPE moves); the cos/sin
 reads (HF: bf16 [T, 128] twice; mlops: an fp32 cache row per token, L2-resident across heads)
@@ -24,6 +32,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "testing"))
 from mlops_bench import Bench  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from kernel_duration import kernel_durations  # noqa: E402
 
 import mlops.positional as mp  # noqa: E402
 
@@ -46,6 +57,15 @@ def hf_cos_sin(inv_freq, position_ids, dtype):  # LlamaRotaryEmbedding.forward (
     freqs = position_ids[..., None].float() * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def device_times(b: Bench, fns: dict, reps: int) -> dict:
+    """kernel_durations, or {} after recording why not (the event times must not be lost to it)."""
+    try:
+        return kernel_durations(b, fns, reps)
+    except Exception as e:  # noqa: BLE001 -- a profiler problem must not cost the run its event times
+        b.record(case="kernel duration error", impl=repr(e)[:300])
+        return {}
 
 
 def empty_kernel_time(b: Bench) -> tuple[float, float]:
@@ -77,7 +97,7 @@ def variant_splits(name: str, T: int) -> list[tuple[int, int]]:
     and early8 lost at every T and split, so they run at their planner split only; early2 / early4
     around the winners: prefill a few tokens a CTA with all heads, decode one token a CTA with its
     40 heads over 1 ... 5 CTAs."""
-    if name not in ("early2", "early4", "early2x5", "early2x6"):
+    if name not in ("early2", "early4", "early2x5", "early2x6", "stage4", "stage8", "stage4x6"):
         return []
     if T >= 1024:
         return [(2, 0), (3, 0), (4, 0), (6, 0), (8, 0)]
@@ -87,7 +107,17 @@ def variant_splits(name: str, T: int) -> list[tuple[int, int]]:
 # on the fly at large T (run 14: early4 3 tokens a CTA 172.1 us at T = 32768; run 17: early2x5 at
 # its 4-token planner split 171.57, measured at no other split on the fly: early2x5 joins the sweep)
 OTF_SPLITS = [(3, 0), (4, 0), (8, 0)]
-OTF_VARIANTS = ("early2", "early4", "early2x5")
+OTF_VARIANTS = ("early2", "early4", "early2x5", "stage4", "stage8", "stage4x6")
+# decode on the fly (session 4): the stage kernels read inv_freq with the positions, so their chain
+# is one DRAM round trip + sincos; early2 is the planner's decode kernel (cache path)
+OTF_DECODE_SPLITS = [(1, 0), (1, 20), (1, 8)]
+OTF_DECODE_VARIANTS = ("early2", "stage4", "stage4x6")
+
+
+def otf_splits(name: str, T: int) -> list[tuple[int, int]]:
+    if T >= 1024:
+        return OTF_SPLITS if name in OTF_VARIANTS else []
+    return OTF_DECODE_SPLITS if name in OTF_DECODE_VARIANTS else []
 
 
 def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: str, t_empty: float):
@@ -112,7 +142,7 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
             fns[key] = lambda name=name, a=tpc2, h=hpc2: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name,
                                                                        tokens_per_cta=a, heads_per_cta=h)
             meta[key] = dict(variant=name, split=[tpc2, hpc2], planner=False, path="cache")
-        for tpc2, hpc2 in (OTF_SPLITS if T >= 1024 and name in OTF_VARIANTS else []):
+        for tpc2, hpc2 in otf_splits(name, T):
             if [tpc2, hpc2 if hpc2 else HQ + HK] == otf_split:
                 continue
             key = f"{name} tokens_per_cta={tpc2} heads_per_cta={hpc2} on the fly"
@@ -121,9 +151,10 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
                                                                        heads_per_cta=h)
             meta[key] = dict(variant=name, split=[tpc2, hpc2], planner=False, path="on the fly")
     t = b.time_interleaved(fns, reps=100 if T >= 4096 else 300)
+    kt = device_times(b, fns, reps=20 if T >= 4096 else 30)
     for key, sec in t.items():
         b.record(case="rope variants", shape=shape, impl=f"mlops {key}", seconds=sec, bytes=io,
-                 over_empty_kernel_us=round((sec - t_empty) * 1e6, 2), **meta[key])
+                 over_empty_kernel_us=round((sec - t_empty) * 1e6, 2), **meta[key], **kt.get(key, {}))
 
 
 def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, host_empty: float, hf_c,
@@ -140,6 +171,7 @@ def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, ho
     kh = k.transpose(0, 1).contiguous()[None]
     cos, sin = hf_cos_sin(inv_freq, pos[None], dt)
     io = 2 * T * (HQ + HK) * D * 2
+    ref = torch.randn(T, HQ + HK, D, device="cuda", dtype=dt)  # q and k's bytes, contiguous, for the mul_ row
     shape = f"T={T} {HQ}+{HK}x{D} bf16"
     fns = {
         "mlops": lambda: mp.apply_rope(q, k, pos, cache, inplace=True),
@@ -148,21 +180,27 @@ def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, ho
         "hf_eager": lambda: hf_apply(qh, kh, cos, sin),
         "hf_compiled": lambda: hf_c(qh, kh, cos, sin),
         "hf_eager_with_cos_sin": lambda: hf_apply(qh, kh, *hf_cos_sin(inv_freq, pos[None], dt)),
+        "ref_mul": lambda: ref.mul_(1.0),
     }
     t = b.time_interleaved(fns, reps=100 if T >= 4096 else 300)
+    kt = device_times(b, fns, reps=20 if T >= 4096 else 30)
     peer = t["hf_compiled"]
     b.record(case="rope q+k", shape=shape, impl="mlops (in place, cache)", seconds=t["mlops"], bytes=io,
              peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer, eager_peer_us=round(t["hf_eager"] * 1e6, 2),
-             over_empty_kernel_us=round((t["mlops"] - t_empty) * 1e6, 2))
+             over_empty_kernel_us=round((t["mlops"] - t_empty) * 1e6, 2), **kt.get("mlops", {}))
     b.record(case="rope q+k", shape=shape, impl="mlops (out of place, cache)", seconds=t["mlops_out"], bytes=io,
-             peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer)
+             peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer, **kt.get("mlops_out", {}))
     b.record(case="rope q+k", shape=shape, impl="mlops (in place, on the fly)", seconds=t["mlops_on_the_fly"],
              bytes=io, peer="compile(HF apply_rotary_pos_emb)", peer_seconds=peer,
-             over_empty_kernel_us=round((t["mlops_on_the_fly"] - t_empty) * 1e6, 2))
-    b.record(case="rope q+k", shape=shape, impl="HF apply_rotary_pos_emb (eager)", seconds=t["hf_eager"], bytes=io)
-    b.record(case="rope q+k", shape=shape, impl="compile(HF apply_rotary_pos_emb)", seconds=peer, bytes=io)
+             over_empty_kernel_us=round((t["mlops_on_the_fly"] - t_empty) * 1e6, 2), **kt.get("mlops_on_the_fly", {}))
+    b.record(case="rope q+k", shape=shape, impl="HF apply_rotary_pos_emb (eager)", seconds=t["hf_eager"], bytes=io,
+             **kt.get("hf_eager", {}))
+    b.record(case="rope q+k", shape=shape, impl="compile(HF apply_rotary_pos_emb)", seconds=peer, bytes=io,
+             **kt.get("hf_compiled", {}))
     b.record(case="rope q+k", shape=shape, impl="HF cos/sin + apply (eager)", seconds=t["hf_eager_with_cos_sin"],
-             bytes=io)
+             bytes=io, **kt.get("hf_eager_with_cos_sin", {}))
+    b.record(case="rope q+k", shape=shape, impl="reference: torch mul_(1.0) in place, same bytes", seconds=t["ref_mul"],
+             bytes=io, **kt.get("ref_mul", {}))
     if T <= 32:  # decode: what a Python caller pays a call, besides the GPU time
         b.record(case="rope host overhead", shape=shape, impl="mlops eager call",
                  seconds=host_time(fns["mlops"]), empty_kernel_host_us=round(host_empty * 1e6, 2))
@@ -194,7 +232,9 @@ def main():
     max_pos = 131072
     cache = mp.build_cos_sin_cache(inv_freq, max_pos)
     t_empty, host_empty = empty_kernel_time(b)
-    b.record(case="empty kernel", impl="torch.cuda._sleep(0)", seconds=t_empty, host_us_per_call=round(host_empty * 1e6, 2))
+    kt = device_times(b, {"empty": lambda: torch.cuda._sleep(0)}, reps=50)
+    b.record(case="empty kernel", impl="torch.cuda._sleep(0)", seconds=t_empty, host_us_per_call=round(host_empty * 1e6, 2),
+             **kt.get("empty", {}))
     hf_c = torch.compile(hf_apply, dynamic=False)
     Ts = [1, 4096] if a.quick else [1, 32, 4096, 32768]
     for T in Ts:
@@ -211,6 +251,7 @@ def main():
                 continue
             if T == 4096:
                 verdict["T4096_le_25us"] = r["us"] <= 25.0
+                verdict["T4096_kernel_us"] = r.get("kernel_us")
             if T == 32768:
                 verdict["T32768_ge_85pct_copy_bw"] = r["frac_copy_bw"] >= 0.85
             if T <= 32:
@@ -233,6 +274,7 @@ def record_best(b: Bench, best: dict, path: str):
         for T, r in sorted(best.items()):
             if T == 4096:
                 verdict["T4096_le_25us"] = r["us"] <= 25.0
+                verdict["T4096_kernel_us"] = r.get("kernel_us")
             if T == 32768:
                 verdict["T32768_ge_85pct_copy_bw"] = r["frac_copy_bw"] >= 0.85
             if T <= 32:

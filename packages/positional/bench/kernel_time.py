@@ -25,6 +25,11 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
     ("early2x5 tpc=4 cache", dict(variant="early2x5", tokens_per_cta=4)),
     ("early2x6 tpc=4 cache", dict(variant="early2x6", tokens_per_cta=4)),
     ("step2 tpc=4 cache (round-A planner)", dict(variant="step2", tokens_per_cta=4)),
+    # session 4: q / k staged in shared memory by cp.async (160 / 192 KB an SM in flight)
+    ("stage4 tpc=3 cache", dict(variant="stage4", tokens_per_cta=3)),
+    ("stage4 tpc=3 on the fly", dict(variant="stage4", tokens_per_cta=3, on_the_fly=True)),
+    ("stage4x6 tpc=3 cache", dict(variant="stage4x6", tokens_per_cta=3)),
+    ("stage8 tpc=6 cache", dict(variant="stage8", tokens_per_cta=6)),
 ]
 
 

@@ -32,6 +32,27 @@ __device__ __forceinline__ void stv(T* p, const Vec<T, N>& v) {
   }
 }
 
+// 16 bytes from global to shared memory without passing through registers (the stage variants):
+// cp.async.cg from sm_80 (the load stays in flight in the LSU, not in a register; .cg: L2 only,
+// the data is read once). Before sm_80 and on the host (the kernel-on-host runner) an ordinary
+// copy: the same bytes, synchronously.
+constexpr int kSlotStride = kCtaThreads * 16;  // bytes between a thread's consecutive 16-byte slots
+__device__ __forceinline__ void cp_async16(void* s, const void* g) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(unsigned(__cvta_generic_to_shared(s))), "l"(g)
+               : "memory");
+#else
+  *reinterpret_cast<Vec<u32, 4>*>(s) = *reinterpret_cast<const Vec<u32, 4>*>(g);
+#endif
+}
+// The thread's cp.async copies have landed and are visible to it (not to other threads: a thread
+// reads back only its own slots, so no barrier is needed for them).
+__device__ __forceinline__ void cp_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 template <class T, int LAYOUT, bool VEC>
 struct Geometry {
   static constexpr int E = VEC ? int(16 / sizeof(T)) : 1;          // elements a 16-byte access holds

@@ -5,7 +5,7 @@
 // a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
 #pragma once
 #include "rope_access.cuh"
-#include "rope_kernel_early.cuh"
+#include "rope_kernel_stage.cuh"
 
 namespace mlops::rope {
 
@@ -141,11 +141,23 @@ KernelFn kernel_for(int variant) {
     case 4: return rope_kernel_early<T, L, V, 8>;
     case 5: return rope_kernel_early<T, L, V, 2, 5>;
     case 6: return rope_kernel_early<T, L, V, 2, 6>;
+    case 7: return rope_kernel_stage<T, L, V, 4, 5>;
+    case 8: return rope_kernel_stage<T, L, V, 8, 3>;
+    case 9: return rope_kernel_stage<T, L, V, 4, 6>;
     default: return rope_kernel<T, L, V>;
   }
 }
 
-inline size_t smem_for(const Params& p, int) { return smem_bytes(p); }
+// Dynamic shared memory of a launch (the stage variants size their slots by the items of a CTA).
+template <class T>
+size_t smem_for(const Params& p, bool vec, int layout, int variant) {
+  const VariantInfo& v = kVariants[(variant >= 1 && variant <= kNumVariants ? variant : 1) - 1];
+  if (!v.stage) return smem_bytes(p);
+  const int P = !vec ? 1 : (layout == kNeox ? Geometry<T, kNeox, true>::P : Geometry<T, kGptj, true>::P);
+  const int TE = vec ? Geometry<T, kNeox, true>::TE : 1;
+  const int cph = p.half / P + (p.tail ? (p.head_dim - p.rotary_dim) / TE : 0);
+  return stage_smem_bytes(p, v.items_per_thread, layout, cph);
+}
 
 template <class T>
 KernelFn kernel_for(bool vec, int layout, int variant) {
@@ -159,7 +171,14 @@ KernelFn kernel_for(bool vec, int layout, int variant) {
 template <class T>
 cudaError_t launch_t(const Params& p, bool vec, int layout, int variant, cudaStream_t s) {
   const dim3 grid(unsigned(p.grid_x), unsigned((p.heads + p.hpc - 1) / p.hpc));
-  kernel_for<T>(vec, layout, variant)<<<grid, kCtaThreads, smem_for(p, variant), s>>>(p);
+  const KernelFn k = kernel_for<T>(vec, layout, variant);
+  const size_t smem = smem_for<T>(p, vec, layout, variant);
+  if (smem > 48 * 1024) {  // stage8's 64 KB of slots: past the default limit, an opt-in a call (per device, cheap)
+    const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(k),
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
+  k<<<grid, kCtaThreads, smem, s>>>(p);
   return cudaGetLastError();
 }
 

@@ -24,8 +24,13 @@ constexpr int early_min_ctas() {
 // A thread's items of one token block (t0, ntok tokens; heads h0 ... h0 + nh - 1): U at a time in
 // registers. The item it = x + k * kCtaThreads is (tok, hl, c) = it / ipt, (it % ipt) / cph, it % cph,
 // advanced by kCtaThreads = st tokens + sh heads + sc chunks: at most one carry each, no division.
-template <class T, int LAYOUT, bool VEC, int U>
+// STAGE (the stage variants, rope_kernel_stage.cuh; 16-byte path only): the items' q / k go to
+// the thread's own shared-memory slots by cp.async instead of registers (slot s of thread x at
+// stage + (s * kCtaThreads + x) * 16 bytes: a warp's 16-byte accesses are consecutive, no bank
+// conflict), so U items cost no data registers.
+template <class T, int LAYOUT, bool VEC, int U, bool STAGE = false>
 struct Items {
+  static_assert(!STAGE || VEC, "staging moves 16-byte chunks");
   using G = Geometry<T, LAYOUT, VEC>;
   static constexpr int P = G::P, TE = G::TE;
   static constexpr int XW = LAYOUT == kNeox ? P : 2 * P;  // elements of an item's first access (GPT-J: its only one)
@@ -38,6 +43,7 @@ struct Items {
   Regs<T, XW, VEC> xa[U];
   Regs<T, YW, VEC> ya[U];
   T* out[U];
+  unsigned char* slot;  // STAGE: the thread's first 16-byte slot (set by the kernel)
   int m[U];  // -1: nothing to finish; else token | j << 5 | in place << 13 (tokens < 17, j < 128): one register
 
   __device__ __forceinline__ Items(const Params& p, int x, int h0_, int nh_) : nh(nh_), h0(h0_) {
@@ -92,7 +98,12 @@ struct Items {
           const int j = c * P;
           m[u] = tok | j << 5 | int(ip) << 13;
           out[u] = o;
-          if constexpr (LAYOUT == kNeox) {
+          if constexpr (STAGE && LAYOUT == kNeox) {
+            cp_async16(slot + 2 * u * kSlotStride, in + j);
+            cp_async16(slot + (2 * u + 1) * kSlotStride, in + p.half + j);
+          } else if constexpr (STAGE) {
+            cp_async16(slot + u * kSlotStride, in + 2 * j);
+          } else if constexpr (LAYOUT == kNeox) {
             xa[u].load(in + j);
             ya[u].load(in + p.half + j);
           } else {
@@ -118,6 +129,10 @@ struct Items {
       const int tk = m[u] & 31, j = (m[u] >> 5) & 255;
       const bool rot = !bad[tk];
       if (!rot && (m[u] >> 13)) continue;  // an out-of-range token is left as it is (copied out of place)
+      if constexpr (STAGE) {  // the thread's own slots: its cp.async_wait made them visible to it
+        xa[u].load(reinterpret_cast<const T*>(slot + (LAYOUT == kNeox ? 2 * u : u) * kSlotStride));
+        if constexpr (LAYOUT == kNeox) ya[u].load(reinterpret_cast<const T*>(slot + (2 * u + 1) * kSlotStride));
+      }
       if (rot) {
         float cv[P], sv[P];
         const float* cs = cs0 + tk * rd + j;

@@ -17,6 +17,13 @@ constexpr int kCtaThreads = 256;
 //          U = 2 / 4 / 8 at 4 / 3 / 2 CTAs an SM (64 / 80 / 128 registers).
 //  early2x5 / early2x6: early2 compiled for 5 / 6 CTAs an SM (<= 51 / 42 registers): round-B
 //          candidates, more warps to hide the cache path's positions -> cos/sin round trip.
+//  stage4 / stage8: earlyU with the U items' q / k copied into the thread's own shared-memory slots
+//          by cp.async (sm_80+) instead of registers: the data costs no registers, so U items a
+//          thread at 5 / 3 CTAs an SM put 160 / 192 KB an SM in flight before the positions arrive
+//          (early2x5: 80 KB); stage4x6: stage4 at 6 CTAs (192 KB; ptxas's 40 registers spill 8
+//          bytes on sm_90 bf16 NeoX, stage4 at 5 CTAs none); the cos/sin phase reads all its positions (and on the fly its
+//          inv_freq values) before any data load, so at decode on the fly the chain is one DRAM
+//          round trip, then sincos in registers (round-A candidates of session 4).
 // (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
 // early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
@@ -26,10 +33,13 @@ struct VariantInfo {
   int early;             // 1: q / k loads issued before the positions are read
   int pipe;              // always 0 now (the C API's field stays for ABI 2)
   int ctas_per_sm;       // what __launch_bounds__ allows
+  int stage;             // 1: q / k staged in shared memory (cp.async), items_per_thread slots a thread
 };
-constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4}, {2, "early2", 2, 1, 0, 4}, {3, "early4", 4, 1, 0, 3},
-                                     {4, "early8", 8, 1, 0, 2}, {5, "early2x5", 2, 1, 0, 5},
-                                     {6, "early2x6", 2, 1, 0, 6}};
+constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0},    {2, "early2", 2, 1, 0, 4, 0},
+                                     {3, "early4", 4, 1, 0, 3, 0},   {4, "early8", 8, 1, 0, 2, 0},
+                                     {5, "early2x5", 2, 1, 0, 5, 0}, {6, "early2x6", 2, 1, 0, 6, 0},
+                                     {7, "stage4", 4, 1, 0, 5, 1},   {8, "stage8", 8, 1, 0, 3, 1},
+                                     {9, "stage4x6", 4, 1, 0, 6, 1}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
 // The planner's kernels (H200, run 17, bench --variants): early2 for decode, early2x5 for prefill
 // from the cache and on the fly (mlops_rope_plan_path).
@@ -55,6 +65,19 @@ inline cudaError_t launch(const Params& p, mlops_dtype t, bool vec, int layout, 
 // variants use the cos/sin and the flags only: the same size keeps one formula).
 inline size_t smem_bytes(const Params& p) {
   return sizeof(float) * size_t(p.tpc) * p.rotary_dim + sizeof(long long) * 4 * p.tpc + sizeof(int) * p.tpc;
+}
+// The stage variants: cos/sin and the flags, then (16-byte aligned) the slots; a slot holds 16
+// bytes of each of kCtaThreads threads, an item takes 2 (NeoX) or 1 (GPT-J).
+MLOPS_ROPE_HD unsigned stage_offset(const Params& p) {
+  return (unsigned(sizeof(float)) * unsigned(p.tpc) * unsigned(p.rotary_dim) + unsigned(sizeof(int)) * unsigned(p.tpc) +
+          15u) / 16u * 16u;
+}
+// Slots a CTA uses: its first batch's items (at most U a thread) in 16-byte slots.
+inline size_t stage_smem_bytes(const Params& p, int U, int layout, int chunks_per_head) {
+  const long long items = (long long)p.tpc * p.hpc * chunks_per_head;
+  const long long used = (items + kCtaThreads - 1) / kCtaThreads;
+  const long long slots = (used < U ? used : U) * (layout == kNeox ? 2 : 1);
+  return stage_offset(p) + size_t(slots) * kCtaThreads * 16;
 }
 
 void run_host(const Params& p, mlops_dtype t, int layout);

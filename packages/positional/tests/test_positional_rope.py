@@ -284,8 +284,10 @@ def test_variant_table_and_names():
 
     vs = P.rope_variants()
     assert [v["id"] for v in vs] == list(range(1, len(vs) + 1)) and vs[0]["name"] == "step2"
-    # pipe4 / pipe8 lost in run 14; early2x5 / x6: early2 at 5 / 6 CTAs an SM (round-B candidates)
-    assert [v["name"] for v in vs] == ["step2", "early2", "early4", "early8", "early2x5", "early2x6"]
+    # pipe4 / pipe8 lost in run 14; early2x5 / x6: early2 at 5 / 6 CTAs an SM (round-B candidates);
+    # stage4 / stage8 / stage4x6: q / k staged in shared memory by cp.async (session 4)
+    assert [v["name"] for v in vs] == ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8",
+                                       "stage4x6"]
     assert not any(v["pipe"] for v in vs)
     for v in vs:
         tpc, hpc, used = C.plan(4096, 40, 128, 132, v["id"])
