@@ -12,8 +12,9 @@ variants" rows, one measurement for all candidates.
 
 Every timed row has two times: "us", CUDA events around the call (the primary figure, as in every
 earlier run; it holds the harness's floor, the empty kernel's row), and "kernel_us", the call's own
-device time by CUPTI (torch.profiler: the sum of its kernels' durations, measured the same way for
-mlops and the peers in a second, profiled pass of the same interleaved loop; kernel_duration.py).
+device time by CUPTI (Bench.kernel_time: torch.profiler, the sum of its kernels' durations, measured
+the same way for mlops and the peers in a second pass, each call behind the same flush and lead;
+absent where the harness cannot tell the calls apart, e.g. the empty kernel, itself a spin).
 The "reference: torch mul_(1.0) in place" row moves the same bytes (read + write of q and k's size,
 contiguous) with torch's elementwise kernel: what a plain in-place streaming kernel takes here.
 
@@ -32,9 +33,6 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "testing"))
 from mlops_bench import Bench  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(__file__))
-from kernel_duration import kernel_durations  # noqa: E402
 
 import mlops.positional as mp  # noqa: E402
 
@@ -60,12 +58,18 @@ def hf_cos_sin(inv_freq, position_ids, dtype):  # LlamaRotaryEmbedding.forward (
 
 
 def device_times(b: Bench, fns: dict, reps: int) -> dict:
-    """kernel_durations, or {} after recording why not (the event times must not be lost to it)."""
-    try:
-        return kernel_durations(b, fns, reps)
-    except Exception as e:  # noqa: BLE001 -- a profiler problem must not cost the run its event times
-        b.record(case="kernel duration error", impl=repr(e)[:300])
-        return {}
+    """{name: {"kernel_us": ...}} by Bench.kernel_time for each fn it can time; a profiler failure is
+    recorded and costs the run nothing else (the event times are the primary figures)."""
+    out = {}
+    for key, fn in fns.items():
+        try:
+            s = b.kernel_time(fn, reps=reps)
+        except Exception as e:  # noqa: BLE001
+            b.record(case="kernel duration error", impl=key, error=repr(e)[:300])
+            return out
+        if s is not None:
+            out[key] = {"kernel_us": round(s * 1e6, 2)}
+    return out
 
 
 def empty_kernel_time(b: Bench) -> tuple[float, float]:
@@ -232,9 +236,7 @@ def main():
     max_pos = 131072
     cache = mp.build_cos_sin_cache(inv_freq, max_pos)
     t_empty, host_empty = empty_kernel_time(b)
-    kt = device_times(b, {"empty": lambda: torch.cuda._sleep(0)}, reps=50)
-    b.record(case="empty kernel", impl="torch.cuda._sleep(0)", seconds=t_empty, host_us_per_call=round(host_empty * 1e6, 2),
-             **kt.get("empty", {}))
+    b.record(case="empty kernel", impl="torch.cuda._sleep(0)", seconds=t_empty, host_us_per_call=round(host_empty * 1e6, 2))
     hf_c = torch.compile(hf_apply, dynamic=False)
     Ts = [1, 4096] if a.quick else [1, 32, 4096, 32768]
     for T in Ts:
