@@ -114,11 +114,24 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {8, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe_deep"},
     // the plain pipe with the key-byte counts aggregated a warp (one shared atomic per distinct byte)
     {9, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe_agg"},
+    // sm_90 candidates (session 4, not planned until measured): one stream of contiguous rows per SM,
+    // chunks of 8 / 16 / 32 rows x 1 KB / 512 B / 256 B of each, x in registers, the statistics'
+    // clear and decode off the critical path (PDL); _tlb: the page-ahead prefetch
+    // (lm_head_stream_kernel.cuh, kLmHeadStreamRows)
+    {10, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream8"},
+    {11, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16"},
+    {12, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream32"},
+    {13, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream8_tlb"},
 };
-constexpr int kNumLmHead = 10;
+constexpr int kNumLmHead = 14;
 static_assert(sizeof kLmHeadVariants / sizeof kLmHeadVariants[0] == kNumLmHead, "kNumLmHead");
-constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4};
-constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false, false, false, true};
+constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4, 0, 0, 0, 0};
+constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false,
+                                             false, false, true,  false, false, false, false};
+// the stream instances: rows a chunk (0: not one), and the page-ahead prefetch
+constexpr int kLmHeadStreamRows[kNumLmHead] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 32, 8};
+constexpr bool kLmHeadStreamTlb[kNumLmHead] = {false, false, false, false, false, false, false,
+                                               false, false, false, false, false, false, true};
 
 // The kind index of lm_head_mma_kernel.cu for a tensor-core variant.
 int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : k == MLOPS_LM_HEAD_MMA_F16_K8 ? 1 : 2; }
@@ -126,7 +139,8 @@ int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 
 // The arch an instance's code was generated for: the CUDA-core kernel has a body everywhere.
 int code_arch_of(const mlops_lm_head_variant& v) {
   if (v.kind == MLOPS_LM_HEAD_CUDA_CORE) return 1000;
-  if (v.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) return lm_head_pipe_code_arch();
+  if (v.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE)
+    return kLmHeadStreamRows[v.index] ? lm_head_stream_code_arch() : lm_head_pipe_code_arch();
   return lm_head_mma_code_arch(mma_kind(v.kind));
 }
 
@@ -395,7 +409,9 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
                 var.name, var.min_sm, code_arch_of(var));
   const LmHeadParams p = make_lm_head_params(*args);
   cudaError_t e;
-  if (var.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) {
+  if (kLmHeadStreamRows[v]) {
+    e = lm_head_launch_stream(p, kLmHeadStreamRows[v], kLmHeadStreamTlb[v], d.sms, stream);
+  } else if (var.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) {
     e = lm_head_launch_pipe(p, var.ctas_per_sm, kLmHeadPipeStages[v], d.sms, kLmHeadPipeAgg[v], stream);
   } else {
     const bool cc = var.kind == MLOPS_LM_HEAD_CUDA_CORE;

@@ -65,5 +65,12 @@ def test_lm_head_pipe_device_code_on_host(tmp_path):
     _build_and_run(tmp_path, "lm_head_pipe_kernel_on_host", "lm_head_host.cpp", 528)
 
 
+def test_lm_head_stream_device_code_on_host(tmp_path):
+    """The sm_90 stream candidates (src/lm_head_stream_kernel.cuh): contiguous rows a CTA, chunks of
+    8 / 16 / 32 rows, x in registers, against the mirror of their order bit for bit (stages 2 and 3,
+    uneven grids, poisoned stages)."""
+    _build_and_run(tmp_path, "lm_head_stream_kernel_on_host", "lm_head_host.cpp", 624)
+
+
 def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 250)

@@ -1,0 +1,155 @@
+// The one-stream-per-SM LM head's device code (src/lm_head_stream_kernel.cuh: contiguous rows per CTA,
+// chunks of 8 / 16 / 32 rows, the per-warp chunk stream across sub-tiles and tiles, the stage
+// rotation and wait counts, the swizzled shared layout, x held in registers, the zero fill past the
+// CTA's rows, the segment and H, the half-empty MMA of 8-row chunks, the segment fold, the epilogue
+// and its statistics) compiled by the host compiler and run with one host thread an emulated GPU
+// thread (cuda_on_host.h, and the primitives of lm_head_pipe_kernel.cuh: cp.async copies deferred to
+// the wait that needs them, the MMA gathered over the warp and summed in double). The stage memory
+// is poisoned (0xff bytes: bf16 NaNs) before every launch, so a read of a stage no copy filled shows.
+// Checked bit for bit against a mirror of the order (that of the pipe kernel: per segment, for each
+// 32-k step the two k16 MMAs over k0 + 8t + {0..3} and k0 + 8t + {4..7}, each rounded to float once;
+// segments added in order), against float64 within the fp32 bound, the statistics against the
+// logits written, and nothing written past the logits' columns; M = 1, 3, 8, stages 2 and 3, grids
+// that split V unevenly (1 row a CTA included), H with partial chunks and empty segments.
+// Prints "N passed, M failed".
+#include "cuda_on_host.h"
+#ifndef MLOPS_CUDA_ON_HOST
+#define MLOPS_CUDA_ON_HOST 1
+#endif
+#include "lm_head_stream_kernel.cuh"
+
+#include <algorithm>
+
+using namespace mlops::vocab;
+using mlops::kUnit;
+
+static int passed, failed;
+#define CHECK(cond, ...)                               \
+  do {                                                 \
+    if (cond) {                                        \
+      ++passed;                                        \
+    } else {                                           \
+      ++failed;                                        \
+      std::printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+      std::printf(__VA_ARGS__);                        \
+      std::printf("\n");                               \
+    }                                                  \
+  } while (0)
+
+static uint16_t bf16_of(float f) { return mlops::f32_to_bf16_int(f); }
+static double bf(uint16_t h) { return double(mlops::bf16_to_f32(h)); }
+
+// The order of the kernel (with the host MMA's double sums), written from its description.
+static float mirror_dot(const LmHeadParams& p, int m, int64_t v) {
+  const uint16_t* x = p.x + m * p.x_stride;
+  const uint16_t* w = p.weight + v * p.weight_stride;
+  float total = 0.0f;
+  for (int s = 0; s < kSegments; ++s) {
+    const int64_t kb = int64_t(segment_begin(s, p.units)) * kUnit;
+    const int64_t ke = std::min<int64_t>(int64_t(segment_begin(s + 1, p.units)) * kUnit, p.hidden);
+    float acc = 0.0f;
+    for (int64_t k0 = kb; k0 < ke; k0 += 32)
+      for (int half = 0; half < 2; ++half) {
+        double d = acc;
+        for (int t = 0; t < 4; ++t)
+          for (int i = 0; i < 4; ++i) {
+            const int64_t k = k0 + 8 * t + 4 * half + i;
+            if (k < ke) d += bf(x[k]) * bf(w[k]);
+          }
+        acc = float(d);
+      }
+    total = s == 0 ? acc : total + acc;
+  }
+  return total;
+}
+
+template <int ROWS>
+static void launch(const LmHeadParams& p, int64_t grid, int stages, bool tlb) {
+  std::memset(pipe_stage_mem(), 0xff, sizeof g_pipe_stage_mem);
+  run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_stream_kernel<ROWS>(p, stages, tlb); });
+}
+
+int main() {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Shape { int64_t V, H; };
+  // H = 8: one 16-byte column, seven empty segments; 264: four segments of nothing, one of a unit
+  // and 8 columns; 520: three units over 8 segments; 2056: 9 units (a segment of 264 columns);
+  // 4096: every segment a full 512 (one 8-row chunk, two 16-row, four 32-row chunks of it);
+  // V: CTAs of 1 .. 100 rows, partial 8-, 16- and 32-row chunks
+  const Shape shapes[] = {{37, 8}, {45, 264}, {300, 520}, {29, 2056}, {70, 4096}};
+  for (const Shape sh : shapes) {
+    for (int M : {1, 3, 8}) {
+      const int64_t xs = sh.H + 8, ws = sh.H + 16, ls = sh.V + 3;  // padded strides
+      std::vector<uint16_t> x(size_t(M * xs)), w(size_t(sh.V * ws));
+      for (auto& v : x) v = bf16_of(nd(gen));
+      for (auto& v : w) v = bf16_of(nd(gen) * 0.1f);
+      // the padding holds huge values: a read past H would show
+      for (int m = 0; m < M; ++m)
+        for (int64_t k = sh.H; k < xs; ++k) x[size_t(m * xs + k)] = bf16_of(1e30f);
+      for (int64_t v = 0; v < sh.V; ++v)
+        for (int64_t k = sh.H; k < ws; ++k) w[size_t(v * ws + k)] = bf16_of(-1e30f);
+      std::vector<float> rs(static_cast<size_t>(M));
+      for (auto& v : rs) v = 0.5f + std::fabs(nd(gen));
+      LmHeadParams p{};
+      p.tokens = M; p.hidden = sh.H; p.vocab = sh.V; p.units = int((sh.H + 255) / 256);
+      p.x = x.data(); p.x_stride = xs; p.weight = w.data(); p.weight_stride = ws;
+      p.logits_stride = ls; p.row_scale = rs.data(); p.logit_scale = 0.75f;
+      std::vector<float> want(size_t(M * ls), -1.0f);
+      for (int m = 0; m < M; ++m)
+        for (int64_t v = 0; v < sh.V; ++v)
+          want[size_t(m * ls + v)] = lm_head_epilogue(mirror_dot(p, m, v), p.row_scale, m, p.logit_scale);
+      std::vector<double> ref(size_t(M * sh.V)), mag(size_t(M * sh.V));
+      for (int m = 0; m < M; ++m)
+        for (int64_t v = 0; v < sh.V; ++v)
+          for (int64_t k = 0; k < sh.H; ++k) {
+            const double prod = bf(x[size_t(m * xs + k)]) * bf(w[size_t(v * ws + k)]);
+            ref[size_t(m * sh.V + v)] += prod;
+            mag[size_t(m * sh.V + v)] += std::fabs(prod);
+          }
+      for (int rows : {8, 16, 32}) {
+        for (int stages : {2, 3}) {
+          for (int64_t grid : {int64_t(1), int64_t(3), int64_t(7), sh.V}) {
+            // time: the 1-row CTAs (grid = V) only for the smallest V at M = 1, 2 stages on one grid
+            if (grid == sh.V && (sh.V > 40 || M != 1)) continue;
+            if (stages == 2 && (grid != 3 || M == 3)) continue;
+            if (sh.H == 4096 && (M == 3 || grid == 7)) continue;  // the costliest shape: fewer runs
+            const bool tlb = grid == 7;
+            std::vector<float> got(size_t(M * ls), -1.0f);
+            std::vector<uint64_t> best(static_cast<size_t>(M), 0);
+            std::vector<uint32_t> hist(size_t(M * 256), 0);
+            p.logits = got.data(); p.best = best.data(); p.key_hist = hist.data();
+            if (rows == 8) launch<8>(p, grid, stages, tlb);
+            if (rows == 16) launch<16>(p, grid, stages, tlb);
+            if (rows == 32) launch<32>(p, grid, stages, tlb);
+            const long long V = sh.V, H = sh.H, G = grid;
+            CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0,
+                  "logits (mirror order, padding) M=%d V=%lld H=%lld rows=%d stages=%d grid=%lld", M, V, H, rows,
+                  stages, G);
+            double worst = 0.0;
+            std::vector<uint64_t> best_want(static_cast<size_t>(M), 0);
+            std::vector<uint32_t> hist_want(size_t(M * 256), 0);
+            for (int m = 0; m < M; ++m)
+              for (int64_t v = 0; v < sh.V; ++v) {
+                const double scale = double(rs[size_t(m)]) * 0.75;
+                const float g = got[size_t(m * ls + v)];
+                const double bound = 2.0 * (double(sh.H) / 8 + 8) * std::ldexp(1.0, -24) * mag[size_t(m * sh.V + v)] * scale + 1e-30;
+                worst = std::max(worst, std::fabs(double(g) - ref[size_t(m * sh.V + v)] * scale) / bound);
+                const uint32_t key = key_of(g);
+                const uint64_t b = pack_best(key, uint32_t(v));
+                if (b > best_want[size_t(m)]) best_want[size_t(m)] = b;
+                ++hist_want[size_t(m * 256 + (key >> 24))];
+              }
+            CHECK(worst <= 1.0, "float64 bound: worst %.3g, M=%d V=%lld H=%lld rows=%d stages=%d grid=%lld", worst, M,
+                  V, H, rows, stages, G);
+            CHECK(best == best_want, "best M=%d V=%lld H=%lld rows=%d stages=%d grid=%lld", M, V, H, rows, stages, G);
+            CHECK(hist == hist_want, "key counts M=%d V=%lld H=%lld rows=%d stages=%d grid=%lld", M, V, H, rows,
+                  stages, G);
+          }
+        }
+      }
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
