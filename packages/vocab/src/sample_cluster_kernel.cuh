@@ -47,7 +47,27 @@ template <class T>
 __device__ __forceinline__ T* cluster_map(T* local, unsigned rank) {
   return cooperative_groups::this_cluster().map_shared_rank(local, rank);
 }
+// The lean forms' cluster barrier for exchanges through shared memory only. this_cluster().sync()
+// releases every state space: MEMBAR.ALL.GPU before the arrive (nvcc 13.0, sm_90), a wait for the
+// thread's memory operations to reach GPU scope at each of a call's 3 - 11 barriers. Here the
+// release is restricted to this CTA's shared memory (MEMBAR.ALL.CTA) and the arrive is relaxed;
+// the wait acquires as usual. Global writes before it are NOT ordered for the other CTAs (the
+// penalties' barriers keep cluster_sync). nvcc before 12.8 lacks the restricted fence: the full one.
+__device__ __forceinline__ void cluster_arrive_smem() {
+#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#else
+  __cluster_barrier_arrive();
 #endif
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
+__device__ __forceinline__ void cluster_sync_smem() {
+  cluster_arrive_smem();
+  cluster_wait();
+}
+#endif
+
 
 template <int NT>
 struct ClusterShared {
@@ -68,8 +88,9 @@ struct ClusterShared {
   int pub_flags;
   // broadcasts within the CTA
   uint64_t b_total, b_acc, b_target, b_tokw;
+  uint64_t b_best, b_mine;  // the lean forms: the cluster's max, this CTA's kept sum
   uint32_t b_prefix, b_mask, b_krem;
-  int b_done, b_warp, b_token;
+  int b_done, b_warp, b_token, b_flags;
   // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
   uint32_t cand_n;
   float cand[kClusterCand];
@@ -138,15 +159,19 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
 // statistics), so every later pass (logprob, radix rounds, candidates, draw, walk) reads shared
 // memory. The same values at the same indices as the global reads: the same token. A slice that is
 // not 16-byte aligned (a row stride or V / C not a multiple of 4) takes the scalar loads.
-template <int NT>
+// V4 (the lean forms): the aligned path stores each 16-byte load as one 16-byte shared store (the
+// four scalar stores of a float4 at a 16-byte stride are a 4-way bank conflict: 3.6-way measured by
+// ncu in run 19 on cluster16_smem).
+template <int NT, bool V4 = false>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
                                             uint64_t& best, int& fl) {
   constexpr int U = 8;
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
   const float* src = z + v0;
-  auto take = [&](float x, int64_t i) {
-    zs[i] = x;
+  // x, element i of the slice: stored unless already stored 16 bytes at a time, measured
+  auto take = [&](float x, int64_t i, bool stored) {
+    if (!stored) zs[i] = x;
     if (!measure) return;
     if (is_nan(x)) {
       fl |= MLOPS_SAMPLE_FLAG_NAN;
@@ -171,11 +196,12 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t i = base + int64_t(u) * NT;
+        if (V4 && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
         if (i < n4) {
-          take(r[u].x, 4 * i);
-          take(r[u].y, 4 * i + 1);
-          take(r[u].z, 4 * i + 2);
-          take(r[u].w, 4 * i + 3);
+          take(r[u].x, 4 * i, V4);
+          take(r[u].y, 4 * i + 1, V4);
+          take(r[u].z, 4 * i + 2, V4);
+          take(r[u].w, 4 * i + 3, V4);
         }
       }
     }
@@ -191,10 +217,187 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t i = base + int64_t(u) * NT;
-      if (i < n) take(r[u], i);
+      if (i < n) take(r[u], i, false);
     }
   }
 }
+
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)
+// The barrier of an exchange through shared memory: the lean forms' lighter one, or the full one.
+template <bool LEAN>
+__device__ __forceinline__ void exchange_sync() {
+  if constexpr (LEAN) cluster_sync_smem();
+  else cluster_sync();
+}
+
+// rint(exp_det(u) * 2^31), sample_weight's integer, for u in [-80, 0], straight-line (no branch, so
+// the unrolled elements of a loop interleave): exp_det's reduction and polynomial, then one
+// scaling. exp_det(u) = (p * 2^h) * 2^(n - h) is p * 2^n exactly while that is a normal float (n >=
+// -116 here), and times 2^31 it is p * 2^(n + 31), exact too, so rint of it is the same integer.
+__device__ __forceinline__ uint32_t lean_weight_of_u(float u) {
+  const float n = rint_even(u * 1.44269504088896341f);
+  float r = fmaf(n, -0.693145751953125f, u);
+  r = fmaf(n, -1.428606765330187045e-06f, r);
+  float q = 1.9875691500e-4f;
+  q = fmaf(q, r, 1.3981999507e-3f);
+  q = fmaf(q, r, 8.3334519073e-3f);
+  q = fmaf(q, r, 4.1665795894e-2f);
+  q = fmaf(q, r, 1.6666665459e-1f);
+  q = fmaf(q, r, 5.0000001201e-1f);
+  q = fmaf(q * r, r, r);
+  q = q + 1.0f;
+  return uint32_t(rint_even(q * bits_f32(uint32_t(int(n) + 31 + 127) << 23)));
+}
+
+// What the lean forms need of a row to weigh its elements.
+struct LeanRow {
+  float m, inv, cutoff;
+  float u_min;     // min-p's bound on u (lean_min_u), -inf without min-p
+  uint32_t min_w;  // ceil(min_p * 2^31), 0 without min-p
+};
+
+// The weights of 4 elements (0 where `on` is false), branch-free past one test of whether any is
+// live: sample_weight's value where it is kept (d >= cutoff), then min-p's filter. Why the same
+// integers: a live u = (z - m) / T lies in [about -24, 0] (d >= -24 T; z <= m), and u < -80 would
+// give 0 either way (exp(-80) * 2^31 < 1e-25), so u is clamped to -80 for the polynomial; a NaN u (a
+// subnormal T) is not live, and sample_weight's F2I of a NaN is 0 too. min-p: u < u_min means w <
+// min_p * 2^31 (lean_min_u), and w >= min_w is double(w) >= min_p * 2^31 for an integer w (the
+// product is exact in double).
+__device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)[4], const bool (&on)[4],
+                                              uint32_t (&w)[4]) {
+  float u[4];
+  bool live[4], any = false;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float d = x[j] - r.m;
+    u[j] = d * r.inv;
+    live[j] = on[j] && !is_nan(x[j]) && d >= r.cutoff && u[j] >= r.u_min;
+    any = any || live[j];
+    w[j] = 0;
+  }
+  if (!any) return;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t v = lean_weight_of_u(fmaxf(u[j], -80.0f));
+    w[j] = live[j] && v >= r.min_w ? v : 0u;
+  }
+}
+
+// A weight into a mass histogram copy (two 32-bit words). The lean forms add its low and high 16
+// bits into the two words with atomics whose result is not used (RED: nothing waits for them, where
+// add_mass's carry test waits for the old value); a copy sees at most 64 threads' elements of a
+// staged slice or of the candidates (< 65536 of them), so neither word wraps: the mass is
+// lo + hi * 2^16, the same integer.
+template <bool LEAN>
+__device__ __forceinline__ void add_mass_of(uint32_t* lo, uint32_t* hi, uint32_t w) {
+  if constexpr (LEAN) {
+    atomicAdd(lo, w & 0xffffu);
+    atomicAdd(hi, w >> 16);
+  } else {
+    add_mass(lo, hi, w);
+  }
+}
+template <bool LEAN>
+__device__ __forceinline__ uint64_t mass_of(uint32_t lo, uint32_t hi) {
+  if constexpr (LEAN) return uint64_t(lo) + (uint64_t(hi) << 16);
+  else return (uint64_t(hi) << 32) | lo;
+}
+
+// The lean forms' row: min-p's bound on u. A weight whose exponent u = (z - m) / T is below
+// ln(min_p) - 0.01 is below min_p * 2^31 whatever exp_det returns (within 2 ulp: W <= 0.9901 *
+// min_p * 2^31 + 0.5 < min_p * 2^31 for min_p >= 1e-6), so its exp is skipped: the same kept
+// weights. logf's last bit does not matter to a bound with that margin (host and GPU may differ).
+__device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, float m, Temperature t) {
+  LeanRow r;
+  r.m = m;
+  r.inv = t.inv;
+  r.cutoff = t.cutoff;
+  const bool mp = cfg.min_p > 0.0f;
+  r.u_min = mp && cfg.min_p >= 1e-6f ? logf(cfg.min_p) - 0.01f : -__int_as_float(0x7f800000);
+  r.min_w = mp ? uint32_t(ceil(min_p_threshold(cfg.min_p))) : 0u;  // <= 2^31
+  return r;
+}
+
+// The lean forms' draw. Thread t takes the contiguous chunk [t q, (t + 1) q) of the staged slice (q
+// odd: a warp's 32 reads of one step fall in 32 banks), writes each element's kept weight over it
+// (the slice is not read again) and sums them; a block scan of the chunk sums, the CTA's total
+// published, one cluster barrier, warp 0 reads the C totals (a lane a CTA); the one thread whose
+// chunk holds floor(R S / 2^64) walks its own stored weights. The same integers in the same index
+// order as the definition: the same token. No exp is evaluated twice, no warp walks a serial piece
+// of exps, and the last cluster barrier is only arrived at here (waited for at exit).
+template <int C, int NT>
+__device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
+                                          float* zs, const LeanRow& lr, uint32_t tau, ClusterShared<NT>& sh) {
+  constexpr int NW = NT / 32;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+  const int warp = tid >> 5;
+  uint32_t* wz = reinterpret_cast<uint32_t*>(zs);
+  const int n = int(v1 - v0);  // a staged slice: < 2^16 elements
+  const int q = ((n + NT - 1) / NT) | 1;
+  const int c0 = tid * q < n ? tid * q : n;
+  const int c1 = c0 + q < n ? c0 + q : n;
+  uint64_t s = 0;
+  for (int i = c0; i < c1; i += 4) {  // 4 at a time: the 4 exps interleave
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      x[j] = i + j < c1 ? zs[i + j] : 0.0f;
+      on[j] = i + j < c1 && key_of(x[j]) >= tau;
+    }
+    lean_weights4(lr, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (i + j < c1) {
+        wz[i + j] = w[j];
+        s += w[j];
+      }
+  }
+  const uint64_t incl = warp_incl_scan(s);
+  if (lane == 31) sh.wsum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+    x = warp_incl_scan(x);
+    if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
+    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
+  }
+  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
+  const uint64_t ex = incl - s + (warp ? sh.red[warp - 1] : 0);
+  if (warp == 0) {
+    const uint64_t k = lane < unsigned(C) ? cluster_map(&sh, lane)->pub_kept : uint64_t(0);
+    const uint64_t ki = warp_incl_scan(k);
+    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
+    if (lane == 0) {
+      sh.b_total = total;
+      sh.b_acc = before;
+      sh.b_mine = mine;
+    }
+  }
+  __syncthreads();
+  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+  const uint64_t S = sh.b_total, before = sh.b_acc, mine = sh.b_mine;
+  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
+  if (!(mine && before <= target && target < before + mine)) return;  // S > 0: the max is kept
+  const uint64_t t = target - before;
+  if (!(s && ex <= t && t < ex + s)) return;
+  uint64_t run = ex;
+  int i = c0;
+  uint32_t w = 0;
+  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
+    w = wz[i];
+    run += w;
+    if (run > t) break;
+  }
+  p.tokens[row] = int32_t(v0 + int64_t(i));
+  if (p.flags) p.flags[row] = 0;
+  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+}
+#endif
 
 // Bytes of dynamic shared memory the staged form takes for a row of `vocab` over C CTAs.
 constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
@@ -207,10 +410,11 @@ constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C
 // same kept weights, the same S, the same token and log-probability. The first round (over the
 // whole slice, where few bins take most elements) counts nothing: one un-replicated atomic an
 // element there would serialise; later rounds see only the prefix's elements.
-template <int C, int NT, bool STAGE = false, bool ES = false>
+template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
+  static_assert(!LEAN || (STAGE && !ES && C <= 32), "the lean draw rewrites the staged slice; one warp reads the cluster");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
 #else
@@ -272,7 +476,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   int flags = 0;
   int fl = 0;
   if constexpr (STAGE) {
-    stage_slice<NT>(z, v0, v1, zs, !stats, best, fl);
+    stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   if (stats) {
@@ -298,12 +502,37 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       sh.pub_best = best;
       sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
     }
-    cluster_sync();
+    exchange_sync<LEAN>();
     best = 0;
-    for (int r = 0; r < C; ++r) {
-      const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
-      best = o->pub_best > best ? o->pub_best : best;
-      flags |= o->pub_flags;
+    if constexpr (LEAN) {  // lane r of warp 0 reads CTA r: C remote loads a CTA instead of C a thread
+      if (warp == 0) {
+        uint64_t b = 0;
+        int f = 0;
+        if (lane < unsigned(C)) {
+          const ClusterShared<NT>* o = cluster_map(&sh, lane);
+          b = o->pub_best;
+          f = o->pub_flags;
+        }
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) {
+          const uint64_t ob = __shfl_xor_sync(kFull, b, off);
+          b = ob > b ? ob : b;
+          f |= __shfl_xor_sync(kFull, f, off);
+        }
+        if (lane == 0) {
+          sh.b_best = b;
+          sh.b_flags = f;
+        }
+      }
+      __syncthreads();
+      best = sh.b_best;
+      flags = sh.b_flags;
+    } else {
+      for (int r = 0; r < C; ++r) {
+        const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
+        best = o->pub_best > best ? o->pub_best : best;
+        flags |= o->pub_flags;
+      }
     }
     if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
   }
@@ -319,11 +548,21 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int64_t v = v0 + tid; v < v1; v += NT) s += sample_weight(zr(v), m, temperature_of(1.0f));
       s = block_sum_u64<NT>(s, sh);
       if (tid == 0) sh.pub_lp = s;
-      cluster_sync();
+      exchange_sync<LEAN>();
       s = 0;
-      for (int r = 0; r < C; ++r) s += cluster_map(&sh, unsigned(r))->pub_lp;
+      if constexpr (LEAN) {
+        if (warp == 0) {
+          s = warp_sum(lane < unsigned(C) ? cluster_map(&sh, lane)->pub_lp : uint64_t(0));
+          if (lane == 0) sh.b_total = s;
+        }
+        __syncthreads();
+        s = sh.b_total;
+      } else {
+        for (int r = 0; r < C; ++r) s += cluster_map(&sh, unsigned(r))->pub_lp;
+      }
       logprob = float(log(double(kWeightScale) / double(s)));
     }
+    if constexpr (LEAN) cluster_arrive_smem();  // no more reads of the other CTAs' shared memory
   } else {
     const Temperature T = temperature_of(cfg.temperature);
     int rnd = 0;            // histogram rounds so far (the buffer of round r is r % 2)
@@ -362,7 +601,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             for (int r = 0; r < kRep; ++r) t += sh.hlo[tid * kRep + r];
             sh.cnt[buf][tid] = t;
           }
-          cluster_sync();
+          exchange_sync<LEAN>();
           if (tid < 256)
             for (int r = 0; r < C; ++r) c += cluster_map(&sh, unsigned(r))->cnt[buf][255 - tid];
           ++rnd;
@@ -415,7 +654,32 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (count && tid < 256) sh.cnt[buf][tid] = 0;
         __syncthreads();
         const uint32_t copy = lane & uint32_t(kRep - 1);
-        if (use_cand) {
+        if constexpr (LEAN) {  // 4 elements at a time, their exps interleaved (lean_weights4)
+          LeanRow lm = lean_row(cfg, m, T);
+          lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
+          lm.min_w = 0;
+          const int n = use_cand ? int(sh.cand_n) : int(v1 - v0);
+          const float* src = use_cand ? sh.cand : zs;
+          for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+            float x[4];
+            bool on[4];
+            uint32_t w[4], k[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const int i = i0 + j * NT;
+              x[j] = i < n ? src[i] : 0.0f;
+              k[j] = key_of(x[j]);
+              on[j] = i < n && k[j] >= tau && (k[j] & mask) == prefix;
+            }
+            lean_weights4(lm, x, on, w);
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+              if (w[j]) {
+                const uint32_t at = ((k[j] >> sh_bits) & 255u) * kRep + copy;
+                add_mass_of<LEAN>(&sh.hlo[at], &sh.hhi[at], w[j]);
+              }
+          }
+        } else if (use_cand) {
           for (int i = tid; i < int(sh.cand_n); i += NT) {
             const float x = sh.cand[i];
             const uint32_t k = key_of(x);
@@ -440,10 +704,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         if (tid < 256) {
           uint64_t t = 0;
-          for (int r = 0; r < kRep; ++r) t += (uint64_t(sh.hhi[tid * kRep + r]) << 32) | sh.hlo[tid * kRep + r];
+          for (int r = 0; r < kRep; ++r) t += mass_of<LEAN>(sh.hlo[tid * kRep + r], sh.hhi[tid * kRep + r]);
           sh.mass[buf][tid] = t;
         }
-        cluster_sync();
+        exchange_sync<LEAN>();
         uint64_t mass = 0;
         uint32_t n_bin = 0;  // ES: the cluster's weighted elements in bin 255 - tid
         if (tid < 256)
@@ -492,6 +756,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     kw.tau = tau;
     kw.use_min_p = cfg.min_p > 0.0f;
     kw.min_thr = min_p_threshold(cfg.min_p);
+    if constexpr (LEAN) {
+      writer = false;  // the thread whose chunk holds the target writes the token itself
+      lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, sh);
+    } else {
     const int64_t wc = (v1 - v0 + NW - 1) / NW;
     const int64_t a = v0 + warp * wc < v1 ? v0 + warp * wc : v1;
     const int64_t b = a + wc < v1 ? a + wc : v1;
@@ -569,13 +837,16 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       token = sh.b_token;
       logprob = float(log(double(sh.b_tokw) / double(S)));
     }
+    }
   }
   if (writer && tid == 0) {
     p.tokens[row] = token;
     if (p.flags) p.flags[row] = flags;
     if (p.logprobs) p.logprobs[row] = logprob;
   }
-  cluster_sync();  // no CTA leaves while another may read its shared memory; every step is read
+  // no CTA leaves while another may read its shared memory; every step is read
+  if constexpr (LEAN) cluster_wait();
+  else cluster_sync();
   if (rank == 0 && tid == 0) p.steps[row] = step + 1;
 #endif
 }

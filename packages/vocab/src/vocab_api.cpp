@@ -219,13 +219,17 @@ const mlops_sample_variant kSampleVariants[] = {
     {6, 512, 0, 8, "cluster8_smem"}, {7, 512, 0, 16, "cluster16_smem"}, {8, 1024, 0, 16, "cluster16_smem_t1024"},
     // the staged forms whose top-p rounds stop at a bin of one weighted element (not planned
     // until measured)
-    {9, 512, 0, 8, "cluster8_smem_es"}, {10, 512, 0, 16, "cluster16_smem_es"}};
-constexpr int kNumSample = 11;
+    {9, 512, 0, 8, "cluster8_smem_es"}, {10, 512, 0, 16, "cluster16_smem_es"},
+    // the staged forms with the lean draw (kept weights stored over the slice, walked by one
+    // thread; warp-0 reads of the cluster; the last barrier's arrive before the walk): not planned
+    // until measured
+    {11, 512, 0, 8, "cluster8_lean"}, {12, 512, 0, 16, "cluster16_lean"}};
+constexpr int kNumSample = 13;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
 // The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
 // loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh):
-// 1, or 2 with the top-p rounds' early stop.
-constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2};
+// 1, 2 with the top-p rounds' early stop, 3 with the lean draw.
+constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -104,6 +105,15 @@ static inline int __ffs(unsigned x) { return __builtin_ffs(int(x)); }
 // another block of the cluster.
 static inline unsigned cluster_rank() { return unsigned(tl_slot); }
 static inline void cluster_sync() { g_cluster_barrier->arrive_and_wait(); }
+// The halves of a cluster barrier (barrier.cluster.arrive / .wait): a thread arrives, may run on, and
+// waits for the phase it arrived at before arriving again.
+static thread_local std::optional<std::barrier<>::arrival_token> tl_cluster_token;
+static inline void cluster_arrive_smem() { tl_cluster_token.emplace(g_cluster_barrier->arrive()); }
+static inline void cluster_wait() {
+  g_cluster_barrier->wait(std::move(*tl_cluster_token));
+  tl_cluster_token.reset();
+}
+static inline void cluster_sync_smem() { cluster_sync(); }  // the host has one memory
 template <class T>
 static T& host_block_shared() {
   static T inst[kHostMaxSlots];

@@ -41,7 +41,10 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
     if (staged) {  // the slice in (poisoned) dynamic shared memory: every read after staging comes from it
       set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
-      if (staged == 2 && cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, true>(p); });
+      if (staged == 3 && cluster == 4)
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true>(p); });
+      else if (staged == 3) run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true>(p); });
+      else if (staged == 2 && cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, true>(p); });
       else if (staged == 2) run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, true>(p); });
       else if (cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true>(p); });
       else run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true>(p); });
@@ -91,6 +94,8 @@ int main() {
       {"top_p cold (candidates)", 3, 5000, cfg(0.3f, 0, 0.9f, 0.0f), 3.0f, false, false},
       {"top_p hot (row radix)", 3, 5000, cfg(4.0f, 0, 0.95f, 0.0f), 1.0f, false, false},
       {"min_p", 3, 5000, cfg(1.0f, 0, 1.0f, 0.05f), 3.0f, false, false},
+      {"min_p below the exp bound's floor", 3, 5000, cfg(0.7f, 0, 1.0f, 5e-7f), 3.0f, false, false},
+      {"min_p hot", 2, 5000, cfg(3.0f, 0, 1.0f, 0.3f), 1.0f, false, false},
       {"all + penalties", 3, 5000, cfg(0.9f, 300, 0.9f, 0.01f, 1.3f), 3.0f, true, false},
       {"NaN / inf / -inf rows", 4, 700, cfg(1.0f, 0, 0.9f, 0.0f), 3.0f, false, true},
       {"one token", 2, 1, cfg(1.0f, 0, 0.5f, 0.0f), 3.0f, false, false},
@@ -129,8 +134,9 @@ int main() {
       for (int64_t i = 0; i < L; ++i) hist[r * L + i] = int32_t((i * 37 + r * 11) % (c.V + 3)) - 1;  // repeats, -1, >= V
     }
     // t256, t1024, split, cluster 4 x 256, cluster 3 x 256, the staged (slice in shared memory)
-    // clusters 4 x 256 and 3 x 256, and the staged early-stop form (4 x 256 or 3 x 256 by case)
-    for (int variant = 0; variant < 8; ++variant) {
+    // clusters 4 x 256 and 3 x 256, the staged early-stop form and the lean form (4 x 256 or 3 x 256
+    // by case)
+    for (int variant = 0; variant < 9; ++variant) {
       if (const char* only = std::getenv("SAMPLE_ON_HOST_VARIANT"); only && std::atoi(only) != variant) continue;
       // 1024 and 768 host threads a block / cluster are slow on two shared cores: t1024 takes every
       // other case, the 3-CTA cluster the others (t256 and the 4-CTA cluster run the same code on all)
@@ -138,10 +144,10 @@ int main() {
           (variant == 6 && case_no % 2 == 0))
         continue;
       const bool split = variant == 2;
-      const int staged = variant == 7 ? 2 : variant >= 5 ? 1 : 0;
+      const int staged = variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
       const int cluster = variant == 3 || variant == 5 ? 4
                           : variant == 4 || variant == 6 ? 3
-                          : variant == 7 ? (case_no % 2 ? 4 : 3) : 0;
+                          : variant >= 7 ? (case_no % 2 ? 4 : 3) : 0;
       const int threads = variant == 0 ? 256 : 1024;
       // two steps (two draws) for the 256-thread instance, one for the others: 1024-thread blocks
       // (or clusters) are 1024 host threads each, and the suite runs on two shared cores
@@ -167,7 +173,8 @@ int main() {
         std::vector<SplitRow> ws;
         emulate(p, threads, split, cluster, staged, ws);
         const char* names[] = {"t256",     "t1024",         "split",         "cluster4",
-                               "cluster3", "cluster4_smem", "cluster3_smem", "cluster_smem_es"};
+                               "cluster3", "cluster4_smem", "cluster3_smem", "cluster_smem_es",
+                               "cluster_lean"};
         const char* vn = names[variant];
         CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
               tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
