@@ -88,6 +88,15 @@ def bench_lm_head(b: Bench, quick: bool):
         del ws
 
 
+def kernel_seconds(b: Bench, fn):
+    """Bench.kernel_time, or None where the profiler gives nothing usable (the row then has no
+    kernel_us)."""
+    try:
+        return b.kernel_time(fn, flush=True)
+    except Exception:  # noqa: BLE001 - a diagnostic column, never a reason to lose the bench
+        return None
+
+
 def bench_lm_head_gap(b: Bench):
     """Where the bench's time goes beyond the kernel's (GPU run 19: the pipe kernel took 283 us under
     ncu at 151936 x 4096, one weight buffer, L2 clean; the bench reads 317 us): M = 1, planned and
@@ -138,10 +147,14 @@ def bench_lm_head_gap(b: Bench):
                 b.flush_l2 = lambda: (b._flush_buf.fill_(1.0), clean_buf.sum())
             try:
                 t = b.time_interleaved(fns, flush=n == 1, reps=30)
+                # the kernel's own duration (CUPTI) under the same condition: launch vs the kernel's run
+                ku = {impl: kernel_seconds(b, f) for impl, f in fns.items()} if n == 1 and not c.get("clean") else {}
             finally:
                 b.__dict__.pop("flush_l2", None)
             for impl in impls:
-                b.record(case=f"lm_head gap {V}x{H} M=1 {cond}", impl=impl, seconds=t[impl] / n, bytes=nbytes)
+                k = ku.get(impl)
+                b.record(case=f"lm_head gap {V}x{H} M=1 {cond}", impl=impl, seconds=t[impl] / n, bytes=nbytes,
+                         **({"kernel_us": round(k * 1e6, 2)} if k else {}))
         del ws
 
 

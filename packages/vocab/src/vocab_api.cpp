@@ -122,16 +122,18 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {11, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16"},
     {12, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream32"},
     {13, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream8_tlb"},
+    {14, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_tlb"},
+    {15, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream32_tlb"},
 };
-constexpr int kNumLmHead = 14;
+constexpr int kNumLmHead = 16;
 static_assert(sizeof kLmHeadVariants / sizeof kLmHeadVariants[0] == kNumLmHead, "kNumLmHead");
-constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4, 0, 0, 0, 0};
-constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false,
-                                             false, false, true,  false, false, false, false};
+constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4, 0, 0, 0, 0, 0, 0};
+constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false, false,
+                                             false, true,  false, false, false, false, false, false};
 // the stream instances: rows a chunk (0: not one), and the page-ahead prefetch
-constexpr int kLmHeadStreamRows[kNumLmHead] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 32, 8};
-constexpr bool kLmHeadStreamTlb[kNumLmHead] = {false, false, false, false, false, false, false,
-                                               false, false, false, false, false, false, true};
+constexpr int kLmHeadStreamRows[kNumLmHead] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 32, 8, 16, 32};
+constexpr bool kLmHeadStreamTlb[kNumLmHead] = {false, false, false, false, false, false, false, false,
+                                               false, false, false, false, false, true,  true,  true};
 
 // The kind index of lm_head_mma_kernel.cu for a tensor-core variant.
 int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : k == MLOPS_LM_HEAD_MMA_F16_K8 ? 1 : 2; }

@@ -190,6 +190,33 @@ def test_lm_head_graph_replay():
         assert_bits_equal(a, b, f"graph replay {name}")
 
 
+@pytest.mark.parametrize("variant", [v for v in LM_VARIANTS if "stream" in v])
+def test_lm_head_stream_pdl_graph_and_back_to_back(variant):
+    """The stream candidates launch as programmatic dependents (the clear kernel -> the head -> the
+    decode): captured in a graph and replayed they equal a fresh call bit for bit, and calls queued
+    back to back on different inputs (no synchronisation between) each return the statistics of
+    their own logits."""
+    if not mv.lm_head_variant_runs(variant):
+        pytest.skip(f"{variant} does not run on this GPU / build [{TAG}]")
+    M, V, H = 3, 32000, 4096
+    x, w = cuda(randn((M, H), torch.bfloat16, 1), randn((V, H), torch.bfloat16, 2, scale=0.05))
+    mv.lm_head(x, w, stats=True, variant=variant)  # warm-up outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = mv.lm_head(x, w, stats=True, variant=variant)
+    x.copy_(randn((M, H), torch.bfloat16, 3).cuda())
+    g.replay()
+    fresh = mv.lm_head(x, w, stats=True, variant=variant)
+    for name, a, b in zip(out._fields, out, fresh):
+        assert_bits_equal(a, b, f"{variant} graph replay {name}")
+    xs = [randn((M, H), torch.bfloat16, 10 + i).cuda() for i in range(4)]
+    outs = [mv.lm_head(xi, w, stats=True, variant=variant) for xi in xs]
+    for o in outs:
+        assert torch.equal(o.argmax, o.logits.argmax(1)) and torch.equal(o.max, o.logits.max(1).values), variant
+        assert o.key_hist.sum(1).tolist() == [V] * M, variant
+
+
 # ---- sampler ------------------------------------------------------------------------------
 MODES = {
     "greedy": dict(temperature=0.0),
