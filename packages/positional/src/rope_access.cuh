@@ -81,6 +81,9 @@ __device__ __forceinline__ void lds_floats(const float* s, float* v) {
   }
 }
 
+template <class T> constexpr bool kIsBf16 = false;
+template <> constexpr bool kIsBf16<bf16> = true;
+
 // N elements of T in registers, read and written as floats. The 16-byte path holds them as 32-bit
 // words, two 16-bit values a register: nvcc 13.0 (sm_90) gives each element of a Vec<bf16, 8> its
 // own register, and the early kernels with 4 / 8 items a thread spilled (216 / 532 bytes).
@@ -115,6 +118,21 @@ struct Regs<T, N, VEC, true> {
       const u32 b = Elem<T>::store(f).bits, sh = 16 * (e & 1);
       w.v[e >> 1] = (w.v[e >> 1] & ~(0xffffu << sh)) | (b << sh);
     }
+  }
+  // Elements e (even) and e + 1 of a 16-bit T at once: the bits of set(e, lo), set(e + 1, hi)
+  // (the stage kernels; bf16 by one cvt.rn.bf16x2.f32 from sm_80, the instruction set() uses for
+  // one element, instead of two conversions and the masks that merge them).
+  __device__ __forceinline__ void set2(int e, float lo, float hi) {
+    static_assert(sizeof(T) == 2, "two 16-bit elements a word");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (kIsBf16<T>) {
+      u32 r;
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));  // a -> upper half, b -> lower
+      w.v[e >> 1] = r;
+      return;
+    }
+#endif
+    w.v[e >> 1] = u32(Elem<T>::store(lo).bits) | (u32(Elem<T>::store(hi).bits) << 16);
   }
 };
 

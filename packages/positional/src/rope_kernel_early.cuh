@@ -35,6 +35,10 @@ struct Items {
   static constexpr int P = G::P, TE = G::TE;
   static constexpr int XW = LAYOUT == kNeox ? P : 2 * P;  // elements of an item's first access (GPT-J: its only one)
   static constexpr int YW = LAYOUT == kNeox ? P : 1;      // and of its second (NeoX: the other half)
+  // STAGE, NeoX, 8 pairs a chunk (bf16 / fp16): cos/sin in the order of cs_index, so the 16-byte
+  // shared loads of a warp's 8 chunks are contiguous (run 19 ncu, early2x5: 48 % of the shared
+  // wavefronts were bank-conflict excess from the 32-byte stride of the natural order)
+  static constexpr bool kPermCs = STAGE && LAYOUT == kNeox && P == 8;
   int rot_chunks, cph, nh, ipt, h0, hq;
   int tok0, hl0, c0, st, sh, sc;  // the thread's first item of a block, and the step
   int tok, hl, c;                 // the next item to load
@@ -135,9 +139,36 @@ struct Items {
       }
       if (rot) {
         float cv[P], sv[P];
-        const float* cs = cs0 + tk * rd + j;
-        lds_floats<P, VEC>(cs, cv);
-        lds_floats<P, VEC>(cs + half, sv);
+        if constexpr (kPermCs) {  // the stage kernels' cos/sin order (cs_index): 16-byte pieces k of chunk c at (k * rot_chunks + c)
+          const float* cs = cs0 + tk * rd + 4 * (j >> 3);
+          lds_floats<4, VEC>(cs, cv);
+          lds_floats<4, VEC>(cs + 4 * rot_chunks, cv + 4);
+          lds_floats<4, VEC>(cs + half, sv);
+          lds_floats<4, VEC>(cs + half + 4 * rot_chunks, sv + 4);
+        } else {
+          const float* cs = cs0 + tk * rd + j;
+          lds_floats<P, VEC>(cs, cv);
+          lds_floats<P, VEC>(cs + half, sv);
+        }
+        if constexpr (STAGE && sizeof(T) == 2) {  // two outputs a conversion (Regs::set2: the same bits)
+          if constexpr (LAYOUT == kNeox) {
+#pragma unroll
+            for (int e = 0; e < P; e += 2) {
+              float ox0, oy0, ox1, oy1;
+              rotate(xa[u].get(e), ya[u].get(e), cv[e], sv[e], &ox0, &oy0);
+              rotate(xa[u].get(e + 1), ya[u].get(e + 1), cv[e + 1], sv[e + 1], &ox1, &oy1);
+              xa[u].set2(e, ox0, ox1);
+              ya[u].set2(e, oy0, oy1);
+            }
+          } else {
+#pragma unroll
+            for (int e = 0; e < P; ++e) {
+              float ox, oy;
+              rotate(xa[u].get(2 * e), xa[u].get(2 * e + 1), cv[e], sv[e], &ox, &oy);
+              xa[u].set2(2 * e, ox, oy);
+            }
+          }
+        } else {
 #pragma unroll
         for (int e = 0; e < P; ++e) {
           float ox, oy;
@@ -150,6 +181,7 @@ struct Items {
             xa[u].set(2 * e, ox);
             xa[u].set(2 * e + 1, oy);
           }
+        }
         }
       }
       if constexpr (LAYOUT == kNeox) {

@@ -17,6 +17,10 @@
 
 namespace mlops::rope {
 
+// Where cos (and, half further, sin) of frequency i goes when a chunk holds 8 pairs: piece k = (i % 8)
+// / 4 of chunk c = i / 8 at (k * nch + c) * 4 + i % 4, so piece k of all nch chunks is contiguous.
+MLOPS_ROPE_HD int cs_index(int i, int nch) { return (((i & 7) >> 2) * nch + (i >> 3)) * 4 + (i & 3); }
+
 // A thread's (token, frequency) entries of the CTA's cos/sin, kBatch at a time: idx = base + k *
 // kCtaThreads, (tk, i) = idx / half, idx % half. load() issues the reads that need no earlier
 // result; store() waits for them, reads the cache rows (or computes), and writes shared memory.
@@ -43,7 +47,8 @@ struct CosSinBatch {
 
   // freq_at's arithmetic with inv_freq[i] read early; an out-of-range position writes nothing. The
   // cache reads of all entries are issued before any is used (one round trip for the batch).
-  __device__ __forceinline__ void store(const Params& p, int n, float* cs0) const {
+  // nch > 0: cos/sin of frequency i at cs_index(i, nch) (Items::kPermCs), else at i.
+  __device__ __forceinline__ void store(const Params& p, int n, float* cs0, int nch) const {
     const int half = p.half;
     float c[kBatch], s[kBatch];
     bool w[kBatch];
@@ -65,8 +70,9 @@ struct CosSinBatch {
       if (!w[k]) continue;
       const int idx = base + k * kCtaThreads;
       const int tk = idx / half, i = idx - tk * half;
-      cs0[tk * p.rotary_dim + i] = c[k];
-      cs0[tk * p.rotary_dim + half + i] = s[k];
+      const int o = nch ? cs_index(i, nch) : i;
+      cs0[tk * p.rotary_dim + o] = c[k];
+      cs0[tk * p.rotary_dim + half + o] = s[k];
     }
   }
 };
@@ -85,7 +91,7 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_stage(const Par
   CosSinBatch cs;
   cs.load(p, t0, x, n);                                // positions first: the longest chain
   const bool ok = x < ntok ? token_in_range(p, t0 + x) : true;
-  Items<T, LAYOUT, VEC, U, VEC> it(p, x, h0, min(p.hpc, p.heads - h0));
+  Items<T, LAYOUT, VEC, U, VEC> it(p, x, h0, min(p.hpc, p.heads - h0));  // STAGE on the 16-byte path
   if constexpr (VEC) it.slot = reinterpret_cast<unsigned char*>(smem) + stage_offset(p) + 16 * x;
   it.start(t0, ntok);
   it.load(p);  // q / k in flight (in shared memory) while the positions -> cos/sin chain runs
@@ -93,11 +99,13 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_stage(const Par
     bad[x] = !ok;
     if (!ok && p.flag && blockIdx.y == 0) *p.flag = 1;
   }
-  cs.store(p, n, smem);
+  using It = Items<T, LAYOUT, VEC, U, VEC>;
+  const int nch = It::kPermCs ? p.half / It::P : 0;
+  cs.store(p, n, smem, nch);
   for (int b = x + CosSinBatch::kBatch * kCtaThreads; b < n; b += CosSinBatch::kBatch * kCtaThreads) {
     CosSinBatch more;  // more than 2 x 256 entries (tokens_per_cta x rotary_dim/2 > 512): a split the planner does not pick
     more.load(p, t0, b, n);
-    more.store(p, n, smem);
+    more.store(p, n, smem, nch);
   }
   __syncthreads();
   cp_async_wait_all();
