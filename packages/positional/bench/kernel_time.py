@@ -1,6 +1,7 @@
 """Kernel-only durations under ncu, without the event harness's ~4.5 us launch / event overhead
 (bench_positional.py's empty-kernel row): the bench shape (32 q + 8 kv heads x 128, bf16, fused
-qkv views, in place) at T = 4096 and 32768, the planner's call and the run-14 candidates, each
+qkv views, in place) at T = 1 and 32 (decode candidates) and 4096 and 32768, the planner's call and
+the candidates of runs 14-19, each
 launched once (ncu serializes kernels and flushes caches before each profiled one by default).
 
     ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \\
@@ -33,18 +34,28 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
 ]
 
 
+# decode (session 4): the planner's early2 from the cache (positions -> cache row: two DRAM round
+# trips) against the stage kernels on the fly (positions, inv_freq and data in one round trip)
+DECODE = [
+    ("planner cache (early2)", dict()),
+    ("planner on the fly (early2)", dict(on_the_fly=True)),
+    ("stage4 on the fly", dict(variant="stage4", on_the_fly=True)),
+    ("stage4 cache", dict(variant="stage4")),
+]
+
+
 def main():
     inv_freq, _, _ = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})
     inv_freq = inv_freq.cuda()
     cache = mp.build_cos_sin_cache(inv_freq, 131072)
     torch.cuda.synchronize()
     print("kernel order (the rope kernels; the cache builder is rope_cache_kernel, excluded by -k):")
-    for T in (4096, 32768):
+    for T in (1, 32, 4096, 32768):
         qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=torch.bfloat16)
         q = qkv[:, : HQ * D].view(T, HQ, D)
         k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
         pos = torch.randint(0, 131072, (T,), device="cuda")
-        for label, kw in CANDIDATES:
+        for label, kw in DECODE if T <= 32 else CANDIDATES:
             kw = dict(kw)
             src = dict(inv_freq=inv_freq) if kw.pop("on_the_fly", False) else dict(cos_sin_cache=cache)
             mp.apply_rope(q, k, pos, inplace=True, **src, **kw)
