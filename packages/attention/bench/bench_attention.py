@@ -4,7 +4,8 @@ One JSON line per case (tools/testing/mlops_bench.py); docs/performance.md keeps
 
     python packages/attention/bench/bench_attention.py [--quick] [--peaked] [--targets]
 
---targets: only the two target shapes (B1 L16K, B8 L128K), random and peaked q (~60 s). Every
+--kernel-time: a kernel_us column (the kernels' own durations summed, Bench.kernel_time) next to the
+event time. --targets: only the two target shapes (B1 L16K, B8 L128K), random and peaked q (~60 s). Every
 decode variant (mlops.attention.decode_variants()) is timed side by side: impl "fbla <mode> <kind>
 [<variant>]"; the planner's pick (decode_variants()'s "planner" key) is warps+coarse_warps since run 14.
 
@@ -57,7 +58,7 @@ def fbla_bytes(B, L, mode):
     return B * HK * (closed * rec + (min(L, 128) + tail) * D * 2 * 2) + 2 * B * HQ * D * 2
 
 
-def run_case(b: Bench, B: int, L: int, peaked: bool, variants):
+def run_case(b: Bench, B: int, L: int, peaked: bool, variants, kernel_time: bool = False):
     g = torch.Generator(device="cuda").manual_seed(B * 7 + L)
     k = torch.randn(B, HK, L, D, device="cuda", generator=g).bfloat16()
     v = torch.randn(B, HK, L, D, device="cuda", generator=g).bfloat16()
@@ -79,8 +80,12 @@ def run_case(b: Bench, B: int, L: int, peaked: bool, variants):
             fns[f"{mode} exact [{var}]"] = lambda c=c, out=out, var=var: A.decode(q, c, exact=True, out=out, variant=var)
             fns[f"{mode} skip [{var}]"] = lambda c=c, out=out, var=var: A.decode(q, c, out=out, variant=var)
     t = b.time_interleaved(fns, reps=50 if L >= 131072 else 200)
+    # the kernels' own durations summed (CUPTI; no launch latency): coarse + refine + combine for FBLA
+    kt = {n: b.kernel_time(fn, reps=10 if L >= 131072 else 30) for n, fn in fns.items()} if kernel_time else {}
     sdpa_bytes = 2 * B * HK * L * D * 2 + 2 * B * HQ * D * 2
-    b.record(case="decode", shape=shape, impl=sdpa_name, seconds=t["sdpa"], bytes=sdpa_bytes)
+    kus = {n: round(x * 1e6, 2) for n, x in kt.items() if x is not None}
+    b.record(case="decode", shape=shape, impl=sdpa_name, seconds=t["sdpa"], bytes=sdpa_bytes,
+             **({"kernel_us": kus["sdpa"]} if "sdpa" in kus else {}))
     ref = sdpa().float()[:, :, 0]
     for name, sec in t.items():
         if name == "sdpa":
@@ -89,7 +94,8 @@ def run_case(b: Bench, B: int, L: int, peaked: bool, variants):
         out = fns[name]().float()
         b.record(case="decode", shape=shape, impl=f"fbla {name}", seconds=sec, bytes=fbla_bytes(B, L, mode),
                  peer=sdpa_name, peer_seconds=t["sdpa"],
-                 max_abs_diff_vs_sdpa=round((out - ref).abs().max().item(), 5))
+                 max_abs_diff_vs_sdpa=round((out - ref).abs().max().item(), 5),
+                 **({"kernel_us": kus[name]} if name in kus else {}))
     del caches, k, v
     torch.cuda.empty_cache()
 
@@ -100,6 +106,8 @@ def main():
     ap.add_argument("--peaked", action="store_true", help="also the cases with q drawn from the keys")
     ap.add_argument("--targets", action="store_true", help="B1 L16K and B8 L128K only, random and peaked q")
     ap.add_argument("--variants", default="", help="comma-separated variant names (default: all)")
+    ap.add_argument("--kernel-time", action="store_true",
+                    help="also kernel_us: the call's kernel durations summed (Bench.kernel_time, CUPTI), no launch latency")
     a = ap.parse_args()
     variants = a.variants.split(",") if a.variants else [v["name"] for v in A.decode_variants()]
     b = Bench("attention")
@@ -110,7 +118,7 @@ def main():
         Ls = [4096, 16384] if a.quick else [4096, 16384, 131072]
         cases = [(pk, B, L) for pk in ([False, True] if a.peaked else [False]) for B in (1, 8) for L in Ls]
     for peaked, B, L in cases:
-        run_case(b, B, L, peaked, variants)
+        run_case(b, B, L, peaked, variants, a.kernel_time)
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}
     verdict = {}
     for mode in ("3+3", "4+2"):

@@ -210,6 +210,8 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"imma+coarse_warps", 80},    // warps+coarse_warps, the closed groups' scores by mma.sync m16n8k32 s8
       {"imma+coarse_imma", 80},     // imma+coarse_warps, the coarse pass's integer dots by mma.sync too
       {"imma_occ+coarse_imma", 80}, // imma+coarse_imma, the refine at kImmaOccCtas CTAs an SM
+      {"stage+coarse_imma", 90},    // the chunk staged in shared memory by cp.async.bulk; IMMA scores; PDL combine
+      {"stage_pipe+coarse_imma", 90},  // stage+coarse_imma, the V planes in 4 pieces (P V starts on the first)
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;

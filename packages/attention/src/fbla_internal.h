@@ -66,15 +66,18 @@ enum DecodeVariant {
   kImmaCoarse = 4,  // warps+coarse_warps with the closed groups' scores by mma.sync s8 (sm_80+; shuffles below)
   kImmaImma = 5,    // kImmaCoarse with the coarse pass's dots by mma.sync s8 too
   kImmaOcc = 6,     // kImmaImma with the refine at more CTAs an SM (fewer registers, some spills)
-  kDecodeVariantCount = 7
+  kStageImma = 7,   // the chunk's records staged in shared memory (cp.async.bulk on sm_90), IMMA scores
+  kStagePipe = 8,   // kStageImma with the V planes in 4 pieces, the P V loop starting on the first
+  kDecodeVariantCount = 9
 };
 // The planner's pick: warps+coarse_warps, the fastest of GPU run 14 (H200, exact 3+3: B1 L16K 60.9 us
 // against items 95.4, B8 L128K 1875 us against 4156; skip 80.7 / 2563 against 117 / 5024).
 constexpr int kPlannerVariant = kWarpsCoarse;
-// Variants whose refine is refine_warps_kernel (2 warps an item, 16-byte BF16 row loads).
+// Variants whose refine is refine_warps_kernel or runs its BF16 items (2 warps an item, 16-byte BF16 row loads).
 inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v >= kImmaCoarse; }
 inline bool imma_refine(int v) { return v == kImmaCoarse || v == kImmaImma; }  // at 8 CTAs an SM (kImmaOcc: more)
-inline bool imma_coarse(int v) { return v == kImmaImma || v == kImmaOcc; }
+inline bool imma_coarse(int v) { return v == kImmaImma || v == kImmaOcc || v >= kStageImma; }
+inline bool stage_refine(int v) { return v == kStageImma || v == kStagePipe; }  // refine_stage_kernel, PDL combine
 // Variants whose coarse pass (skip mode) is coarse_warps_kernel.
 inline bool warps_coarse(int v) { return v == kWarpsCoarse || v >= kImmaCoarse; }
 

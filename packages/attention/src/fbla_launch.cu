@@ -1,6 +1,6 @@
 // Launches of the FBLA kernels (the templates are instantiated and launched in this object:
 // nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
-#include "fbla_decode_warps.cuh"
+#include "fbla_decode_stage.cuh"
 
 namespace mlops::fbla {
 namespace {
@@ -16,18 +16,49 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
-int resident(K kernel, int slot, int threads = kThreads) {
-  static int cache[64][14];
+int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
+  static int cache[64][16];
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
   int sms = 0, per = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, dyn_smem) != cudaSuccess)
     return 0;
   const int n = sms * (per > 0 ? per : 1);
   if (dev < 64) cache[dev][slot] = n;
   return n;
+}
+
+// refine_stage_kernel's dynamic shared memory (past the 48 KB default): set once a device.
+template <int D, int kVParts>
+cudaError_t stage_attributes() {
+  static bool done[64];
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
+  e = cudaFuncSetAttribute(refine_stage_kernel<D, kVParts>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           stage_smem_bytes(D));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(refine_stage_kernel<D, kVParts>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  if (e == cudaSuccess && dev < 64) done[dev] = true;
+  return e;
+}
+
+// combine_warps_kernel as a programmatic dependent of the refine (its launch overlaps the refine's tail).
+template <int D>
+cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(p.c.batch * p.Hq * (D / 32)));
+  cfg.blockDim = dim3(32);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, combine_warps_kernel<D, true>, p);
 }
 
 template <int D>
@@ -48,7 +79,17 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     if (res <= 0) return cudaErrorInvalidDevice;
     coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
   }
-  if (p.variant == kImmaOcc) {
+  if (stage_refine(p.variant)) {
+    const cudaError_t e = p.variant == kStagePipe ? stage_attributes<D, 4>() : stage_attributes<D, 1>();
+    if (e != cudaSuccess) return e;
+    const int res = ctas > 0 ? ctas
+                             : resident(refine_stage_kernel<D, 1>, D == 64 ? 14 : 15, kWarpThreads, stage_smem_bytes(D));
+    if (res <= 0) return cudaErrorInvalidDevice;
+    if (p.variant == kStagePipe)
+      refine_stage_kernel<D, 4><<<grid(refine_items, res), kWarpThreads, stage_smem_bytes(D), s>>>(p, refine_items);
+    else
+      refine_stage_kernel<D, 1><<<grid(refine_items, res), kWarpThreads, stage_smem_bytes(D), s>>>(p, refine_items);
+  } else if (p.variant == kImmaOcc) {
     const int res =
         ctas > 0 ? ctas : resident(refine_warps_kernel<D, true, kImmaOccCtas>, D == 64 ? 12 : 13, kWarpThreads);
     if (res <= 0) return cudaErrorInvalidDevice;
@@ -68,7 +109,10 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
   }
   if (p.variant == kItems)
     combine_kernel<D><<<p.c.batch * p.Hq, D, 0, s>>>(p);
-  else
+  else if (stage_refine(p.variant)) {
+    const cudaError_t e = cudaGetLastError();  // the refine's launch
+    return e != cudaSuccess ? e : combine_pdl<D>(p, s);
+  } else
     combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
   return cudaGetLastError();
 }

@@ -99,8 +99,8 @@ def test_full_cache_writes_nothing(mode):
 
 def test_decode_variants_by_name_or_index():
     names = [v["name"] for v in A.decode_variants()]
-    assert names[:7] == ["items", "items+combine_warps", "warps", "warps+coarse_warps", "imma+coarse_warps",
-                         "imma+coarse_imma", "imma_occ+coarse_imma"]
+    assert names[:9] == ["items", "items+combine_warps", "warps", "warps+coarse_warps", "imma+coarse_warps",
+                         "imma+coarse_imma", "imma_occ+coarse_imma", "stage+coarse_imma", "stage_pipe+coarse_imma"]
     k, v = kv(1, 2, 300, 64)
     c = A.encode(k, v)
     q = torch.randn(1, 4, 64).bfloat16()
@@ -118,3 +118,4 @@ def test_decode_planner_pick():
     assert picks == ["warps+coarse_warps"]
     min_sm = {v["name"]: v["min_sm"] for v in A.decode_variants()}
     assert min_sm["imma+coarse_warps"] == min_sm["imma+coarse_imma"] == min_sm["imma_occ+coarse_imma"] == 80  # tensor-core MMA (shuffles below sm_80)
+    assert min_sm["stage+coarse_imma"] == min_sm["stage_pipe+coarse_imma"] == 90  # cp.async.bulk + mbarrier (plain copies and CTA barriers below sm_90)

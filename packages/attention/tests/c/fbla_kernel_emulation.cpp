@@ -20,7 +20,7 @@
 #include <random>
 #include <vector>
 
-#include "fbla_decode_warps.cuh"
+#include "fbla_decode_stage.cuh"
 
 thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -80,6 +80,9 @@ void warp_barrier() {
 }
 }  // namespace
 
+alignas(128) static uint8_t g_dyn_smem[256 * 1024];
+uint8_t* emu_dyn_smem() { return g_dyn_smem; }
+
 void __syncthreads() { block_barrier(); }
 
 void __syncwarp(unsigned) { warp_barrier(); }
@@ -126,6 +129,7 @@ static void run_grid(int grid, int block, const std::function<void()>& body) {
   if (std::getenv("FBLA_EMU_TRACE")) std::fprintf(stderr, "grid %d x %d\n", grid, block);
   blockDim.x = unsigned(block);
   gridDim.x = unsigned(grid);
+  std::memset(g_dyn_smem, 0xa7, 64 * 1024);  // no kernel may read dynamic shared memory it did not write
   g_body = &body;
   for (int x = 0; x < grid; ++x) {
     std::vector<Fiber> fibers(block);
@@ -191,7 +195,11 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  if (p.variant == kImmaOcc)
+  if (p.variant == kStageImma)
+    run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 1>(p, refine_items); });
+  else if (p.variant == kStagePipe)
+    run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 4>(p, refine_items); });
+  else if (p.variant == kImmaOcc)
     run_grid(std::min(refine_items, res), kWarpThreads,
              [&] { refine_warps_kernel<D, true, kImmaOccCtas>(p, refine_items); });
   else if (imma_refine(p.variant))
@@ -202,6 +210,8 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
   if (p.variant == kItems)
     run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
+  else if (stage_refine(p.variant))
+    run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D, true>(p); });
   else
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D>(p); });
 }

@@ -53,6 +53,18 @@ inline T __shfl_sync(uint32_t, T v, int src) {
   return r;
 }
 
+// prmt.b32 (default mode): byte n of the result = byte s[4n .. 4n+2] of {y, x} (x: bytes 0 .. 3).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t v = (uint64_t(y) << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= unsigned((v >> (8 * ((s >> (4 * n)) & 7))) & 0xffu) << (8 * n);
+  return r;
+}
+
+// Dynamic shared memory (extern __shared__ on the GPU): one buffer, refilled with garbage at each launch.
+#define MLOPS_FBLA_ON_HOST 1
+uint8_t* emu_dyn_smem();
+
 inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; ++i) c += int(int8_t(a >> (8 * i))) * int(int8_t(b >> (8 * i)));
   return c;

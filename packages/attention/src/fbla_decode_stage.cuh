@@ -1,0 +1,382 @@
+// The "stage" decode variant (stage+coarse_imma): the refine of imma+coarse_imma with the closed chunk's
+// records copied into shared memory at the item's start, so an item waits for memory twice (K part,
+// V part) instead of at every per-token load (GPU run 19, ncu of warps+coarse_warps at B1 L16K: 13.9K
+// instructions a warp at 7 cycles each, 2 warps a scheduler, L1TEX waits the largest stall).
+// - a CTA of 2 warps an item, warp g <-> group g of the chunk, as refine_warps_kernel;
+// - the chunk's records from v_min on (V min / scale, K planes, V planes: 25.6 KB a group at D 128)
+//   are copied by cp.async.bulk (sm_90, the TMA engine) completing on two mbarriers (the K part, then
+//   the V part), while the warps load q and set up the q digits (k_min / k_scale from global memory);
+// - the scores by mma_s8_16x8x32 as imma_scores, kept in registers (lane (gid, tig): tokens 16 m + gid
+//   and + 8, head tig), the chunk max, then p and p * v_scale written over the group's K planes (read
+//   by then); the P V loop as refine_warps' (lane 4 channels x 4 heads) on the shared copies, and the
+//   l / V-min chains of head h on lane h in the same loop (the same token order, no serial phase);
+// - the BF16 item (slot 0) runs refine_warps_item on a WarpSmem laid over the same buffer.
+// Every chain is one of the host emulation's (fbla_host.cpp), in its order: the same bits.
+// Shared memory: 4.4 KB + 2 x 25.6 KB = 55.7 KB a CTA at D 128, so 4 CTAs an SM (228 KB on sm_90):
+// B1 L16K's 520 items in one round.
+#pragma once
+#include "fbla_decode_warps.cuh"
+
+namespace mlops::fbla {
+
+// ---- staging: global -> shared, one wait a part ------------------------------------------------
+// sm_90: cp.async.bulk by thread 0 completing on an mbarrier (no registers or threads spent on the copy).
+// Below sm_90 (the compute_61 / 70 / 75 / 80 PTX builds) and in the kernel-on-host runner: 16-byte copies
+// by every thread and a CTA barrier at issue time, the wait a no-op (correct everywhere; fast on sm_90
+// only, hence the variants' min_sm 90). Waits need not be uniform over the CTA, but every thread keeps
+// every barrier's phase: it calls stage_wait once for each completion of each barrier.
+__device__ __forceinline__ uint8_t* dyn_smem() {
+#if defined(MLOPS_FBLA_ON_HOST)
+  return emu_dyn_smem();
+#else
+  extern __shared__ __align__(128) uint8_t fbla_dyn_smem[];
+  return fbla_dyn_smem;
+#endif
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+#endif
+
+// Every thread calls it once, before the first stage_issue (one arrival a phase: thread 0's expect_tx).
+__device__ __forceinline__ void stage_init(uint64_t* bars, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bars[i])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+#endif
+  (void)bars;
+  (void)n;
+  __syncthreads();
+}
+
+// ng pieces of `bytes` (multiples of 16, 16-byte aligned): piece i from src + i * sstride to dst + i * dstride,
+// completing on *bar. Every thread calls it (uniformly), after a CTA barrier that ends every access to dst.
+__device__ __forceinline__ void stage_issue(uint64_t* bar, uint8_t* dst, long long dstride, const uint8_t* src,
+                                            long long sstride, int bytes, int ng) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    // the threads' (generic proxy) accesses to dst, ordered by the caller's barrier, before the async proxy's writes
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes * ng) : "memory");
+    for (int i = 0; i < ng; ++i)
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                       smem_u32(dst + i * dstride)),
+                   "l"(src + i * sstride), "r"(bytes), "r"(smem_u32(bar))
+                   : "memory");
+  }
+#else
+  for (int i = 0; i < ng; ++i) {
+    const U4* s = reinterpret_cast<const U4*>(src + i * sstride);
+    U4* d = reinterpret_cast<U4*>(dst + i * dstride);
+    for (int k = threadIdx.x; k < bytes / 16; k += blockDim.x) d[k] = s[k];
+  }
+  (void)bar;
+  __syncthreads();
+#endif
+}
+
+// Waits for the current phase of bars[i] (its parity: bit i of phases, then flipped); afterwards the part
+// completing on it is visible to the calling thread.
+__device__ __forceinline__ void stage_wait(uint64_t* bars, int i, uint32_t& phases) {
+  const uint32_t phase = (phases >> i) & 1u;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(&bars[i])), "r"(phase)
+        : "memory");
+#else
+  (void)bars;
+  (void)phase;
+#endif
+  phases ^= 1u << i;
+}
+
+// float(byte i of w), exactly, as byte_f: one byte permute puts the byte under the exponent of 2^23.
+__device__ __forceinline__ float code_f(uint32_t w, int i) {
+  return bits_f32(__byte_perm(w, 0x4B000000u, 0x7540u + static_cast<uint32_t>(i))) - 8388608.0f;
+}
+
+// The front of the dynamic shared memory (the rest: the staged records, then the aliases over the K planes).
+struct alignas(16) StageSmem {
+  int8_t what[kWarpHeads][kChunkGroups][2][128];  // q digits in perm_channel order
+  float qf[kWarpHeads][128];
+  float sw[kWarpHeads][kChunkGroups], bias[kWarpHeads][kChunkGroups];
+  int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
+  float red[kChunkGroups][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
+  float lg[kChunkGroups][kWarpHeads], bs[kChunkGroups][kWarpHeads];
+  unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
+};
+constexpr int kStageFront = (static_cast<int>(sizeof(StageSmem)) + 127) / 128 * 128;
+static_assert(kStageFront >= 8 * 128, "a staged group's record pointer (srec, 8 D before its copy) stays in the buffer");
+
+// Bytes staged a group (from v_min on) and the dynamic shared memory of refine_stage_kernel.
+MLOPS_HD constexpr int stage_group_bytes(int D) { return 200 * D + 1024 - 8 * D; }
+MLOPS_HD constexpr int stage_smem_bytes(int D) { return kStageFront + kChunkGroups * stage_group_bytes(D); }
+static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && stage_smem_bytes(64) >= static_cast<int>(sizeof(WarpSmem)),
+              "the BF16 item's WarpSmem fits the buffer");
+
+// imma_scores with the scores left in registers: sc[m][r] = the score of token 16 m + gid + 8 r, head tig,
+// or -inf (block not refined for the head, or head >= nh). rec: the staged record (shared memory).
+template <int D, class Smem>
+__device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm, const uint8_t* rec, int g, int nh,
+                                                 float scale, float (&sc)[kBlocksPerGroup][2]) {
+  constexpr int S = D / 32, W = D / 32;
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
+  uint32_t bf[S][2];
+  load_bfrag<D>(sm, g, bf);
+  int bit_of[6];
+#pragma unroll
+  for (int j = 0; j < 6; ++j) bit_of[j] = j < l.cb ? l.fb + j : j - l.cb;
+  const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
+  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
+  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf);
+#pragma unroll
+  for (int m = 0; m < kBlocksPerGroup; ++m) {
+    bool any = false;
+#pragma unroll
+    for (int hi = 0; hi < kWarpHeads; ++hi) any = any || (hi < nh && sm.ref[hi][g * kBlocksPerGroup + m]);
+    const bool mine = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m];
+    sc[m][0] = neg_inf();
+    sc[m][1] = neg_inf();
+    if (!any) continue;  // uniform over the warp
+    uint32_t x[2][6];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = kBlock * m + gid + 8 * r;
+#pragma unroll
+      for (int j = 0; j < 6; ++j)
+        x[r][j] = j < l.cb ? kc[(t * l.cb + j) * W + w] : kf[(t * l.fb + (j - l.cb)) * W + w];
+    }
+    int32_t c[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      uint32_t a[4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
+        a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
+      }
+      mma_s8_16x8x32(a, bf[s], c);
+    }
+    if (mine) {
+      sc[m][0] = score_of(bias, sw, c[0] * 256 + c[1], scale);
+      sc[m][1] = score_of(bias, sw, c[2] * 256 + c[3], scale);
+    }
+  }
+}
+
+// Refine pass, "stage" layout (above). __launch_bounds__(64, 4): 4 CTAs an SM is what the shared memory
+// allows, so ptxas may use up to 255 registers.
+// kVParts (variant stage_pipe+coarse_imma: 4): the V planes copied in kVParts pieces of 128 / kVParts tokens,
+// each on its own mbarrier, and the P V loop waits for a piece just before its first block, so the loop
+// starts when the first 32 tokens' planes have landed instead of all 128 (copy and compute overlap).
+template <int D, int kVParts = 1>
+__global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodeParams p, int items) {
+  static_assert(kBlocksPerGroup % kVParts == 0, "whole blocks a V piece");
+  __shared__ uint64_t bars[1 + kVParts];  // 0: the K part (V min / scale, K planes), 1 ..: the V planes' pieces
+  uint8_t* const dyn = dyn_smem();
+  StageSmem& sm = *reinterpret_cast<StageSmem*>(dyn);
+  constexpr int W = D / 32;
+  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x, g = tid / 32, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+  const long long sbytes = stage_group_bytes(D);
+  uint8_t* const stage0 = dyn + kStageFront;
+  stage_init(bars, 1 + kVParts);
+  pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
+  uint32_t ph = 0u;  // bit i: the parity of bars[i]'s current phase
+  const int vpiece = static_cast<int>(l.bytes - l.v) / kVParts;  // bytes of a V piece (a multiple of 16)
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq);
+    if (it.slot > nch) continue;  // uniform over the CTA
+    if (it.slot == 0) {           // the BF16 tokens: the warps layout (it begins with a CTA barrier)
+      refine_warps_item<D, false, true>(p, *reinterpret_cast<WarpSmem*>(dyn), item, items);
+      continue;
+    }
+    const int ch = it.slot - 1;
+    const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+    const uint8_t* grec0 = record_of(c, it.b, it.kh, ch * kChunkGroups);  // the chunk's records are contiguous
+    __syncthreads();  // the previous item is done with the buffer
+    stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.v - l.vmin), ng);
+#pragma unroll
+    for (int i = 0; i < kVParts; ++i)
+      stage_issue(&bars[1 + i], stage0 + (l.v - l.vmin) + i * vpiece, sbytes, grec0 + l.v + i * vpiece, c.record_bytes,
+                  vpiece, ng);
+    prefetch_item(p, item + gridDim.x, items, 1);
+    const uint8_t* grec = g < ng ? grec0 + g * c.record_bytes : nullptr;  // k_min / k_scale (the setup) from global
+    const uint8_t* srec = g < ng ? stage0 + g * sbytes - l.vmin : nullptr;  // the staged record, at its own offsets
+    // over the group's K planes once its scores are in registers: p, p * v_scale (4 heads a token), P V sums
+    F4* const pw = reinterpret_cast<F4*>(stage0 + g * sbytes + (l.kc - l.vmin));
+    F4* const aw = pw + kGroup;
+    auto gv_of = [&](int gg) { return reinterpret_cast<float*>(stage0 + gg * sbytes + (l.kc - l.vmin)) + 2 * 4 * kGroup; };
+    for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+      const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
+      const int hq0 = it.kh * p.Gq + h0;
+      if (h0 > 0) {  // the previous pass wrote over the K planes: copy them again
+        __syncthreads();
+        stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes, static_cast<int>(l.v - l.kc), ng);
+      }
+      for (int i = tid; i < nh * D; i += kWarpThreads) {
+        const int hi = i / D, d = i % D;
+        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+      }
+      for (int i = tid; i < kWarpHeads * kRef; i += kWarpThreads) {
+        const int hi = i / kRef, rb = i % kRef;
+        sm.ref[hi][rb] = p.exact && hi < nh && rb / kBlocksPerGroup < ng;  // skip: set below from the bounds
+      }
+      if (!p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
+        for (int hi = 0; hi < nh; ++hi) {
+          const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
+          float M = neg_inf();
+          for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
+#pragma unroll
+          for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+          if (lane == 0) sm.thr[hi] = M - p.gap;
+        }
+      }
+      __syncthreads();
+      if (!p.exact) {
+        for (int i = tid; i < nh * kRef; i += kWarpThreads) {
+          const int hi = i / kRef, rb = i % kRef;
+          if (rb / kBlocksPerGroup < ng) {
+            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+            sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+          }
+        }
+      }
+      if (grec)
+        for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, grec, hi, g);
+      __syncthreads();
+      stage_wait(bars, 0, ph);
+      // ---- scores (registers), the chunk max a head
+      float sc[kBlocksPerGroup][2];
+      float wmax = neg_inf();
+      if (srec) {
+        imma_scores_regs<D>(l, sm, srec, g, nh, p.scale, sc);
+#pragma unroll
+        for (int m = 0; m < kBlocksPerGroup; ++m) wmax = fmax_step(fmax_step(wmax, sc[m][0]), sc[m][1]);
+      }
+#pragma unroll
+      for (int off = 4; off <= 16; off <<= 1) wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+      if (gid == 0) sm.red[g][tig] = wmax;
+      __syncthreads();  // also: both warps are done reading their K planes
+      const float mh = fmax_step(fmax_step(neg_inf(), sm.red[0][tig]), sm.red[1][tig]);
+      if (tid < kWarpHeads) sm.m[tid] = mh;
+      // ---- p and the P V weight of (token, head tig), over the K planes
+      if (srec) {
+        const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
+#pragma unroll
+        for (int m = 0; m < kBlocksPerGroup; ++m) {
+          const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int t = kBlock * m + gid + 8 * r;
+            const float pt = valid ? exp_det(sc[m][r] - mh) : 0.0f;
+            reinterpret_cast<float*>(&pw[t])[tig] = pt;
+            reinterpret_cast<float*>(&aw[t])[tig] = pt * vsc[t];
+          }
+        }
+      }
+      __syncwarp();  // a warp reads only its own group's p / weights
+      constexpr int kBlkPart = kBlocksPerGroup / kVParts;  // blocks a V piece
+      if (h0 == 0 && !srec)  // no group for this warp: keep the barriers' phases
+#pragma unroll
+        for (int i = 0; i < kVParts; ++i) stage_wait(bars, 1 + i, ph);
+      // ---- P V (lane (w, k): channels 32w + 8i + k, 4 heads) and the l / V-min chains (lane h: head h)
+      if (srec) {
+        const int w = lane / 8, k = lane % 8;
+        const uint32_t* vp = reinterpret_cast<const uint32_t*>(srec + l.v);
+        const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
+        const int bit_of[6] = {0, 1, 2, 3, 4, 5};
+        const int hc = lane & (kWarpHeads - 1);  // the chain's head on lanes 0 .. nh - 1
+        float acc[kWarpHeads][4];
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[hi][i] = 0.0f;
+        float lg = 0.0f, bs = 0.0f;
+#pragma unroll 1
+        for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
+          bool rf[kWarpHeads];
+          bool any = false;
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi) {
+            rf[hi] = hi < nh && sm.ref[hi][g * kBlocksPerGroup + blk];
+            any = any || rf[hi];
+          }
+          if (h0 == 0 && blk % kBlkPart == 0) stage_wait(bars, 1 + blk / kBlkPart, ph);
+          if (!any) continue;  // uniform over the warp
+          const bool chain = lane < nh && sm.ref[hc][g * kBlocksPerGroup + blk];
+#pragma unroll
+          for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
+            uint32_t x[4][6];  // 4 tokens' plane words first (independent loads)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+#pragma unroll
+              for (int j = 0; j < 6; ++j) x[q][j] = w < W ? vp[(u0 + q) * 6 * W + j * W + w] : 0u;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const uint32_t code = gather_code4(x[q], bit_of, k);
+              float cf[4];
+#pragma unroll
+              for (int i = 0; i < 4; ++i) cf[i] = code_f(code, i);
+              const F4 a = aw[u0 + q];
+#pragma unroll
+              for (int hi = 0; hi < kWarpHeads; ++hi)
+                if (rf[hi])
+#pragma unroll
+                  for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(a, hi), cf[i], acc[hi][i]);
+              if (chain) {
+                const float pu = reinterpret_cast<const float*>(&pw[u0 + q])[hc];
+                lg = lg + pu;
+                bs = bs + pu * vmn[u0 + q];
+              }
+            }
+          }
+        }
+        float* gv = gv_of(g);
+        if (w < W)
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+            if (hi < nh)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) gv[hi * D + 32 * w + 8 * i + k] = acc[hi][i];
+        if (lane < nh) {
+          sm.lg[g][lane] = lg;
+          sm.bs[g][lane] = bs;
+        }
+      }
+      __syncthreads();
+      // ---- the partial: groups in order (as refine_kernel)
+      for (int i = tid; i < nh * D; i += kWarpThreads) {
+        const int hi = i / D, d = i % D;
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        float a = 0.0f;
+        const bool any_tok = sm.m[hi] != neg_inf();
+        if (any_tok)
+          for (int gg = 0; gg < ng; ++gg) a = a + (gv_of(gg)[hi * D + d] + sm.bs[gg][hi]);
+        p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
+        if (d == 0) {
+          float lt = 0.0f;
+          if (any_tok)
+            for (int gg = 0; gg < ng; ++gg) lt = lt + sm.lg[gg][hi];
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mlops::fbla
