@@ -38,6 +38,12 @@ const mlops_norm_variant kVariants[] = {
     // calls); r16lq: r16l with one IEEE division a lane per INT8 block (INT8 calls)
     {11, 1, 4, 16, "r16l"}, {12, 1, 4, 16, "r16l4"},
     {13, 1, 4, 16, "r16l5"}, {14, 1, 4, 16, "r16l4cs"}, {15, 1, 4, 16, "r16lq"},
+    // Session 4 candidates (norm_row_leanq.cuh): the lean kernel for INT8, FP8 static / dynamic
+    // and NVFP4 with cheaper quantizers (same bits); y alone as r16l (r16lx) / r16l4 (r16lx4).
+    // r16lx: 3 CTAs an SM for 4096 (x kept as fp32), r16lx4: 4 (x unpacked again).
+    // r16lw: r16lx (and r16l4 for y alone) with w + weight_offset staged in shared memory as
+    // fp32 once a CTA; r16lwp: r16lw on a persistent grid (SMs x CTAs an SM, rows strided).
+    {16, 1, 4, 16, "r16lx"}, {17, 1, 4, 16, "r16lx4"}, {18, 1, 4, 16, "r16lw"}, {19, 1, 4, 16, "r16lwp"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "mlops/norm.h"
 #include "norm_math.h"
 #include "norm_plan.h"
@@ -81,10 +83,10 @@ int plan_call(int64_t rows, int64_t hidden, int kind, int x_dtype, bool residual
 }
 
 nb::list variants() {
-  mlops_norm_variant v[16];
-  int n = mlops_norm_variants(v, 16);
+  std::vector<mlops_norm_variant> v(size_t(mlops_norm_variants(nullptr, 0)));  // the count, then the table
+  const int n = mlops_norm_variants(v.data(), int(v.size()));
   nb::list out;
-  for (int i = 0; i < n && i < 16; ++i) {
+  for (int i = 0; i < n && i < int(v.size()); ++i) {
     nb::dict d;
     d["index"] = v[i].index;
     d["name"] = v[i].name;

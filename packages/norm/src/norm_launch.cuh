@@ -6,6 +6,7 @@
 #include "norm_kernel.cuh"
 #include "norm_row.cuh"
 #include "norm_row_lean.cuh"
+#include "norm_row_leanq.cuh"
 #include "norm_launch.h"
 
 namespace mlops::norm {
@@ -91,6 +92,38 @@ cudaError_t launch_l(const Params& p, cudaStream_t s) {
   return launch_r<XT, 16, 4, 3, false, 0>(p, s);
 }
 
+// "lx" variants (norm_row_leanq.cuh): the lean kernel for every quantized output (leanq_call:
+// the common call with INT8, FP8 static / dynamic or NVFP4) with 16 or 8 units at MINB16 /
+// MINB8 CTAs an SM; y alone runs r16l's / r16l4's instance, everything else r16.
+// WS: w + weight_offset staged in shared memory a CTA (stage_weff), y alone included (at
+// Y16 CTAs an SM for 16 units); without WS y alone runs r16l's / r16l4's instance. PERSIST:
+// a grid of at most the SMs times the CTAs an SM, warps walking the rows.
+template <class XT, int MINB16, int MINB8, bool WS = false, int Y16 = MINB16, bool PERSIST = false>
+cudaError_t launch_lx(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if ((WS || p.quant != MLOPS_QUANT_NONE) && leanq_call<XT>(p) && (p.units == 16 || p.units == 8)) {
+      const int64_t ctas = (p.rows + kRowWarps - 1) / kRowWarps;
+      auto grid = [&](int per_sm) {
+        const int64_t cap = int64_t(p.sms > 0 ? p.sms : 132) * per_sm;
+        return dim3(static_cast<unsigned>(PERSIST && ctas > cap ? cap : ctas));
+      };
+#define MLOPS_NORM_LX(Q, M16)                                                                                   \
+  if (p.quant == Q) {                                                                                          \
+    if (p.units == 16) norm_row_leanq_kernel<XT, 16, M16, Q, WS, PERSIST><<<grid(M16), kRowThreads, 0, s>>>(p); \
+    else norm_row_leanq_kernel<XT, 8, MINB8, Q, WS, PERSIST><<<grid(MINB8), kRowThreads, 0, s>>>(p);            \
+    return cudaGetLastError();                                                                                 \
+  }
+      if constexpr (WS) MLOPS_NORM_LX(MLOPS_QUANT_NONE, Y16)
+      MLOPS_NORM_LX(MLOPS_QUANT_INT8, MINB16)
+      MLOPS_NORM_LX(MLOPS_QUANT_NVFP4, MINB16)
+      MLOPS_NORM_LX(MLOPS_QUANT_FP8_STATIC, MINB16)
+      MLOPS_NORM_LX(MLOPS_QUANT_FP8_DYNAMIC, MINB16)
+#undef MLOPS_NORM_LX
+    }
+  }
+  return launch_l<XT, MINB16, MINB8>(p, s);
+}
+
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
 cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
@@ -111,6 +144,10 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 13: return launch_l<XT, 5, 6>(p, s);
     case 14: return launch_l<XT, 4, 6, true>(p, s);
     case 15: return launch_l<XT, 3, 6, false, true>(p, s);
+    case 16: return launch_lx<XT, 3, 6>(p, s);
+    case 17: return launch_lx<XT, 4, 6>(p, s);
+    case 18: return launch_lx<XT, 3, 6, true, 4>(p, s);
+    case 19: return launch_lx<XT, 3, 6, true, 4, true>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -161,23 +161,74 @@ def test_row_variants_many_rows_and_in_place(variant):
     assert_bits_equal(x, expect, f"{variant} out=x")
 
 
-@pytest.mark.parametrize("variant", ("r16l", "r16l4", "r16l5", "r16l4cs", "r16lq"))
+LEAN_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith("r16l")]  # norm_row_lean*.cuh
+_HOST = {}  # host emulation results shared by the variants (the CPU side is the slow one)
+
+
+def _host(key, fn, *args, **kw):
+    if key not in _HOST:
+        _HOST[key] = fn(*args, **kw)
+    return _HOST[key]
+
+
+def _lean_calls(s):
+    return ({}, {"quant": "int8"}, {"quant": "int8", "return_y": True}, {"quant": "fp8"},
+            {"quant": "fp8", "return_y": True}, {"quant": "fp8", "scale": s}, {"quant": "fp8", "scale": s, "return_y": True},
+            {"quant": "nvfp4"}, {"quant": "nvfp4", "return_y": True}, {"quant": "nvfp4", "scale": s})
+
+
+@pytest.mark.parametrize("variant", LEAN_VARIANTS)
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 @pytest.mark.parametrize("H", (4096, 2048))
 def test_lean_row_variant(H, xdt, variant):
-    """The lean kernel (norm_row_lean.cuh: 16 or 8 units, compile-time flags; x kept as fp32 or
-    unpacked twice) where the shapes above do not reach: a partial last CTA (2501 rows), signed
-    zeros in w and x (w + 0 turns -0 into +0 before w * t: the sign of a zero y), an all-zero
-    row, INT8 with and without y, y over x."""
+    """The lean kernels (norm_row_lean.cuh, norm_row_leanq.cuh: 16 or 8 units, compile-time
+    flags; x kept as fp32 or unpacked twice; staged weights; a persistent grid) where the shapes
+    above do not reach: a partial last CTA (2501 rows: more than a persistent grid's warps),
+    signed zeros in w and x (w + 0 turns -0 into +0 before w * t: the sign of a zero y), an
+    all-zero row, every quantized output with and without y, y over x."""
     x, w = randn((2501, H), xdt, 40), randn(H, xdt, 41)
     x[:, ::7] = 0.0
     x[1, :] = 0.0  # r = 1/sqrt(eps), y = +-0
     w[::5] = -0.0
     w[1::5] = 0.0
-    for kw in ({}, {"quant": "int8"}, {"quant": "int8", "return_y": True}):
-        g, c = both(lambda x, w: mn.rms_norm(x, w, variant=variant, **kw), x, w)
-        check(g, c, f"{variant} {xdt} 2501x{H} {kw} [{gpu_arch_tag()}]")
-    xc, wc = x.cuda(), w.cuda()
-    expect = mn.rms_norm(x, w)
+    s = torch.tensor(0.0173, dtype=torch.float32)
+    xc, wc, sc = x.cuda(), w.cuda(), s.cuda()
+    for i, kw in enumerate(_lean_calls(s)):
+        c = _host(("lean", H, xdt, i), mn.rms_norm, x, w, **kw)
+        kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
+        check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} 2501x{H} {kw} [{gpu_arch_tag()}]")
+    expect = _host(("lean", H, xdt, 0), mn.rms_norm, x, w)
     mn.rms_norm(xc, wc, out=xc, variant=variant)
     assert_bits_equal(xc, expect, f"{variant} {xdt} {H} out=x")
+
+
+def _every_pattern(xdt):
+    """All 2^16 bit patterns of xdt but NaN (a NaN y's sign and payload are the element path's
+    business, not the quantizers') as a weight of rows of 4096, in two layouts: consecutive
+    patterns (every value of y next to its neighbours) and each pattern filling a block of 16
+    (every value as a block's amax)."""
+    pats = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(xdt)
+    pats = torch.where(pats.isnan(), torch.zeros_like(pats), pats)
+    return list(pats.reshape(16, 4096)) + list(pats[::16].repeat_interleave(16).reshape(-1, 4096))
+
+
+@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith(("r16lx", "r16lw"))])
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean_quant_every_value(xdt, variant):
+    """The lx / lw kernels' quantizers (int8_code_bits, e4m3x2's cvt.rn.satfinite on sm_89+,
+    e2m1_code_fast, div127 / div6, pair_div2) and staged weights on every bf16 / fp16 value of
+    y, infs included: x = ones and eps = 0 make r = 1 and t = 1, so y = w + 0 exactly; compared
+    with the host emulation bit for bit."""
+    x = torch.ones((2, 4096), dtype=xdt)
+    s = torch.tensor(0.75, dtype=torch.float32)
+    xc, sc = x.cuda(), s.cuda()
+    calls = ({}, {"quant": "int8"}, {"quant": "fp8"}, {"quant": "fp8", "scale": s}, {"quant": "nvfp4"},
+             {"quant": "nvfp4", "scale": s})
+    for j, w in enumerate(_every_pattern(xdt)):
+        wc = w.cuda()
+        for i, kw in enumerate(calls):
+            y = {"return_y": True} if kw else {}
+            c = _host(("every", xdt, j, i), mn.rms_norm, x, w, eps=0.0, **y, **kw)
+            kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
+            g = mn.rms_norm(xc, wc, eps=0.0, variant=variant, **y, **kwc)
+            check(g, c, f"{variant} {xdt} every value, w row {j}, {kw} [{gpu_arch_tag()}]")

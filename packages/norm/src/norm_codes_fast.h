@@ -1,0 +1,68 @@
+// Cheaper forms of the quantizers of norm_math.h for the "lx" lean kernels
+// (norm_row_leanq.cuh). Each one returns the bits of its norm_math.h counterpart for every
+// input it is given there, so the host emulation keeps calling the originals:
+// tests/c/codes_fast_exhaustive.cpp (run by test_norm_codes_fast.py, CPU) compares them on
+// every bf16 and fp16 amax and on every float near each rounding boundary.
+//
+// Why (ncu run 19, H200, r16lq INT8 16384x4096): 23.6 thread instructions an element, issue
+// slots 63 % busy and the ALU pipe the busiest (50 %): the quantizer's clamp + cvt.rni
+// (F2I, a conversion-pipe instruction) per element, and two IEEE divisions a lane a block
+// (div.rn: ~10 instructions and a slow-path branch each) are what these cut.
+#pragma once
+#include "norm_math.h"
+
+namespace mlops::norm {
+
+// ---- INT8 --------------------------------------------------------------------------------
+// The code of int8_code(y, inv) in the low byte of the result, for |y| <= amax and a finite
+// inv = int8_inv(amax) (so |y * inv| < 127.5: amax * int8_inv(amax) < 127.5 for every bf16
+// and fp16 amax whose inverse is finite, tested; below ~3.7e-37 it is inf and callers take
+// int8_code). fmaxf(v, -127) keeps a NaN product at -127, as the clamp does;
+// adding 1.5 * 2^23 rounds v to the nearest integer, ties to even (ulp 1 there, and the
+// constant is even), leaving rint(v) + 0xC00000 in the bits: the low byte is rint(v) as a
+// two's-complement byte. One FMNMX and one FADD instead of two FMNMX and an F2I.
+MLOPS_HD uint32_t int8_code_bits(float y, float inv) {
+  return f32_bits(fmaxf(y * inv, -127.0f) + 12582912.0f);
+}
+
+// amax / 127 (int8_scale) without a division, for amax a bf16 / fp16 value (finite or inf):
+// q = amax * RN(1/127), then one FMA correction with the exact remainder. Equal to the
+// correctly rounded quotient for every such amax (tested exhaustively: all 2^15 positive bf16
+// and fp16 values, subnormals included); inf / 127 = inf is selected (the remainder is NaN).
+MLOPS_HD float div127_bf16(float amax) {
+  constexpr float c = 1.0f / 127.0f;
+  const float q = amax * c;
+  const float r = fmaf(-q, 127.0f, amax);
+  const float s = fmaf(r, c, q);
+  return amax == INFINITY ? amax : s;
+}
+
+// amax / 6 (nvfp4_block's bs), the same construction (tested the same way).
+MLOPS_HD float div6_bf16(float amax) {
+  constexpr float c = 1.0f / 6.0f;
+  const float q = amax * c;
+  const float r = fmaf(-q, 6.0f, amax);
+  const float s = fmaf(r, c, q);
+  return amax == INFINITY ? amax : s;
+}
+
+// ---- E2M1 --------------------------------------------------------------------------------
+// f32_to_e2m1(v) for v in [-6, 6] (not NaN: callers clamp), without the compare chain.
+// The E2M1 grid has step 0.5 below 2, 1 in [2, 4] and 2 in [4, 6]: adding M = 2^22 (ulp 0.5),
+// 2^23 (ulp 1) or 2^24 (ulp 2), picked by |v|'s binade (at least 1.0's), rounds |v| to that
+// grid with ties to the even step, which is the even code (f32_to_e2m1's <= / < pattern);
+// the step count (bits of the sum less M's) plus 0, 2 or 4 is the code, sign in bit 3.
+MLOPS_HD uint32_t e2m1_code_fast(float v) {
+  const uint32_t u = f32_bits(v);
+  const uint32_t a = u & 0x7fffffffu;
+  const uint32_t e = (a >> 23) > 127u ? (a >> 23) : 127u;
+  const uint32_t m = (e + 22u) << 23;
+  const uint32_t s = f32_bits(bits_f32(a) + bits_f32(m));
+  return (s - m + 2u * (e - 127u)) | ((u >> 28) & 8u);
+}
+
+// e4m3_to_f32 for a code of a positive normal E4M3 value (nvfp4 block scales are clamped to
+// [2^-6, 448]: always normal): exponent rebias and shift, no branch.
+MLOPS_HD float e4m3_normal_to_f32(uint32_t code) { return bits_f32(((code & 0x7fu) << 20) + (120u << 23)); }
+
+}  // namespace mlops::norm

@@ -1,0 +1,324 @@
+// The "lx" lean variants: the lean row kernel (norm_row_lean.cuh) with every quantized output
+// (INT8, FP8 static / dynamic, NVFP4) as a compile-time instance, and cheaper quantizers.
+//
+// Why (ncu run 19, H200, 16384x4096 bf16): r16lq's INT8 kernel issues 23.6 thread
+// instructions an element (plain r16l4: ~11), issue slots 63 % busy, ALU pipe 50 %, DRAM 53 %;
+// FP8 / NVFP4 had no lean instance at all (r16 / w2c2: 329-420 us, 5x the plain norm).
+// What changes against r16lq, per lane and 8 values:
+//   * INT8 codes: fmaxf + one FADD of 1.5 * 2^23 (int8_code_bits) instead of fmaxf, fminf and
+//     cvt.rni (F2I, a conversion-pipe instruction);
+//   * divisions: amax / 127 and amax / 6 by an FMA correction (div127_bf16 / div6_bf16, exact
+//     for every bf16 / fp16 amax); the divisions by a block's amax or scale are shared by the
+//     two lanes of a block over two units (pair_div2): one div.rn a lane per two blocks
+//     (r16lq: one a block, r16l: two);
+//   * FP8: cvt.rn.satfinite.e4m3x2.f32 (sm_89+) after the same clamp: RNE of a value already
+//     in [-448, 448], the integer code's bits (GPU suite); integer code below sm_89;
+//   * NVFP4: e2m1_code_fast (an FADD onto the E2M1 grid) instead of the compare chain, the
+//     block scale decoded by a shift (always a normal E4M3 value).
+// The arithmetic of y and its order are the lean kernel's; every code and scale is the bits
+// of norm_math.h's quantizers (tests/c/codes_fast_exhaustive.cpp on the CPU, the GPU suite
+// against the host emulation), so the host emulation is unchanged.
+#pragma once
+#include "norm_codes_fast.h"
+#include "norm_row_lean.cuh"
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#include <cuda_fp8.h>
+#endif
+
+namespace mlops::norm {
+
+// Whether the "lx" kernel takes the call: lean_call's, any quantized output.
+template <class XT>
+inline bool leanq_call(const Params& p) {
+  const bool out_ok = p.quant != MLOPS_QUANT_NONE || p.y != nullptr;
+  return p.lean_rows && out_ok && p.kind == MLOPS_NORM_RMS && p.order == MLOPS_ORDER_HF && p.weight != nullptr &&
+         p.bias == nullptr && p.residual == nullptr && p.w_dtype == dtype_code<XT>() && p.group == p.hidden &&
+         int64_t(p.units) * kUnit == p.hidden;
+}
+
+// w + weight_offset of a lane's 8 columns of unit k, as fp32. kWs: from the CTA's staged copy
+// (stage_weff: fp32, the offset already added, two conflict-free LDS.128), else loaded (L1)
+// and converted here. The same FADD either way, so the same bits.
+template <class XT, int U, bool kWs>
+struct WeightEff {
+  const XT* wr;     // weight + lane * 8
+  const float* ws;  // the staged copy (kWs)
+  float off;
+  __device__ __forceinline__ void get(int k, float w[8]) const {
+    if constexpr (kWs) {
+      const int lane = threadIdx.x & 31;
+      const float4 a = reinterpret_cast<const float4*>(ws)[k * 64 + lane];
+      const float4 b = reinterpret_cast<const float4*>(ws)[k * 64 + 32 + lane];
+      w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
+      w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
+    } else {
+      Raw8<XT> wq;
+      wq.q[0] = ld_const16(wr + k * kUnit);  // L1-cached: every row re-reads w
+      unpack8_pairs(wq, w);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) w[i] = w[i] + off;
+    }
+  }
+};
+
+// The CTA's copy of w + weight_offset in fp32 (U units, 4 KB each), laid out so that a lane's
+// 8 values of a unit are two float4 at [64k + lane] and [64k + 32 + lane]: the LDS.128 of a
+// warp hit consecutive 16 bytes (no bank conflict). Why: per lane and unit it replaces an LDG,
+// 8 unpacks and 8 FADD (2 of the ~11 instructions an element of the plain norm) with 2 LDS,
+// for 32 elements staged a thread a CTA.
+template <class XT, int U>
+__device__ __forceinline__ void stage_weff(const Params& p, float* ws) {
+  const XT* w = static_cast<const XT*>(p.weight);
+#pragma unroll
+  for (int c = threadIdx.x * 8; c < U * kUnit; c += kRowThreads * 8) {
+    Raw8<XT> q;
+    q.q[0] = ld_const16(w + c);
+    float e[8];
+    unpack8_pairs(q, e);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) e[i] = e[i] + p.weight_offset;
+    const int k = c / kUnit, l = (c % kUnit) / 8;
+    reinterpret_cast<float4*>(ws)[k * 64 + l] = make_float4(e[0], e[1], e[2], e[3]);
+    reinterpret_cast<float4*>(ws)[k * 64 + 32 + l] = make_float4(e[4], e[5], e[6], e[7]);
+  }
+}
+
+// y of one unit (a lane's 8 values) as x's dtype, packed: norm_row_lean_kernel's epilogue with
+// weff = w + weight_offset.
+template <class XT, bool kAgain>
+__device__ __forceinline__ Raw8<XT> lean_y8(const Raw8<XT>& raw, const float weff[8], float r) {
+  float e[8];
+  if constexpr (kAgain) unpack8_again(raw, e);
+  else unpack8_pairs(raw, e);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = e[i] * r;
+  Raw8<XT> t;
+  pack8<XT>(e, t);  // t = round_x(v * r)
+  unpack8_pairs(t, e);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = weff[i] * e[i];
+  Raw8<XT> o;
+  pack8<XT>(e, o);  // y = round_x(w_eff * t)
+  return o;
+}
+
+// amax of a block of 16 (this lane's 8 values and its pair lane's): fmaxf ignores NaN and
+// the order does not matter (no -0 after fabsf), so the bits of the host's block amax.
+__device__ __forceinline__ float amax16(const float y[8]) {
+  float a = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a = fmaxf(a, fabsf(y[i]));
+  return fmaxf(a, __shfl_xor_sync(0xffffffffu, a, 1));
+}
+
+// n0 / d0 and n1 / d1 (operands equal in the two lanes of a pair) with one div.rn a lane:
+// the even lane divides the first, the odd one the second, one SHFL exchanges them. The
+// operands are selected, not the quotients (else nvcc runs both divisions); div.rn is
+// correctly rounded on either lane.
+__device__ __forceinline__ void pair_div2(float n0, float d0, float n1, float d1, bool odd, float& q0, float& q1) {
+  const float mine = (odd ? n1 : n0) / (odd ? d1 : d0);
+  const float other = __shfl_xor_sync(0xffffffffu, mine, 1);
+  q0 = odd ? other : mine;
+  q1 = odd ? mine : other;
+}
+
+// INT8 codes of 8 values, packed (byte i = value i): int8_code's bits. An inverse of inf (a
+// block amax below ~3.7e-37) leaves int8_code_bits' range (y * inf is +-inf, or NaN for a
+// zero): clamping at +127 too brings it back (int8_code clamps the same way); a branch, not
+// taken in practice, so the common path keeps one FMNMX a value.
+__device__ __forceinline__ uint2 int8_codes8(const float y[8], float inv) {
+  uint32_t b[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = int8_code_bits(y[i], inv);
+  if (inv == INFINITY) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) b[i] = f32_bits(fminf(fmaxf(y[i] * inv, -127.0f), 127.0f) + 12582912.0f);
+  }
+  uint32_t c[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
+  return make_uint2(c[0], c[1]);
+}
+
+// Two E4M3 codes (lo in the low byte) of values already clamped to [-448, 448]: f32_to_e4m3's
+// bits (RNE; the clamp leaves no NaN and nothing past 448 for satfinite to act on).
+__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  return __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3);
+#else
+  return uint32_t(f32_to_e4m3(lo)) | (uint32_t(f32_to_e4m3(hi)) << 8);
+#endif
+}
+
+// FP8 codes of 8 values: fp8_code(y, inv)'s bits.
+__device__ __forceinline__ uint2 fp8_codes8(const float y[8], float inv) {
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = fminf(fmaxf(y[i] * inv, -kE4M3Max), kE4M3Max);
+  return make_uint2(e4m3x2(v[0], v[1]) | (e4m3x2(v[2], v[3]) << 16), e4m3x2(v[4], v[5]) | (e4m3x2(v[6], v[7]) << 16));
+}
+
+// NVFP4 codes of 8 values (two a byte, even index low): nvfp4_code(y, mul)'s bits.
+__device__ __forceinline__ uint32_t nvfp4_codes8(const float y[8], float mul) {
+  uint32_t c = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) c |= e2m1_code_fast(fminf(fmaxf(y[i] * mul, -kE2M1Max), kE2M1Max)) << (4 * i);
+  return c;
+}
+
+// One row of the lx kernel from its loaded units: the sum, y and the quantized output.
+template <class XT, int U, bool kAgain, int kQuant, bool kWs>
+__device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, Raw8<XT> (&raw)[U],
+                                             const WeightEff<XT, U, kWs>& wf) {
+  const int lane = threadIdx.x & 31;
+  const bool odd = lane & 1;
+  XT* yr = p.y ? static_cast<XT*>(p.y) + row * p.y_stride + lane * 8 : nullptr;
+  // Per-lane bases, so that every unit's store is an immediate offset from one register pair:
+  // codes (8 a lane a unit: 8 bytes, NVFP4 4) and the block scale of lanes 2j, 2j+1 (block j
+  // of a unit: 16 a unit).
+  uint8_t* qr = static_cast<uint8_t*>(p.q) + row * p.q_stride + lane * (kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8);
+  const int64_t sb = row * p.q_scale_stride + (lane >> 1);
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    float e[8];
+    unpack8_pairs(raw[k], e);
+    s = s + warp_butterfly32(lane_sumsq8(e));
+  }
+  const float r = rms_r(s, p.group, p.eps);
+  // y of unit k, packed
+  auto y_unit = [&](int k) {
+    float w[8];
+    wf.get(k, w);
+    return lean_y8<XT, kAgain>(raw[k], w, r);
+  };
+
+  if constexpr (kQuant == MLOPS_QUANT_NONE) {
+#pragma unroll
+    for (int k = 0; k < U; ++k) st16<false>(yr + k * kUnit, y_unit(k).q[0]);
+  } else if constexpr (kQuant == MLOPS_QUANT_FP8_STATIC || kQuant == MLOPS_QUANT_FP8_DYNAMIC) {
+    float inv;
+    if constexpr (kQuant == MLOPS_QUANT_FP8_STATIC) {
+      inv = 1.0f / *p.quant_scale;
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const Raw8<XT> o = y_unit(k);
+        if (yr) st16<false>(yr + k * kUnit, o.q[0]);
+        float y[8];
+        unpack8_pairs(o, y);
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8(y, inv);
+      }
+    } else {  // the row's amax first: y of every unit kept packed in raw (x is not needed again)
+      float amax = 0.0f;
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const Raw8<XT> o = y_unit(k);
+        if (yr) st16<false>(yr + k * kUnit, o.q[0]);
+        float y[8];
+        unpack8_pairs(o, y);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(y[i]));
+        raw[k] = o;
+      }
+#pragma unroll
+      for (int o = 16; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      inv = fp8_row_inv(amax);
+      if (lane == 0) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = fp8_row_scale(amax);
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        float y[8];
+        unpack8_pairs(raw[k], y);
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8(y, inv);
+      }
+    }
+  } else {  // INT8 / NVFP4: blocks of 16 (lanes 2j, 2j+1), two units at a time
+    const float* g = kQuant == MLOPS_QUANT_NVFP4 ? p.quant_scale : nullptr;
+    const float gv = g ? *g : 1.0f;
+    const float ginv = g ? 1.0f / gv : 1.0f;  // nvfp4_block's (1.0f / g), hoisted: the same bits
+#pragma unroll
+    for (int k = 0; k < U; k += 2) {
+      const Raw8<XT> o0 = y_unit(k);
+      const Raw8<XT> o1 = y_unit(k + 1);
+      if (yr) {
+        st16<false>(yr + k * kUnit, o0.q[0]);
+        st16<false>(yr + (k + 1) * kUnit, o1.q[0]);
+      }
+      float y0[8], y1[8];
+      unpack8_pairs(o0, y0);
+      unpack8_pairs(o1, y1);
+      const float a0 = amax16(y0), a1 = amax16(y1);
+      if constexpr (kQuant == MLOPS_QUANT_INT8) {
+        float inv0, inv1;
+        pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
+        inv0 = a0 == 0.0f ? 0.0f : inv0;  // int8_inv
+        inv1 = a1 == 0.0f ? 0.0f : inv1;
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
+        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
+        if (!odd) {
+          float* sr = static_cast<float*>(p.q_scale) + sb;
+          sr[k * 16] = div127_bf16(a0);  // int8_scale
+          sr[(k + 1) * 16] = div127_bf16(a1);
+        }
+      } else {  // nvfp4_block for the two blocks, then the codes
+        float sb0 = div6_bf16(a0), sb1 = div6_bf16(a1);  // amax / 6
+        if (g) pair_div2(sb0, gv, sb1, gv, odd, sb0, sb1);
+        sb0 = fminf(fmaxf(sb0, kE4M3Tiny), kE4M3Max);
+        sb1 = fminf(fmaxf(sb1, kE4M3Tiny), kE4M3Max);
+        const uint32_t sc = e4m3x2(sb0, sb1);  // two positive normal codes
+        float m0, m1;
+        pair_div2(ginv, e4m3_normal_to_f32(sc & 0xffu), ginv, e4m3_normal_to_f32(sc >> 8), odd, m0, m1);
+        *reinterpret_cast<uint32_t*>(qr + k * (kUnit / 2)) = nvfp4_codes8(y0, m0);
+        *reinterpret_cast<uint32_t*>(qr + (k + 1) * (kUnit / 2)) = nvfp4_codes8(y1, m1);
+        if (!odd) {
+          uint8_t* sr = static_cast<uint8_t*>(p.q_scale) + sb;
+          sr[k * 16] = uint8_t(sc);
+          sr[(k + 1) * 16] = uint8_t(sc >> 8);
+        }
+      }
+    }
+  }
+}
+
+// kQuant: y alone (MLOPS_QUANT_NONE, kWs instances only: without kWs that is
+// norm_row_lean_kernel), INT8, NVFP4, FP8 static or dynamic (codes and scales; y too when
+// p.y is set). kAgain as in norm_row_lean_kernel (x unpacked again in the epilogue when its
+// fp32 values do not fit the registers of kMinCtas CTAs an SM). kWs: w + weight_offset staged
+// in shared memory once a CTA (stage_weff); the CTA then meets at one barrier, after every
+// warp has issued its first row's loads (a warp past the last row issues none but still meets
+// it). kPersist: the grid is a few CTAs an SM and a warp walks the rows with a stride of all
+// the grid's warps (the staging is paid once a CTA, and no SM idles while another still holds
+// a last wave of CTAs); its next row's loads are issued once the current row is stored.
+template <class XT, int U, int kMinCtas, int kQuant, bool kWs = false, bool kPersist = false>
+__global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq_kernel(Params p) {
+  static_assert(sizeof(XT) == 2 && U % 2 == 0, "lx rows: bf16 / fp16 x, units in pairs");
+  static_assert(kWs || kQuant != MLOPS_QUANT_NONE, "lx rows: y alone without kWs is norm_row_lean_kernel");
+  constexpr bool kAgain = U * 8 + 40 > 65536 / (kRowThreads * kMinCtas);
+  const int lane = threadIdx.x & 31;
+  int64_t row = int64_t(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
+  const bool valid = row < p.rows;
+  if (!kWs && !valid) return;  // a whole warp leaves: no shuffle is left waiting
+  auto load = [&](int64_t rw, Raw8<XT>(&raw)[U]) {
+    const XT* xr = static_cast<const XT*>(p.x) + rw * p.x_stride + lane * 8;
+#pragma unroll
+    for (int k = 0; k < U; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+  };
+  Raw8<XT> raw[U];
+  if (valid) load(row, raw);
+  __shared__ float ws_smem[kWs ? U * kUnit : 1];
+  if constexpr (kWs) {
+    stage_weff<XT, U>(p, ws_smem);
+    __syncthreads();
+    if (!valid) return;
+  }
+  const WeightEff<XT, U, kWs> wf{static_cast<const XT*>(p.weight) + lane * 8, ws_smem, p.weight_offset};
+  for (;;) {
+    leanq_finish<XT, U, kAgain, kQuant, kWs>(p, row, raw, wf);
+    if constexpr (!kPersist) break;
+    row += int64_t(gridDim.x) * kRowWarps;
+    if (row >= p.rows) break;
+    load(row, raw);
+  }
+}
+
+}  // namespace mlops::norm

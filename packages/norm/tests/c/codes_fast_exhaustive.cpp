@@ -1,0 +1,87 @@
+// The cheaper quantizer forms of src/norm_codes_fast.h against norm_math.h's, which the host
+// emulation runs (so the kernels that use them keep the host's bits):
+//   * every positive bf16 and fp16 amax (2^15 each, subnormals, inf): div127_bf16 == amax / 127,
+//     div6_bf16 == amax / 6, amax * int8_inv(amax) < 127.5 where the inverse is finite (the bound int8_code_bits needs);
+//   * int8_code_bits: every float within 4096 ulps of each half-integer in [-128, 128], every
+//     127th float pattern of |v| < 127.5, NaN and +-inf products;
+//   * e2m1_code_fast: every float within 2^16 ulps of each E2M1 rounding boundary and grid
+//     point, and every 61st float pattern in [0, 6], both signs;
+//   * e4m3_normal_to_f32: every positive normal E4M3 code.
+// Prints "N passed, M failed" (a case is one function over its whole input set).
+#include <cstdio>
+#include <vector>
+
+#include "norm_codes_fast.h"
+
+using namespace mlops;
+using namespace mlops::norm;
+
+static int passed, failed;
+static void report(bool ok, const char* what, long bad) {
+  if (ok) ++passed;
+  else { ++failed; printf("FAIL %s: %ld mismatches\n", what, bad); }
+}
+
+static std::vector<float> positive_amaxes(bool bf) {
+  std::vector<float> v;
+  for (uint32_t h = 1; h <= 0x7c00u || (bf && h <= 0x7f80u); ++h)  // finite, and inf last
+    v.push_back(bf ? bf16_to_f32(uint16_t(h)) : f16_to_f32(uint16_t(h)));
+  v.push_back(0.0f);
+  return v;
+}
+
+int main() {
+  for (int bf = 0; bf < 2; ++bf) {
+    long b127 = 0, b6 = 0, bound = 0;
+    for (float a : positive_amaxes(bf)) {
+      if (f32_bits(div127_bf16(a)) != f32_bits(int8_scale(a))) ++b127;
+      if (f32_bits(div6_bf16(a)) != f32_bits(a / kE2M1Max)) ++b6;
+      if (a != INFINITY && int8_inv(a) != INFINITY && !(a * int8_inv(a) < 127.5f)) ++bound;
+    }
+    report(b127 == 0, bf ? "div127 bf16" : "div127 fp16", b127);
+    report(b6 == 0, bf ? "div6 bf16" : "div6 fp16", b6);
+    report(bound == 0, bf ? "int8 bound bf16" : "int8 bound fp16", bound);
+  }
+  {
+    long bad = 0;
+    auto check = [&](float v) {
+      const int8_t want = int8_code(v, 1.0f);  // y * 1 = v: int8_code's clamp and rint of v
+      if (int8_t(uint8_t(int8_code_bits(v, 1.0f))) != want) ++bad;
+    };
+    for (int k = -256; k <= 256; ++k) {
+      const uint32_t c = f32_bits(0.5f * float(k));
+      for (int d = -4096; d <= 4096; ++d) {
+        const float v = bits_f32(uint32_t(int64_t(c) + d));
+        if (v > -127.5f && v < 127.5f) check(v);
+      }
+    }
+    for (uint32_t u = 0; u < 0x42ff0000u; u += 127) { check(bits_f32(u)); check(-bits_f32(u)); }
+    for (float v : {NAN, -NAN, INFINITY * 0.0f}) check(v);
+    report(bad == 0, "int8_code_bits", bad);
+  }
+  {
+    long bad = 0;
+    auto check = [&](float v) {
+      if (v < -6.0f || v > 6.0f || v != v) return;
+      if (e2m1_code_fast(v) != f32_to_e2m1(v)) ++bad;
+    };
+    const float points[] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f};
+    for (float p : points)
+      for (int d = -65536; d <= 65536; ++d) {
+        const uint32_t u = uint32_t(int64_t(f32_bits(p)) + d);
+        if (int64_t(f32_bits(p)) + d < 0) continue;
+        check(bits_f32(u));
+        check(-bits_f32(u));
+      }
+    for (uint32_t u = 0; u <= 0x40c00000u; u += 61) { check(bits_f32(u)); check(-bits_f32(u)); }
+    report(bad == 0, "e2m1_code_fast", bad);
+  }
+  {
+    long bad = 0;
+    for (uint32_t c = 0x08; c < 0x7f; ++c)
+      if (f32_bits(e4m3_normal_to_f32(c)) != f32_bits(e4m3_to_f32(uint8_t(c)))) ++bad;
+    report(bad == 0, "e4m3_normal_to_f32", bad);
+  }
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}

@@ -1,0 +1,26 @@
+"""CPU (CI): the lx kernels' cheaper quantizers (src/norm_codes_fast.h) against norm_math.h's,
+which the host emulation runs, compiled by the host C++ compiler (tests/c/codes_fast_exhaustive.cpp):
+every bf16 / fp16 block amax for the FMA-corrected divisions and the INT8 bound, every float near
+each INT8 / E2M1 rounding boundary, every E4M3 normal code. The device-only cvt of FP8 is the GPU
+suite's (test_norm_gpu.py::test_lean_quant_every_value)."""
+
+import pathlib
+import shutil
+import subprocess
+
+PKG = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_fast_codes_equal_host_quantizers(tmp_path):
+    cxx = shutil.which("c++") or shutil.which("g++")
+    assert cxx, "a C++ compiler on PATH"
+    exe = tmp_path / "codes_fast_exhaustive"
+    # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused
+    cmd = [cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-w", f"-I{PKG / 'include'}",
+           f"-I{PKG.parent / 'common' / 'include'}", f"-I{PKG / 'src'}",
+           str(PKG / "tests" / "c" / "codes_fast_exhaustive.cpp"), "-o", str(exe)]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-4000:]
+    r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("9 passed, 0 failed"), r.stdout
