@@ -45,9 +45,27 @@ cudaError_t stage_attributes() {
   return e;
 }
 
-// combine_warps_kernel as a programmatic dependent of the refine (its launch overlaps the refine's tail).
+// combine_warps_kernel as a programmatic dependent of the refine (its launch overlaps the refine's tail),
+// where the code that runs was compiled for sm_90+ (its griddepcontrol.wait exists): a compute_61 / 80 PTX
+// build JIT-compiled for an H200 has no wait, so it gets an ordinary launch (ptxVersion tells them apart).
 template <int D>
 cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
+  static int pdl[64];  // 0: unknown, 1: PDL, 2: ordinary launch
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  int mode = dev < 64 ? pdl[dev] : 0;
+  if (mode == 0) {
+    cudaFuncAttributes fa{};
+    e = cudaFuncGetAttributes(&fa, combine_warps_kernel<D, true>);
+    if (e != cudaSuccess) return e;
+    mode = fa.ptxVersion >= 90 ? 1 : 2;
+    if (dev < 64) pdl[dev] = mode;
+  }
+  if (mode == 2) {
+    combine_warps_kernel<D, true><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
+    return cudaGetLastError();
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(p.c.batch * p.Hq * (D / 32)));
   cfg.blockDim = dim3(32);
