@@ -39,6 +39,7 @@ namespace {
 #endif
 constexpr int kClusterCand = MLOPS_SAMPLE_CLUSTER_CAND;  // elements of a slice kept in shared memory once a round bounds them
 constexpr int kClusterThreads = 512;
+constexpr int kGather = 2048;  // the gather forms: candidates of the whole cluster a CTA holds
 
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
 __device__ __forceinline__ unsigned cluster_rank() { return cooperative_groups::this_cluster().block_rank(); }
@@ -62,6 +63,28 @@ __device__ __forceinline__ void cluster_arrive_smem() {
 #endif
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
+// The lean forms' reads of another CTA's shared memory: mapa + ld.shared::cluster on 32-bit
+// addresses, as volatile asm so the address is formed at the read. Through map_shared_rank's
+// generic pointers nvcc 13.0 hoisted all 16 CTAs' 64-bit addresses out of the rounds' loops and
+// spilled them (288 bytes of spill stores in the cluster16 gather kernel at 64 registers).
+template <class T>
+__device__ __forceinline__ T remote_load(const T* local, unsigned rank) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4 or 8 bytes");
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(local));
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+  T t;
+  if constexpr (sizeof(T) == 4) {
+    uint32_t v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(ra) : "memory");
+    memcpy(&t, &v, 4);
+  } else {
+    uint64_t v;
+    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(ra) : "memory");
+    memcpy(&t, &v, 8);
+  }
+  return t;
+}
 __device__ __forceinline__ void cluster_sync_smem() {
   cluster_arrive_smem();
   cluster_wait();
@@ -89,6 +112,9 @@ struct ClusterShared {
   // broadcasts within the CTA
   uint64_t b_total, b_acc, b_target, b_tokw;
   uint64_t b_best, b_mine;  // the lean forms: the cluster's max, this CTA's kept sum
+  uint32_t pub_cand_n;      // the gather forms: this CTA's candidate count, published once a call
+  uint32_t g_off[33];       // where each CTA's candidates start in the gathered list
+  int g_n;                  // the gathered count, -1 when they do not all fit
   uint32_t b_prefix, b_mask, b_krem;
   int b_done, b_warp, b_token, b_flags;
   // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
@@ -318,6 +344,46 @@ __device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, floa
   return r;
 }
 
+// The gather forms (GATHER): once a first round has bounded what can still matter, the cluster's
+// candidates (every CTA's elements at or above the bound: a few hundred at V = 151936 with top-k 50
+// or top-p 0.9) are copied into every CTA's shared memory, and the remaining rounds (top-k's lower
+// levels, all of top-p's after a top-k) run in each CTA alone on that list: the same multiset, so
+// the same integer histograms and the same bins in every CTA, without a cluster barrier or a remote
+// histogram read a round. One barrier publishes the counts; lane r of warp 0 reads CTA r's, the
+// offsets are their scan (rank order), and each thread copies elements of the concatenation from
+// the CTA that holds them. Returns the gathered count, or -1 (every CTA alike) when a CTA's list
+// overflowed or the total exceeds kGather: the distributed rounds then go on as before. A CTA's
+// list is never rewritten after it (one gather a call) and no CTA exits before the last barrier.
+
+template <int C, int NT>
+__device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  if (tid == 0) sh.pub_cand_n = sh.cand_n;
+  cluster_sync_smem();
+  if (tid < 32) {
+    const uint32_t n = lane < unsigned(C) ? remote_load(&sh.pub_cand_n, lane) : 0u;
+    const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
+    const uint64_t incl = warp_incl_scan(uint64_t(n));
+    const uint64_t total = __shfl_sync(kFull, incl, 31);
+    if (lane < unsigned(C)) sh.g_off[lane] = uint32_t(incl - n);
+    if (lane == 0) {
+      sh.g_off[C] = uint32_t(total);
+      sh.g_n = !over && total <= uint64_t(kGather) ? int(total) : -1;
+    }
+  }
+  __syncthreads();
+  const int n = sh.g_n;
+  if (n < 0) return -1;
+  for (int i = tid; i < n; i += NT) {
+    int r = 0;
+    while (r + 1 < C && uint32_t(i) >= sh.g_off[r + 1]) ++r;
+    all[i] = remote_load(&sh.cand[uint32_t(i) - sh.g_off[r]], unsigned(r));
+  }
+  __syncthreads();
+  return n;
+}
+
 // The lean forms' draw. Thread t takes the contiguous chunk [t q, (t + 1) q) of the staged slice (q
 // odd: a warp's 32 reads of one step fall in 32 banks), writes each element's kept weight over it
 // (the slice is not read again) and sums them; a block scan of the chunk sums, the CTA's total
@@ -367,7 +433,7 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
   cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
   const uint64_t ex = incl - s + (warp ? sh.red[warp - 1] : 0);
   if (warp == 0) {
-    const uint64_t k = lane < unsigned(C) ? cluster_map(&sh, lane)->pub_kept : uint64_t(0);
+    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
     const uint64_t ki = warp_incl_scan(k);
     const uint64_t total = __shfl_sync(kFull, ki, C - 1);
     const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
@@ -400,7 +466,7 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
 #endif
 
 // Bytes of dynamic shared memory the staged form takes for a row of `vocab` over C CTAs.
-constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
+MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
 
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way.
 // ES (the *_es variants): a top-p round below the first stops the rounds when the chosen bin holds
@@ -410,11 +476,12 @@ constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C
 // same kept weights, the same S, the same token and log-probability. The first round (over the
 // whole slice, where few bins take most elements) counts nothing: one un-replicated atomic an
 // element there would serialise; later rounds see only the prefix's elements.
-template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false>
+template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
   static_assert(!LEAN || (STAGE && !ES && C <= 32), "the lean draw rewrites the staged slice; one warp reads the cluster");
+  static_assert(!GATHER || LEAN, "the gathered rounds are a lean form's");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
 #else
@@ -442,6 +509,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     zs = reinterpret_cast<float*>(sample_slice_smem);
 #endif
   }
+  // the gather forms: the cluster's candidates, after the slice in dynamic shared memory
+  float* all = GATHER ? zs + cluster_stage_bytes(V, C) / 4 : nullptr;
+  int all_n = -1;  // >= 0 once gathered: every later round reads all[0 .. all_n) in this CTA alone
+  bool gather_tried = false;
   // element v of this CTA's slice, from shared memory (STAGE) or the row
   auto zr = [&](int64_t v) -> float {
     if constexpr (STAGE) return zs[v - v0];
@@ -509,9 +580,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         uint64_t b = 0;
         int f = 0;
         if (lane < unsigned(C)) {
-          const ClusterShared<NT>* o = cluster_map(&sh, lane);
-          b = o->pub_best;
-          f = o->pub_flags;
+          b = remote_load(&sh.pub_best, lane);
+          f = remote_load(&sh.pub_flags, lane);
         }
 #pragma unroll
         for (int off = 16; off >= 1; off >>= 1) {
@@ -552,7 +622,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       s = 0;
       if constexpr (LEAN) {
         if (warp == 0) {
-          s = warp_sum(lane < unsigned(C) ? cluster_map(&sh, lane)->pub_lp : uint64_t(0));
+          s = warp_sum(lane < unsigned(C) ? remote_load(&sh.pub_lp, lane) : uint64_t(0));
           if (lane == 0) sh.b_total = s;
         }
         __syncthreads();
@@ -578,6 +648,17 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         uint32_t c = 0;
         if (from_stats) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
+        } else if (GATHER && all_n >= 0) {  // the gathered candidates: this CTA's count is the cluster's
+          for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
+          __syncthreads();
+          const uint32_t copy = lane & uint32_t(kRep - 1);
+          for (int i = tid; i < all_n; i += NT) {
+            const uint32_t k = key_of(all[i]);
+            if ((k & mask) == prefix) atomicAdd(&sh.hlo[((k >> sh_bits) & 255u) * kRep + copy], 1u);
+          }
+          __syncthreads();
+          if (tid < 256)
+            for (int r = 0; r < kRep; ++r) c += sh.hlo[(255 - tid) * kRep + r];
         } else {
           const int buf = rnd & 1;
           for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
@@ -602,8 +683,13 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             sh.cnt[buf][tid] = t;
           }
           exchange_sync<LEAN>();
-          if (tid < 256)
-            for (int r = 0; r < C; ++r) c += cluster_map(&sh, unsigned(r))->cnt[buf][255 - tid];
+          if (tid < 256) {
+            if constexpr (LEAN) {
+              for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[buf][255 - tid], unsigned(r));
+            } else {
+              for (int r = 0; r < C; ++r) c += cluster_map(&sh, unsigned(r))->cnt[buf][255 - tid];
+            }
+          }
           ++rnd;
         }
         if (tid == 0) {
@@ -631,6 +717,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (level == 3 && mask) {  // the keys in the chosen bin and above, when they fit
           build_candidates<NT>(zr, v0, v1, prefix, sh);
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+          if constexpr (GATHER) {
+            gather_tried = true;
+            all_n = gather_candidates<C, NT>(sh, all);
+          }
         }
       }
       tau = prefix;
@@ -658,8 +748,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           LeanRow lm = lean_row(cfg, m, T);
           lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
           lm.min_w = 0;
-          const int n = use_cand ? int(sh.cand_n) : int(v1 - v0);
-          const float* src = use_cand ? sh.cand : zs;
+          const int n = all_n >= 0 ? all_n : use_cand ? int(sh.cand_n) : int(v1 - v0);
+          const float* src = all_n >= 0 ? all : use_cand ? sh.cand : zs;
           for (int i0 = tid; i0 < n; i0 += 4 * NT) {
             float x[4];
             bool on[4];
@@ -702,21 +792,32 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           }
         }
         __syncthreads();
-        if (tid < 256) {
-          uint64_t t = 0;
-          for (int r = 0; r < kRep; ++r) t += mass_of<LEAN>(sh.hlo[tid * kRep + r], sh.hhi[tid * kRep + r]);
-          sh.mass[buf][tid] = t;
-        }
-        exchange_sync<LEAN>();
         uint64_t mass = 0;
         uint32_t n_bin = 0;  // ES: the cluster's weighted elements in bin 255 - tid
-        if (tid < 256)
-          for (int r = 0; r < C; ++r) {
-            const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
-            mass += o->mass[buf][255 - tid];
-            if (count) n_bin += o->cnt[buf][255 - tid];
+        if (GATHER && all_n >= 0) {  // the gathered candidates: this CTA's masses are the cluster's
+          if (tid < 256)
+            for (int r = 0; r < kRep; ++r)
+              mass += mass_of<LEAN>(sh.hlo[(255 - tid) * kRep + r], sh.hhi[(255 - tid) * kRep + r]);
+        } else {
+          if (tid < 256) {
+            uint64_t t = 0;
+            for (int r = 0; r < kRep; ++r) t += mass_of<LEAN>(sh.hlo[tid * kRep + r], sh.hhi[tid * kRep + r]);
+            sh.mass[buf][tid] = t;
           }
-        ++rnd;
+          exchange_sync<LEAN>();
+          if (tid < 256) {
+            if constexpr (LEAN) {
+              for (int r = 0; r < C; ++r) mass += remote_load(&sh.mass[buf][255 - tid], unsigned(r));
+            } else {
+              for (int r = 0; r < C; ++r) {
+                const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
+                mass += o->mass[buf][255 - tid];
+                if (count) n_bin += o->cnt[buf][255 - tid];
+              }
+            }
+          }
+          ++rnd;
+        }
         const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
         if (level == 3) {
           if (tid == 255) sh.b_total = incl;  // S_k: the mass of every key >= tau
@@ -742,9 +843,15 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         const int done = sh.b_done;
         __syncthreads();
         if (done) break;
-        if (level == 3 && !use_cand) {  // the keys >= max(tau, the chosen bin), when they fit
+        if (level == 3 && !use_cand && all_n < 0) {  // the keys >= max(tau, the chosen bin), when they fit
           build_candidates<NT>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+        }
+        // one gather a call, decided alike in every CTA (use_cand is a CTA's own: after a top-k
+        // whose gather did not fit, some CTAs may hold candidates and others not)
+        if (GATHER && level == 3 && !gather_tried) {
+          gather_tried = true;
+          all_n = gather_candidates<C, NT>(sh, all);
         }
       }
       if (prefix > tau) tau = prefix;

@@ -7,6 +7,8 @@
 namespace mlops::vocab {
 namespace {
 
+constexpr size_t kGatherBytes = size_t(kGather) * sizeof(float);  // the gather forms' list
+
 template <int NT>
 cudaError_t launch_nt(const SampleParams& p, cudaStream_t s) {
   sample_kernel<NT><<<unsigned(p.rows), NT, 0, s>>>(p);
@@ -78,7 +80,7 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
 // (once a device), and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
-template <int C, int NT, bool ES = false, bool LEAN = false>
+template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
   static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
@@ -88,7 +90,7 @@ bool staged_ok(size_t bytes) {
     cudaGetLastError();
     return false;
   }
-  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN>;
+  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER>;
   std::lock_guard<std::mutex> g(mu);
   if (max_dyn[dev] == 0) {
     int optin = 0;
@@ -116,10 +118,10 @@ bool staged_ok(size_t bytes) {
   return ok_bytes[dev] == bytes;
 }
 
-template <int C, int NT, bool ES = false, bool LEAN = false>
+template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false>
 cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
-  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN>, p);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER>, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -148,6 +150,9 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
   if (staged == 3)  // the lean forms: 512 threads
     return (cluster == 16 && staged_ok<16, kClusterThreads, false, true>(b16)) ||
            ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true>(b8));
+  if (staged == 4)  // the gather forms: the gathered list after the slice
+    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true>(b16 + kGatherBytes)) ||
+           ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true>(b8 + kGatherBytes));
   if (staged == 2)  // the early-stop forms: 512 threads
     return (cluster == 16 && staged_ok<16, kClusterThreads, true>(b16)) ||
            ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, true>(b8));
@@ -158,7 +163,14 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
 
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
-  if (staged == 3) {  // the lean forms (512 threads); the unstaged form where they do not fit
+  if (staged == 4) {  // the gather forms (512 threads); the unstaged form where they do not fit
+    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
+    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
+    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true>(b16))
+      return launch_cluster_staged<16, kClusterThreads, false, true, true>(p, s, b16);
+    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true>(b8))
+      return launch_cluster_staged<8, kClusterThreads, false, true, true>(p, s, b8);
+  } else if (staged == 3) {  // the lean forms (512 threads); the unstaged form where they do not fit
     const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
     if (cluster == 16 && staged_ok<16, kClusterThreads, false, true>(b16))
       return launch_cluster_staged<16, kClusterThreads, false, true>(p, s, b16);

@@ -92,7 +92,8 @@ uint64_t sample_row_weights_host(const float* z, int64_t V, const mlops_sample_c
 cudaError_t sample_launch(const SampleParams& p, int threads, void* stream);
 cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream);
 // staged: 0 the slice read from global memory, 1 staged in shared memory, 2 staged with the
-// top-p rounds' early stop (the *_es variants), 3 staged with the lean draw (the *_lean variants)
+// top-p rounds' early stop (the *_es variants), 3 staged with the lean draw (the *_lean variants),
+// 4 the lean form whose later rounds run on the gathered candidates (the *_gather variants)
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream);
 int sample_cluster_code_arch(int cluster);
 bool sample_cluster16_ok();

@@ -225,13 +225,16 @@ const mlops_sample_variant kSampleVariants[] = {
     // the staged forms with the lean draw (kept weights stored over the slice, walked by one
     // thread; warp-0 reads of the cluster; the last barrier's arrive before the walk): not planned
     // until measured
-    {11, 512, 0, 8, "cluster8_lean"}, {12, 512, 0, 16, "cluster16_lean"}};
-constexpr int kNumSample = 13;
+    {11, 512, 0, 8, "cluster8_lean"}, {12, 512, 0, 16, "cluster16_lean"},
+    // the lean forms whose rounds after the first run in each CTA on the cluster's gathered
+    // candidates (no cluster barrier a round): not planned until measured
+    {13, 512, 0, 8, "cluster8_gather"}, {14, 512, 0, 16, "cluster16_gather"}};
+constexpr int kNumSample = 15;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
 // The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
 // loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh):
-// 1, 2 with the top-p rounds' early stop, 3 with the lean draw.
-constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3};
+// 1, 2 with the top-p rounds' early stop, 3 with the lean draw, 4 lean with gathered rounds.
+constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and

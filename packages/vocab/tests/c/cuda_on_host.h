@@ -114,9 +114,15 @@ static inline void cluster_wait() {
   tl_cluster_token.reset();
 }
 static inline void cluster_sync_smem() { cluster_sync(); }  // the host has one memory
+// The block-shared object of the kernel that runs (one type at a time): remote_load finds a
+// field's place in another block's instance from it.
+static std::atomic<char*> g_block_shared_base{nullptr};
+static std::atomic<size_t> g_block_shared_size{0};
 template <class T>
 static T& host_block_shared() {
   static T inst[kHostMaxSlots];
+  g_block_shared_base.store(reinterpret_cast<char*>(inst), std::memory_order_relaxed);
+  g_block_shared_size.store(sizeof(T), std::memory_order_relaxed);
   return inst[tl_slot];
 }
 // Dynamic shared memory (extern __shared__): a block's buffer of the size set by
@@ -132,6 +138,14 @@ static T* host_dynamic_shared() {
 template <class T>
 static T* cluster_map(T* local, unsigned rank) {
   return local - tl_slot + int(rank);
+}
+// ld.shared::cluster of mapa(local, rank): the same byte of block `rank`'s block-shared object.
+template <class T>
+static T remote_load(const T* local, unsigned rank) {
+  char* const base = g_block_shared_base.load(std::memory_order_relaxed);
+  const size_t size = g_block_shared_size.load(std::memory_order_relaxed);
+  const size_t off = size_t(reinterpret_cast<const char*>(local) - base) - size_t(tl_slot) * size;
+  return *reinterpret_cast<const T*>(base + size_t(rank) * size + off);
 }
 template <class T>
 static inline T atomicAdd(T* p, T v) {
