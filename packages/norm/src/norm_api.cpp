@@ -43,7 +43,10 @@ const mlops_norm_variant kVariants[] = {
     // r16lx: 3 CTAs an SM for 4096 (x kept as fp32), r16lx4: 4 (x unpacked again).
     // r16lw: r16lx (and r16l4 for y alone) with w + weight_offset staged in shared memory as
     // fp32 once a CTA; r16lwp: r16lw on a persistent grid (SMs x CTAs an SM, rows strided).
+    // r16lx2: 4096-wide rows (y and every quantized output) on two warps a row, 8 CTAs of 2
+    // rows an SM (64 registers), for few rows; 2048-wide ones as r16lx.
     {16, 1, 4, 16, "r16lx"}, {17, 1, 4, 16, "r16lx4"}, {18, 1, 4, 16, "r16lw"}, {19, 1, 4, 16, "r16lwp"},
+    {20, 2, 2, 8, "r16lx2"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -124,6 +124,29 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
   return launch_l<XT, MINB16, MINB8>(p, s);
 }
 
+// "lx2" (norm_row_leanq2_kernel): 16-unit rows of leanq_call, y alone included, on two warps
+// a row at MINB CTAs (of 2 rows) an SM; 8-unit rows and the rest as r16lx.
+template <class XT, int MINB>
+cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if (leanq_call<XT>(p) && p.units == 16) {
+      const dim3 grid(static_cast<unsigned>((p.rows + kRowWarps / 2 - 1) / (kRowWarps / 2)));
+#define MLOPS_NORM_LX2(Q)                                                        \
+  if (p.quant == Q) {                                                           \
+    norm_row_leanq2_kernel<XT, 16, MINB, Q><<<grid, kRowThreads, 0, s>>>(p);     \
+    return cudaGetLastError();                                                  \
+  }
+      MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
+      MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
+      MLOPS_NORM_LX2(MLOPS_QUANT_NVFP4)
+      MLOPS_NORM_LX2(MLOPS_QUANT_FP8_STATIC)
+      MLOPS_NORM_LX2(MLOPS_QUANT_FP8_DYNAMIC)
+#undef MLOPS_NORM_LX2
+    }
+  }
+  return launch_lx<XT, 3, 6>(p, s);
+}
+
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
 cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
@@ -148,6 +171,7 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 17: return launch_lx<XT, 4, 6>(p, s);
     case 18: return launch_lx<XT, 3, 6, true, 4>(p, s);
     case 19: return launch_lx<XT, 3, 6, true, 4, true>(p, s);
+    case 20: return launch_lx2<XT, 8>(p, s);
   }
   return cudaErrorInvalidValue;
 }

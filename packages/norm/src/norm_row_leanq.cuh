@@ -167,26 +167,43 @@ __device__ __forceinline__ uint32_t nvfp4_codes8(const float y[8], float mul) {
   return c;
 }
 
-// One row of the lx kernel from its loaded units: the sum, y and the quantized output.
-template <class XT, int U, bool kAgain, int kQuant, bool kWs>
-__device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, Raw8<XT> (&raw)[U],
-                                             const WeightEff<XT, U, kWs>& wf) {
+// The row reductions of a warp that holds a whole row: the unit values folded in order from
+// +0, the amax over the warp.
+template <int U>
+struct WholeRow {
+  __device__ __forceinline__ float fold(const float (&u)[U]) const {
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < U; ++k) s = s + u[k];
+    return s;
+  }
+  __device__ __forceinline__ float max(float a) const { return a; }
+  __device__ __forceinline__ bool lead() const { return true; }  // this warp writes the row's scale
+};
+
+// Units k0 .. k0 + U - 1 of a row (all of it, or the half a warp holds) from its loaded units:
+// the sum (Red::fold of the unit values: the whole row's, in unit order), y and the quantized
+// output. Red::max gives the row's amax from this warp's (FP8 dynamic).
+template <class XT, int U, bool kAgain, int kQuant, bool kWs, class Red>
+__device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k0, Raw8<XT> (&raw)[U],
+                                             const WeightEff<XT, U, kWs>& wf, const Red& red) {
   const int lane = threadIdx.x & 31;
   const bool odd = lane & 1;
-  XT* yr = p.y ? static_cast<XT*>(p.y) + row * p.y_stride + lane * 8 : nullptr;
+  XT* yr = p.y ? static_cast<XT*>(p.y) + row * p.y_stride + k0 * kUnit + lane * 8 : nullptr;
   // Per-lane bases, so that every unit's store is an immediate offset from one register pair:
   // codes (8 a lane a unit: 8 bytes, NVFP4 4) and the block scale of lanes 2j, 2j+1 (block j
   // of a unit: 16 a unit).
-  uint8_t* qr = static_cast<uint8_t*>(p.q) + row * p.q_stride + lane * (kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8);
-  const int64_t sb = row * p.q_scale_stride + (lane >> 1);
-  float s = 0.0f;
+  constexpr int kCodeBytes = kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8;
+  uint8_t* qr = static_cast<uint8_t*>(p.q) + row * p.q_stride + (k0 * 32 + lane) * kCodeBytes;
+  const int64_t sb = row * p.q_scale_stride + k0 * 16 + (lane >> 1);
+  float u[U];
 #pragma unroll
   for (int k = 0; k < U; ++k) {
     float e[8];
     unpack8_pairs(raw[k], e);
-    s = s + warp_butterfly32(lane_sumsq8(e));
+    u[k] = warp_butterfly32(lane_sumsq8(e));
   }
-  const float r = rms_r(s, p.group, p.eps);
+  const float r = rms_r(red.fold(u), p.group, p.eps);
   // y of unit k, packed
   auto y_unit = [&](int k) {
     float w[8];
@@ -223,8 +240,9 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, Raw8<
       }
 #pragma unroll
       for (int o = 16; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      amax = red.max(amax);
       inv = fp8_row_inv(amax);
-      if (lane == 0) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = fp8_row_scale(amax);
+      if (red.lead() && lane == 0) (static_cast<float*>(p.q_scale) + row * p.q_scale_stride)[0] = fp8_row_scale(amax);
 #pragma unroll
       for (int k = 0; k < U; ++k) {
         float y[8];
@@ -313,12 +331,70 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq_kernel(P
   }
   const WeightEff<XT, U, kWs> wf{static_cast<const XT*>(p.weight) + lane * 8, ws_smem, p.weight_offset};
   for (;;) {
-    leanq_finish<XT, U, kAgain, kQuant, kWs>(p, row, raw, wf);
+    leanq_finish<XT, U, kAgain, kQuant, kWs>(p, row, 0, raw, wf, WholeRow<U>{});
     if constexpr (!kPersist) break;
     row += int64_t(gridDim.x) * kRowWarps;
     if (row >= p.rows) break;
     load(row, raw);
   }
+}
+
+// A row held by the two warps 2j, 2j + 1 of a CTA (U / 2 units each; CTAs of 2 rows): the
+// unit values meet in shared memory and both warps fold all U of them in unit order, so the
+// sum has the one-warp order's bits; the FP8 row amax meets the same way. The two warps sync
+// by a named barrier of their own (id 1 + j, 64 threads): a pair past the last row skips it.
+// CTAs of 4 warps, so j is 0 or 1.
+// Why: at 2048x4096 one warp a row leaves 4 warps a scheduler with long dependent epilogues
+// (ncu run 19, r16lq: issue slots 42 % busy, 7.8 cycles between a warp's instructions, DRAM
+// 23 %); two warps a row halve the chain a warp runs and double the warps that hide it.
+template <int H>
+struct HalfRow {
+  float (*us)[2 * H];  // [row slot][unit]
+  float (*am)[2];      // [row slot][half]
+  int slot, half;
+  __device__ __forceinline__ void sync() const {  // ids as immediates: a register id makes ptxas
+    if (slot == 0) asm volatile("bar.sync 1, 64;" ::: "memory");  // reserve all 16 barriers
+    else asm volatile("bar.sync 2, 64;" ::: "memory");
+  }
+  __device__ __forceinline__ float fold(const float (&u)[H]) const {
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (int k = 0; k < H; ++k) us[slot][half * H + k] = u[k];
+    }
+    sync();
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 2 * H; ++k) s = s + us[slot][k];
+    return s;
+  }
+  __device__ __forceinline__ float max(float a) const {
+    if ((threadIdx.x & 31) == 0) am[slot][half] = a;
+    sync();
+    return fmaxf(am[slot][0], am[slot][1]);
+  }
+  __device__ __forceinline__ bool lead() const { return half == 0; }
+};
+
+template <class XT, int U, int kMinCtas, int kQuant>
+__global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
+  static_assert(sizeof(XT) == 2 && U % 4 == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
+  static_assert(kRowWarps == 4, "lx2 rows: two row slots a CTA (named barriers 1 and 2)");
+  constexpr int H = U / 2;
+  constexpr int kSlots = kRowWarps / 2;
+  constexpr bool kAgain = H * 8 + 40 > 65536 / (kRowThreads * kMinCtas);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int slot = warp >> 1, half = warp & 1;
+  const int64_t row = int64_t(blockIdx.x) * kSlots + slot;
+  if (row >= p.rows) return;  // both warps of the row leave: no barrier or shuffle waits on them
+  const int k0 = half * H;
+  const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8;
+  Raw8<XT> raw[H];
+#pragma unroll
+  for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+  __shared__ float us[kSlots][2 * H];
+  __shared__ float am[kSlots][2];
+  const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
+  leanq_finish<XT, H, kAgain, kQuant, false>(p, row, k0, raw, wf, HalfRow<H>{us, am, slot, half});
 }
 
 }  // namespace mlops::norm
