@@ -1,8 +1,8 @@
 """The one bench harness every package's bench/ uses.
 
 Times functions with CUDA events (median of many runs), flushing L2 before each timed run (a
-write of 2x the L2 size) or rotating inputs, so DRAM is what is measured; measures the device's
-copy bandwidth once (a large device-to-device copy, bytes read + written) so every case can say
+read of 2x the L2 size, which leaves it clean) or rotating inputs, so DRAM is what is measured;
+CUPTI kernel durations as a second figure (kernel_time); measures the device's copy bandwidth once (a large device-to-device copy, bytes read + written) so every case can say
 what fraction of it it reached; prints one JSON line per case and appends it to a results file.
 
     from mlops_bench import Bench
@@ -42,7 +42,8 @@ class Bench:
         self.reps = reps
         self.info = device_info()
         l2 = self.info["l2_bytes"] or (50 << 20)
-        self._flush_buf = torch.empty(2 * l2 // 4 + 1, dtype=torch.float32, device="cuda")
+        self._flush_buf = torch.ones(2 * l2 // 4 + 1, dtype=torch.float32, device="cuda")
+        self._flush_sink = torch.empty((), dtype=torch.float32, device="cuda")
         self.copy_bw = self.measure_copy_bandwidth()
         date = datetime.date.today().isoformat()
         d = pathlib.Path(results_dir or os.environ.get("MLOPS_BENCH_OUT", "bench/results"))
@@ -51,7 +52,12 @@ class Bench:
         self.rows: list[dict] = []
 
     def flush_l2(self):
-        self._flush_buf.fill_(1.0)
+        """Evicts every line of the timed call's data from L2 and leaves L2 clean: a read of 2x its
+        size. (Until session 4 this was a write, fill_: L2 then held ~L2-size of the flush's dirty
+        lines, whose write-back the timed kernel paid: run 21 measured the 151936x4096 lm_head read
+        at 316 us after the write flush and 291 us after a read one, cuBLAS 308 / 300. A read flush
+        is what ncu's cache control does: write back, then start the kernel on a clean L2.)"""
+        torch.sum(self._flush_buf, dim=0, out=self._flush_sink)
 
     def _lead(self):
         """Keeps the GPU busy ~50 us before a timed region, so the host has queued the timed
@@ -105,9 +111,9 @@ class Bench:
         records it through torch.profiler: the kernels' own start-to-end durations, summed, without
         the launch latency that CUDA events include (3-4 us a call on the H200, run 19). A second
         figure next to time()'s, never a replacement: docs state which one a target is read on.
-        Calls are told apart by the harness's own sleep kernel (torch.cuda._sleep, 'spin_kernel')
-        that precedes each; with flush, the L2 flush of the next call (a fill kernel) is the last
-        activity of every group but the final one and is dropped. None if the profiler gives nothing."""
+        Calls are told apart by the harness's sleep kernels (torch.cuda._sleep, 'spin_kernel'):
+        each fn() follows the lead spin; with flush, a short marker spin precedes the flush, so the
+        groups between spins alternate flush, call. None if the trace is not of that shape."""
         from torch.profiler import ProfilerActivity, profile
 
         fn()
@@ -115,6 +121,7 @@ class Bench:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(reps):
                 if flush:
+                    torch.cuda._sleep(1)
                     self.flush_l2()
                 self._lead()
                 fn()
@@ -129,12 +136,12 @@ class Bench:
             elif cur is not None:
                 cur.append(e)
         if flush:
-            for g in groups[:-1]:
-                if not g or "fill" not in g[-1].name.lower():
-                    return None  # not the expected shape of the trace: say nothing rather than guess
-                g.pop()
-        sums = [sum(e.time_range.elapsed_us() for e in g) for g in groups if g]
-        return statistics.median(sums) * 1e-6 if len(sums) == reps else None
+            if len(groups) != 2 * reps:
+                return None
+            groups = groups[1::2]
+        if len(groups) != reps or not all(groups):
+            return None  # not the expected shape of the trace: say nothing rather than guess
+        return statistics.median(sum(e.time_range.elapsed_us() for e in g) for g in groups) * 1e-6
 
     def measure_copy_bandwidth(self, nbytes: int = 2 << 30) -> float:
         """Bytes/s of a large device-to-device copy (read + write counted)."""
