@@ -2,8 +2,9 @@
 
 Times functions with CUDA events (median of many runs), flushing L2 before each timed run (a
 read of 2x the L2 size, which leaves it clean) or rotating inputs, so DRAM is what is measured;
-CUPTI kernel durations as a second figure (kernel_time); measures the device's copy bandwidth once (a large device-to-device copy, bytes read + written) so every case can say
-what fraction of it it reached; prints one JSON line per case and appends it to a results file.
+CUPTI kernel durations as a second figure (kernel_time); measures the device's copy bandwidth once
+(a large device-to-device copy, bytes read + written) so every case can say what fraction of it it
+reached; prints one JSON line per case and appends it to a results file.
 
     from mlops_bench import Bench
     b = Bench("norm")                      # results -> bench/results/<date>-<gpu>.jsonl
