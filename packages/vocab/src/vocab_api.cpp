@@ -484,12 +484,13 @@ int mlops_sample_plan(int64_t rows, int64_t vocab, int sm, int sms) {
   // same work in fewer, fuller waves); mlops_sample runs t1024 where the build has no sm_90 code.
   // Elsewhere one CTA a row. The split variant needs a workspace the caller sizes, so it is only
   // named (mlops.vocab.Sampler(variant="split")), never planned.
-  // The staged forms (the slice in shared memory; the unstaged kernel where it does not fit) won
-  // every mode in GPU run 15 (H200, V = 151936): cluster16_smem at B = 1 (greedy 11.2 us, top-k 27.2,
-  // top-p 46.5 vs the unstaged cluster16's 11.6 / 35.8 / 62.0), cluster8_smem from B = 8 on for a
-  // batch whose modes are unknown here (B = 8: greedy 11.8, top-k 30.6, all three 39.7, top-p 61.4,
-  // where cluster16_smem takes 14.5 / 34.4 / 49.0 / 56.4; B = 64: 30.8 / 91.6 / 120.9 / 179.3).
-  if (sm >= 90 && vocab >= 16384 && rows <= 65535) return rows <= 1 ? 7 : 6;
+  // GPU run 21 (H200, V = 151936, us; docs/vocab.md, the mode-aware plan), for a batch whose modes
+  // are unknown here, the variant whose worst loss over the measured modes is smallest:
+  //  - B <= 8: cluster16_gather (B = 1: top-p 40.7 vs cluster16_lean's 37.9, but all three 27.7
+  //    vs 34.8; B = 8: top-p 52.0 vs 49.2, all three 36.2 vs cluster8_gather's 34.7);
+  //  - above: cluster8_lean (B = 64: all three 112.9 vs cluster8_gather's 109.0, top-p 175.2 vs
+  //    180.4; the cluster16 forms lose every mode there: 16 x 64 CTAs are 8 waves).
+  if (sm >= 90 && vocab >= 16384 && rows <= 65535) return rows <= 8 ? 14 : 11;
   return vocab >= 16384 ? 2 : vocab >= 2048 ? 1 : 0;
 }
 
@@ -497,31 +498,34 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
                               int has_stats, int has_history) {
   const int base = mlops_sample_plan(rows, vocab, sm, sms);
   if (!configs || !kSampleVariants[base].cluster) return base;
-  bool all_greedy = true, plain = true, no_greedy_no_top_k = true;
+  bool all_greedy = true, any_top_k = false, any_top_k_top_p = false;
   for (int64_t i = 0; i < rows; ++i) {
     const mlops_sample_config c = sanitize(configs[i]);
     const bool greedy = config_greedy(c);
-    const bool top_k = c.top_k > 0 && int64_t(c.top_k) < vocab, top_p = c.top_p < 1.0f;
+    const bool top_k = !greedy && c.top_k > 0 && int64_t(c.top_k) < vocab, top_p = !greedy && c.top_p < 1.0f;
     all_greedy = all_greedy && greedy;
-    plain = plain && !greedy && !top_k && !top_p;      // temperature and / or min_p
-    no_greedy_no_top_k = no_greedy_no_top_k && !greedy && !top_k;
+    any_top_k = any_top_k || top_k;
+    any_top_k_top_p = any_top_k_top_p || (top_k && top_p);
   }
-  // Measured on the H200 (GPU run 15, V = 151936; docs/vocab.md, the mode-aware plan), against
-  // the staged cluster variant mlops_sample_plan gives:
+  // Measured on the H200 (GPU run 21, V = 151936, CUDA-graph replay, logits in L2; docs/vocab.md,
+  // the mode-aware plan). The gather forms win where top-k's lower levels (and top-p's after them)
+  // run on the gathered candidates; elsewhere their list costs a little (top-p alone, B = 1: 40.7
+  // vs 37.9):
   //  - greedy rows fed the head's statistics read nothing of the row: one CTA a row is the cheapest
-  //    launch (t1024 5.6 / 5.5 / 5.8 us at B = 1 / 8 / 64; cluster16_smem 7.5 at B = 1,
-  //    cluster8_smem 8.5 / 20.6 at B = 8 / 64: staging the slice is wasted there);
-  //  - temperature / min-p alone above B = 8: the split variant (77.5 us at B = 64, cluster8_smem
-  //    85.9), whose chunk CTAs spread the row's exp over the whole GPU; at B <= 8 cluster16_smem
-  //    (21.9 / 28.4 us, split 25.0 / 30.5); B between 8 and 64 is unmeasured: split;
-  //  - at 2 <= B <= 8, rows that sample without top-k (temperature, min-p, top-p, penalties):
-  //    cluster16_smem (B = 8: top-p 56.4, penalties + top-p 59.2, cluster8_smem 61.4 / 63.9);
-  //    greedy or top-k rows keep cluster8_smem (B = 8: 11.8 / 30.6 us, cluster16_smem 14.5 / 34.4).
-  //    Top-k with the statistics at B = 64 stays on cluster8_smem (69.4 us; t1024 81.3).
+  //    launch (t1024 5.3 / 5.5 / 6.0 us at B = 1 / 8 / 64; cluster16_lean 6.9 at B = 1,
+  //    cluster8_lean 16.9 at B = 64: staging the slice is wasted there);
+  //  - B <= 8, a row with top-k: cluster16_gather (B = 1: top-k 21.0, all three 27.7, top-k with
+  //    the statistics 16.9; cluster16_lean 22.8 / 34.8 / 18.0. B = 8: 27.2 / 36.2 / 20.9; all three
+  //    on cluster8_gather 34.7 is the one loss, B = 2 .. 7 unmeasured);
+  //  - B <= 8 otherwise: cluster16_lean (B = 1: greedy 8.7, temperature 13.0, min-p 12.0, top-p
+  //    37.9, penalties + top-p 40.1; B = 8: 10.8 / 17.7 / 16.3 / 49.2 / 52.3);
+  //  - above B = 8, a row with top-k and top-p: cluster8_gather (B = 64: all three 109.0, cluster8_lean
+  //    112.9); otherwise cluster8_lean (B = 64: greedy 27.1, temperature 56.2, min-p 48.5, top-k 85.3,
+  //    top-p 175.2, penalties + top-p 184.0, top-k with the statistics 62.5; the split variant,
+  //    planned for temperature / min-p since run 15, takes 77.6 / 77.7). B = 9 .. 63 unmeasured.
   if (all_greedy && has_stats && !has_history) return 2;
-  if (plain && rows > 8 && rows <= 65535) return 3;
-  if (no_greedy_no_top_k && rows <= 8) return 7;
-  return base;
+  if (rows <= 8) return any_top_k ? 14 : 12;
+  return any_top_k_top_p ? 13 : 11;
 }
 
 int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant) {

@@ -178,28 +178,33 @@ def test_mode_aware_plan():
         packed = pack_configs(cfgs if isinstance(cfgs, list) else [cfgs] * rows)
         return mv.sample_variants()[C.sample_plan_configs(rows, V, sm, 132, packed.data_ptr(), stats, history)]["name"]
 
-    # GPU run 15 (H200): the staged cluster variants, split for temperature / min-p above B = 8,
-    # t1024 for greedy with the statistics; cluster16_smem at B <= 8 for rows without top-k
+    # GPU run 21 (H200): the lean cluster variants, the gather forms where a row has top-k (B <= 8)
+    # or top-k and top-p (B > 8), t1024 for greedy with the statistics; split no longer planned
     for rows in (1, 8, 64):
-        base = "cluster16_smem" if rows == 1 else "cluster8_smem"
-        sampled = "cluster16_smem" if rows <= 8 else "cluster8_smem"
-        assert plan(rows, dict(temperature=0.8)) == ("split" if rows > 8 else "cluster16_smem")
-        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == ("split" if rows > 8 else "cluster16_smem")
-        assert plan(rows, dict(temperature=0.0)) == base
+        lean = "cluster16_lean" if rows <= 8 else "cluster8_lean"
+        gather = "cluster16_gather" if rows <= 8 else "cluster8_gather"
+        assert plan(rows, dict(temperature=0.8)) == lean
+        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == lean
+        assert plan(rows, dict(temperature=0.0)) == lean
         assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
-        assert plan(rows, dict(temperature=0.0), stats=True, history=True) == base
-        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == sampled
-        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == sampled
-        assert plan(rows, dict(temperature=0.8, top_k=50)) == base
-        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == base
-        assert plan(rows, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == base
-    # the unmeasured batch sizes between: split for temperature from B = 9 on
-    assert plan(9, dict(temperature=0.8)) == "split"
-    assert plan(4, dict(temperature=0.8, top_p=0.9)) == "cluster16_smem"
-    # a mixed batch: one greedy or top-k row keeps the batch on the base variant
-    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16_smem"
-    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=50)]) == "cluster8_smem"
-    assert plan(2, [dict(temperature=0.0), dict(temperature=0.8)], stats=True) == "cluster8_smem"
+        assert plan(rows, dict(temperature=0.0), stats=True, history=True) == lean
+        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == lean
+        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == lean
+        assert plan(rows, dict(temperature=0.8, top_k=50)) == ("cluster16_gather" if rows <= 8 else lean)
+        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == ("cluster16_gather" if rows <= 8 else lean)
+        assert plan(rows, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == gather
+        # configurations on the device (mlops_sample_plan): the smallest worst loss
+        assert mv.sample_variants()[C.sample_plan(rows, V, 90, 132)]["name"] == (gather if rows <= 8 else lean)
+    # the unmeasured batch sizes between follow B = 64 from B = 9 on
+    assert plan(9, dict(temperature=0.8)) == "cluster8_lean"
+    assert plan(4, dict(temperature=0.8, top_p=0.9)) == "cluster16_lean"
+    # a mixed batch: one top-k row moves a small batch to the gather form; a large one needs a row
+    # with top-k and top-p; greedy rows (top_k = 1) count as neither
+    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=50)]) == "cluster16_gather"
+    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=1, top_p=0.9)]) == "cluster16_lean"
+    assert plan(2, [dict(temperature=0.0), dict(temperature=0.8)], stats=True) == "cluster16_lean"
+    assert plan(64, [dict(temperature=0.8, top_k=50)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
+    assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_gather"
     # below sm_90, and below V = 16384, nothing changes
     assert plan(1, dict(temperature=0.8), sm=80) == "t1024"
     assert plan(1, dict(temperature=0.0), stats=True, sm=80) == "t1024"

@@ -142,7 +142,7 @@ def test_cluster_sanitizer_subset(variant):
 @pytest.mark.parametrize("mode", ["greedy", "temperature", "min_p", "top_k50", "top_p"])
 @pytest.mark.parametrize("B", [1, 8, 64])
 def test_planned_variant_per_mode(mode, B):
-    """variant=None: the mode-aware plan (split for temperature / min-p, t1024 for greedy with the
+    """variant=None: the mode-aware plan (the lean / gather cluster forms, t1024 for greedy with the
     head's statistics, ...) gives the host emulation's tokens, with and without the statistics."""
     V = 151936
     z = randn((B, V), torch.float32, B + 77, scale=3.0)
