@@ -6,7 +6,8 @@ L2 is flushed before every timed call. One JSON line per case.
     python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
 
 --variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, early2x5/x6, stage4/8,
-stage4x6) at its planner split and the early / stage families at the CTA splits around it,
+stage4x6, flat2 / flat2p / flat4p) at its planner split and the early / stage families at the CTA
+splits around it (the flat kernels have no split: one row a path, on the fly at decode only),
 interleaved, in place with the cache (the issue's call), plus each variant on the fly: "rope
 variants" rows, one measurement for all candidates.
 
@@ -134,6 +135,8 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
         key = f"{name} planner tokens_per_cta={tpc} heads_per_cta={hpc}"
         fns[key] = lambda name=name: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name)
         meta[key] = dict(variant=name, split=[tpc, hpc], planner=True, path="cache")
+        if name.startswith("flat") and T >= 1024:
+            continue  # on the fly a flat item computes its own P sincos: a decode candidate only (rope_kernel_flat.cuh)
         key = f"{name} planner on the fly"
         fns[key] = lambda name=name: mp.apply_rope(q, k, pos, inv_freq=inv_freq, inplace=True, variant=name)
         # the on-the-fly split can differ from the cache's (early2x5: 4 tokens against 3)

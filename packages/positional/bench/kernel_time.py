@@ -1,8 +1,8 @@
 """Kernel-only durations under ncu, without the event harness's ~4.5 us launch / event overhead
 (bench_positional.py's empty-kernel row): the bench shape (32 q + 8 kv heads x 128, bf16, fused
 qkv views, in place) at T = 1 and 32 (decode candidates) and 4096 and 32768, the planner's call and
-the candidates of runs 14-19, each
-launched once (ncu serializes kernels and flushes caches before each profiled one by default).
+the candidates of runs 14-20 and round B's flat kernels, each launched once (ncu serializes
+kernels and flushes caches before each profiled one by default).
 
     ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \\
         -k regex:rope_kernel python packages/positional/bench/kernel_time.py
@@ -31,6 +31,10 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
     ("stage4 tpc=3 on the fly", dict(variant="stage4", tokens_per_cta=3, on_the_fly=True)),
     ("stage4x6 tpc=3 cache", dict(variant="stage4x6", tokens_per_cta=3)),
     ("stage8 tpc=6 cache", dict(variant="stage8", tokens_per_cta=6)),
+    # session 4 round B: one grid-stride list of items, no shared memory, no barrier
+    ("flat2 cache", dict(variant="flat2")),
+    ("flat2p cache (persistent, SMs x 4)", dict(variant="flat2p")),
+    ("flat4p cache (persistent, SMs x 2)", dict(variant="flat4p")),
 ]
 
 
@@ -38,9 +42,11 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
 # trips) against the stage kernels on the fly (positions, inv_freq and data in one round trip)
 DECODE = [
     ("planner cache (early2)", dict()),
-    ("planner on the fly (early2)", dict(on_the_fly=True)),
-    ("stage4 on the fly", dict(variant="stage4", on_the_fly=True)),
+    ("early2 on the fly", dict(variant="early2", on_the_fly=True)),
+    ("planner on the fly (stage4 since run 20)", dict(on_the_fly=True)),
     ("stage4 cache", dict(variant="stage4")),
+    ("flat2 cache (no barrier, no shared memory)", dict(variant="flat2")),
+    ("step2 cache (3 round trips, the smallest code)", dict(variant="step2", tokens_per_cta=1, heads_per_cta=16)),
 ]
 
 

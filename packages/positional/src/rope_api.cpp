@@ -183,13 +183,24 @@ void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t h
   // hides the positions -> cache row round trip that early2 at 4 CTAs leaves exposed. On the fly at 4
   // tokens a CTA (T = 32768 171.57 us = 91.9 % vs early4 at 3 tokens 171.95; T = 4096 28.22 vs
   // 28.90): it reads no cache row, so its chain is positions -> sincos in registers.
+  // H200 run 20 (same bench, CUDA events / CUPTI kernel time): decode on the fly takes stage4, which
+  // reads positions and inv_freq in one round trip (T = 32: 6.72 / 2.62 us against early2's 6.88 /
+  // 2.82; T = 1: 6.62 / 2.43 against 6.59 / 2.42, a tie); decode from the cache keeps early2 (T = 1
+  // 6.43 / 2.30 against stage4's 6.72 / 2.43); prefill keeps early2x5 (T = 4096 on the fly 29.49 /
+  // 24.29, the fastest row; T = 32768 cache 175.87, on the fly 172.0 = 91.7 % of copy BW).
   const int64_t chunks = (rotary_dim / 2 + 7) / 8 > 0 ? (rotary_dim / 2 + 7) / 8 : 1;
   const int64_t items = heads * chunks > 0 ? heads * chunks : 1;
   const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
   const bool decode = tokens * items <= want * kCtaThreads;
   int v = variant;
-  if (v < 1 || v > kNumVariants) v = decode ? kEarly2 : kEarly2x5;
+  if (v < 1 || v > kNumVariants) v = decode ? (on_the_fly ? kStage4 : kEarly2) : kEarly2x5;
   const VariantInfo& info = kVariants[v - 1];
+  if (info.flat) {  // no token / head blocks: one grid row over every item (flat_grid at the launch)
+    if (tokens_per_cta) *tokens_per_cta = 1;
+    if (heads_per_cta) *heads_per_cta = int(heads);
+    if (variant_used) *variant_used = v;
+    return;
+  }
   // early2x5 from the cache: about 3 items a thread (run 17, T = 32768: 3 tokens a CTA 175.5 us, 4 176.8)
   const int64_t target = v == kEarly2x5 && !on_the_fly ? 3 : 4;
   int64_t tpc = info.early && info.items_per_thread >= 4 ? info.items_per_thread * kCtaThreads / items
@@ -239,6 +250,9 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
     mlops_rope_plan_path(0, args->cos_sin_cache == nullptr, args->batch * args->seq, args->q.heads + args->k.heads,
                          args->rotary_dim, sms, nullptr, nullptr, &variant);
   Params p = make_params(*args, tpc, hpc);
+  const VariantInfo& info = kVariants[variant - 1];
+  if (info.flat)  // one grid row over every item: the split's token / head blocks do not apply
+    flat_grid(p, info, int(mlops_dtype_size(args->dtype)), can_vectorize(*args), int(args->layout), sms);
   cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), variant,
                            static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));

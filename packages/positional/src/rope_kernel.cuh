@@ -5,6 +5,7 @@
 // a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
 #pragma once
 #include "rope_access.cuh"
+#include "rope_kernel_flat.cuh"
 #include "rope_kernel_stage.cuh"
 
 namespace mlops::rope {
@@ -144,6 +145,9 @@ KernelFn kernel_for(int variant) {
     case 7: return rope_kernel_stage<T, L, V, 4, 5>;
     case 8: return rope_kernel_stage<T, L, V, 8, 3>;
     case 9: return rope_kernel_stage<T, L, V, 4, 6>;
+    case 10:  // flat2 and flat2p: one kernel, two grids (rope_launch.h's flat_grid)
+    case 11: return rope_kernel_flat<T, L, V, 2, 4>;
+    case 12: return rope_kernel_flat<T, L, V, 4, 2>;
     default: return rope_kernel<T, L, V>;
   }
 }
@@ -152,6 +156,7 @@ KernelFn kernel_for(int variant) {
 template <class T>
 size_t smem_for(const Params& p, bool vec, int layout, int variant) {
   const VariantInfo& v = kVariants[(variant >= 1 && variant <= kNumVariants ? variant : 1) - 1];
+  if (v.flat) return 0;  // no shared memory
   if (!v.stage) return smem_bytes(p);
   const int P = !vec ? 1 : (layout == kNeox ? Geometry<T, kNeox, true>::P : Geometry<T, kGptj, true>::P);
   const int TE = vec ? Geometry<T, kNeox, true>::TE : 1;

@@ -24,6 +24,11 @@ constexpr int kCtaThreads = 256;
 //          bytes on sm_90 bf16 NeoX, stage4 at 5 CTAs none); the cos/sin phase reads all its positions (and on the fly its
 //          inv_freq values) before any data load, so at decode on the fly the chain is one DRAM
 //          round trip, then sincos in registers (round-A candidates of session 4).
+//  flat2 / flat2p / flat4p: no shared memory, no barrier: the call's items as one grid-stride list,
+//          each item fetching its own cos/sin (cache row loads or P sincos); flat2 one step a thread
+//          (a grid over every item), flat2p / flat4p a persistent grid of SMs x 4 / 2 CTAs, 2 / 4 items
+//          a thread a step (round-B candidates of session 4, rope_kernel_flat.cuh; sm_90 bf16 NeoX
+//          16-byte: 64 registers, 4 B spilled / 113, none).
 // (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
 // early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
@@ -34,16 +39,18 @@ struct VariantInfo {
   int pipe;              // always 0 now (the C API's field stays for ABI 2)
   int ctas_per_sm;       // what __launch_bounds__ allows
   int stage;             // 1: q / k staged in shared memory (cp.async), items_per_thread slots a thread
+  int flat;              // 1: flat grid over every item; 2: flat on a persistent grid (SMs x ctas_per_sm)
 };
-constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0},    {2, "early2", 2, 1, 0, 4, 0},
-                                     {3, "early4", 4, 1, 0, 3, 0},   {4, "early8", 8, 1, 0, 2, 0},
-                                     {5, "early2x5", 2, 1, 0, 5, 0}, {6, "early2x6", 2, 1, 0, 6, 0},
-                                     {7, "stage4", 4, 1, 0, 5, 1},   {8, "stage8", 8, 1, 0, 3, 1},
-                                     {9, "stage4x6", 4, 1, 0, 6, 1}};
+constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0, 0},    {2, "early2", 2, 1, 0, 4, 0, 0},
+                                     {3, "early4", 4, 1, 0, 3, 0, 0},   {4, "early8", 8, 1, 0, 2, 0, 0},
+                                     {5, "early2x5", 2, 1, 0, 5, 0, 0}, {6, "early2x6", 2, 1, 0, 6, 0, 0},
+                                     {7, "stage4", 4, 1, 0, 5, 1, 0},   {8, "stage8", 8, 1, 0, 3, 1, 0},
+                                     {9, "stage4x6", 4, 1, 0, 6, 1, 0}, {10, "flat2", 2, 1, 0, 4, 0, 1},
+                                     {11, "flat2p", 2, 1, 0, 4, 0, 2},  {12, "flat4p", 4, 1, 0, 2, 0, 2}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
-// The planner's kernels (H200, run 17, bench --variants): early2 for decode, early2x5 for prefill
-// from the cache and on the fly (mlops_rope_plan_path).
-constexpr int kEarly2 = 2, kEarly2x5 = 5;
+// The planner's kernels (mlops_rope_plan_path): early2 for decode from the cache (H200 run 17, run 20),
+// stage4 for decode on the fly (run 20), early2x5 for prefill from the cache and on the fly (run 17, run 20).
+constexpr int kEarly2 = 2, kEarly2x5 = 5, kStage4 = 7;
 
 // One object a dtype (rope_launch_<dtype>.cu), so the three compile in parallel. variant: 1 ... kNumVariants.
 cudaError_t launch_bf16(const Params& p, bool vec, int layout, int variant, cudaStream_t s);
@@ -78,6 +85,25 @@ inline size_t stage_smem_bytes(const Params& p, int U, int layout, int chunks_pe
   const long long used = (items + kCtaThreads - 1) / kCtaThreads;
   const long long slots = (used < U ? used : U) * (layout == kNeox ? 2 : 1);
   return stage_offset(p) + size_t(slots) * kCtaThreads * 16;
+}
+
+// (chunks a head, P pairs a rotation chunk) of a call: what the kernels' Geometry gives for its dtype
+// size, path (16-byte or scalar) and layout; the flat variants size their grid by it.
+inline int chunks_per_head(const Params& p, int dsize, bool vec, int layout) {
+  const int E = vec ? 16 / dsize : 1;
+  const int P = !vec ? 1 : (layout == kNeox ? E : E / 2);
+  return p.half / P + (p.tail ? (p.head_dim - p.rotary_dim) / E : 0);
+}
+// The flat variants' grid: every item in one grid row (hpc = heads), grid_x CTAs of kCtaThreads
+// threads with U items a step; flat2p / flat4p at most sms x ctas_per_sm CTAs (persistent).
+inline void flat_grid(Params& p, const VariantInfo& v, int dsize, bool vec, int layout, int sms) {
+  p.hpc = p.heads;
+  const long long items = p.tokens * p.heads * chunks_per_head(p, dsize, vec, layout);
+  const long long per_cta = (long long)kCtaThreads * v.items_per_thread;
+  long long g = (items + per_cta - 1) / per_cta;
+  if (v.flat == 2 && g > (long long)sms * v.ctas_per_sm) g = (long long)sms * v.ctas_per_sm;
+  if (g > 0x7fffffffLL) g = 0x7fffffffLL;  // the grid-stride loop takes what is left
+  p.grid_x = int(g < 1 ? 1 : g);
 }
 
 void run_host(const Params& p, mlops_dtype t, int layout);

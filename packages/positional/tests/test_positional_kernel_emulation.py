@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-VARIANTS = ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8", "stage4x6"]  # rope_launch.h's table
+VARIANTS = ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8", "stage4x6", "flat2",
+            "flat2p", "flat4p"]  # rope_launch.h's table
 PKG = pathlib.Path(__file__).resolve().parents[1]
 COMMON = PKG.parent / "common" / "include"
 

@@ -285,17 +285,20 @@ def test_variant_table_and_names():
     vs = P.rope_variants()
     assert [v["id"] for v in vs] == list(range(1, len(vs) + 1)) and vs[0]["name"] == "step2"
     # pipe4 / pipe8 lost in run 14; early2x5 / x6: early2 at 5 / 6 CTAs an SM (round-B candidates);
-    # stage4 / stage8 / stage4x6: q / k staged in shared memory by cp.async (session 4)
+    # stage4 / stage8 / stage4x6: q / k staged in shared memory by cp.async (session 4, round A);
+    # flat2 / flat2p / flat4p: one grid-stride list of items, no shared memory (session 4, round B)
+    flat = ["flat2", "flat2p", "flat4p"]
     assert [v["name"] for v in vs] == ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8",
-                                       "stage4x6"]
+                                       "stage4x6", *flat]
     assert not any(v["pipe"] for v in vs)
     for v in vs:
         tpc, hpc, used = C.plan(4096, 40, 128, 132, v["id"])
         assert used == v["id"] and hpc == 40 and tpc >= 1
-        if v["early"] and v["items_per_thread"] >= 4:
+        if v["early"] and v["items_per_thread"] >= 4 and v["name"] not in flat:
             assert tpc * 40 * 8 <= v["items_per_thread"] * 256, (v, tpc)
         tpc, hpc, used = C.plan(1, 40, 128, 132, v["id"])
-        assert (tpc, hpc) == (1, 16)
+        # the flat kernels have no token / head blocks: one grid row of every head
+        assert (tpc, hpc) == ((1, 40) if v["name"] in flat else (1, 16))
     q = randn((5, 2, 128), torch.bfloat16, seed=40)
     pos = torch.arange(5)
     cache = P.build_cos_sin_cache(torch.ones(64), 8)
@@ -308,17 +311,20 @@ def test_variant_table_and_names():
 
 
 def test_planner_picks_the_measured_fastest():
-    """The planner's kernel and split (H200 run 17, 32 + 8 heads x 128 bf16, 132 SMs): decode
-    (T = 1, 32) early2, one token a CTA, 16 heads a CTA (T = 1 6.14 us); prefill from the cache
-    early2x5 with 3 tokens a CTA (T = 32768 175.5 us vs early2 at 4 tokens 181.3); prefill on the
-    fly early2x5 with 4 tokens a CTA (171.57 us vs early4 at 3 tokens 171.95; T = 4096 28.22 vs
-    28.90). mlops_rope_plan_variant(0) is the cache path."""
+    """The planner's kernel and split (H200 runs 17 and 20, 32 + 8 heads x 128 bf16, 132 SMs): decode
+    (T = 1, 32) from the cache early2, one token a CTA, 16 heads a CTA (run 20: T = 1 6.43 us, 2.30 of
+    kernel); decode on the fly stage4 at the same split (run 20, T = 32: 6.72 / 2.62 us against
+    early2's 6.88 / 2.82; T = 1 a tie); prefill from the cache early2x5 with 3 tokens a CTA (T = 32768
+    175.5 us vs early2 at 4 tokens 181.3; run 20 175.87); prefill on the fly early2x5 with 4 tokens a
+    CTA (171.57 us vs early4 at 3 tokens 171.95; T = 4096 28.22 vs 28.90; run 20 T = 4096 29.49 / 24.29,
+    the fastest row). mlops_rope_plan_variant(0) is the cache path."""
     from mlops.positional._native import C
 
     ids = {v["name"]: v["id"] for v in P.rope_variants()}
     for T in (1, 32):
-        for otf in (False, True):
-            assert C.plan(T, 40, 128, 132, 0, otf) == (1, 16, ids["early2"])
+        assert C.plan(T, 40, 128, 132, 0, False) == (1, 16, ids["early2"])
+        assert C.plan(T, 40, 128, 132, 0) == (1, 16, ids["early2"])
+        assert C.plan(T, 40, 128, 132, 0, True) == (1, 16, ids["stage4"])
     for T in (4096, 32768):
         assert C.plan(T, 40, 128, 132, 0, False) == (3, 40, ids["early2x5"])
         assert C.plan(T, 40, 128, 132, 0) == (3, 40, ids["early2x5"])

@@ -110,7 +110,9 @@ void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
 void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
                              int* tokens_per_cta, int* heads_per_cta, int* variant_used);
 /* The same for a path: on_the_fly = 1 when the call passes no cache (inv_freq). The planner's
- * kernel (variant 0) depends on it at large token counts; mlops_rope_plan_variant is on_the_fly = 0. */
+ * kernel (variant 0) and split depend on it (decode on the fly: stage4 instead of early2; prefill: the
+ * tokens a CTA); mlops_rope_plan_variant is on_the_fly = 0. The flat variants have no split: they
+ * report one token and every head a CTA and size their grid at the launch. */
 void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
                           int* tokens_per_cta, int* heads_per_cta, int* variant_used);
 
