@@ -58,10 +58,11 @@ cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_
                                 void* stream);
 int lm_head_pipe_code_arch();
 // The one-stream-per-SM instance (lm_head_stream_kernel.cu, sm_90 candidates): 1 CTA an SM with
-// contiguous rows, chunks of rows x (4096 / rows) k (rows 8, 16, 32), x in registers, statistics
-// cleared by a kernel it follows as a programmatic dependent; tlb: the page-ahead prefetch. H > 4096
-// (or too little shared memory) runs the 6-stage pipe.
-cudaError_t lm_head_launch_stream(const LmHeadParams& p, int rows, bool tlb, int sms, void* stream);
+// contiguous rows, chunks of rows x (4096 / rows) k (rows 8, 16, 32; chunk 8192 bytes, or 4096:
+// 16 rows x 128 k in 6 stages), x in registers, statistics cleared by a kernel it follows as a
+// programmatic dependent; tlb: the page-ahead prefetch; rr: row blocks in turn over the CTAs.
+// H > 4096 (or too little shared memory) runs the 6-stage pipe.
+cudaError_t lm_head_launch_stream(const LmHeadParams& p, int rows, int chunk, bool tlb, bool rr, int sms, void* stream);
 int lm_head_stream_code_arch();
 // Tiles of vocabulary rows the CUDA-core kernel cuts V into.
 inline int lm_head_tile_rows(int tokens) {

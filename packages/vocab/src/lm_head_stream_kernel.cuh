@@ -23,6 +23,18 @@
 //   kernel launch early (griddepcontrol.launch_dependents at its start).
 // - Optionally (tlb) warp 0 touches the row 2 MB ahead of its next chunk with prefetch.global.L2,
 //   so the translation of the next page is there before the stream reaches it.
+// - Optionally (rr, round B) the pipe kernel's order instead of contiguous rows: CTA b takes the
+//   ROWS-row blocks b, b + G, b + 2G, ... of the whole head, so the 132 SMs read one moving window
+//   of the weight together. GPU run 21 with L2 left clean (the standard bench from run 22 on) timed
+//   the 6-stage pipe, whose CTAs walk such a window, at 291 us for 151936 x 4096 and stream8 at
+//   302; rr asks whether that order is what wins, with the stream's x in registers (the 6-stage
+//   pipe re-reads x from L1 and loses from M = 3 on). Blocks of 8 rows also balance a small head:
+//   32000 rows are 4000 blocks, 30.3 a CTA (at most 31: a 2 % tail, the pipe's 32-row tiles 5.5 %).
+// - Optionally (CHUNK = 4096, the _deep forms, round B) chunks of 4 KB (16 rows x 256 B) in 6
+//   stages: 5 x 4 KB x 8 warps = 160 KB in flight a CTA while one chunk is multiplied, as in the
+//   6-stage pipe, where 8 KB chunks in 3 stages keep 128 KB (run 21 after the write flush: the pipe
+//   with 160 KB in flight 318.9 us, with 96 KB 325.6; the loaded DRAM latency is more than
+//   Little's unloaded ~1.5 us).
 //
 // Order of the sum: as the pipe kernel's (warp s owns segment s; within it the MMA's order over
 // 32-k steps in k order; the 8 segment values added in segment order), so the same float64 bound;
@@ -34,18 +46,20 @@
 namespace mlops::vocab {
 namespace {
 
-constexpr int kStreamChunkBytes = 8192;  // a warp's chunk
+constexpr int kStreamChunkBytes = 8192;  // a warp's chunk (the _deep forms: 4096)
 constexpr int kStreamXSteps = 16;        // 32-k steps of x held in registers (a segment <= 512 k)
 constexpr int kStreamStagesMax = 3;      // 3 x 8 warps x 8 KB = 192 KB (the H200's 227 KB a block)
 static_assert(kStreamStagesMax * kSegments * kStreamChunkBytes <= kStagesMax * kSegments * kChunkBytes,
               "the host runner's stage buffer (lm_head_pipe_kernel.cuh) holds the stream's stages");
 
-template <int ROWS>
+template <int ROWS, int CHUNK>
 struct StreamGeom {
-  static constexpr int kCK = kStreamChunkBytes / 2 / ROWS;  // k of a chunk: 512, 256, 128
+  static constexpr int kChunk = CHUNK;                      // bytes of a warp's chunk
+  static constexpr int kStages = kStreamStagesMax * kStreamChunkBytes / CHUNK;  // 192 KB of stages
+  static constexpr int kCK = CHUNK / 2 / ROWS;              // k of a chunk: 512, 256, 128
   static constexpr int kRowBytes = 2 * kCK;                 // a chunk row in shared memory
   static constexpr int kCols = kCK / 8;                     // its 16-byte columns
-  static constexpr int kCopies = kStreamChunkBytes / 512;   // copy instructions a lane a chunk
+  static constexpr int kCopies = CHUNK / 512;               // copy instructions a lane a chunk
   static constexpr int kSteps = kCK / 32;                   // 32-k steps a chunk
   static constexpr int kMaxChunks = kStreamXSteps / kSteps; // chunks of a segment <= 512 k
   static constexpr int kBlocks = ROWS >= 16 ? ROWS / 16 : 1;
@@ -82,12 +96,13 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 // CTA b's rows: [V b / G, V (b + 1) / G).
 MLOPS_HD int64_t stream_row_begin(int64_t vocab, int64_t b, int64_t grid) { return vocab * b / grid; }
 
-// stages: 2 .. kStreamStagesMax (what fits); tlb: the page-ahead prefetch. Needs every segment
+// stages: 2 .. G::kStages (what fits); tlb: the page-ahead prefetch; rr: row blocks in turn
+// (block b + i G of the head is the CTA's block i) instead of contiguous rows. Needs every segment
 // <= 512 k (units <= 16), which the launch checks.
-template <int ROWS>
-__global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParams p, int stages, bool tlb) {
+template <int ROWS, int CHUNK>
+__global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParams p, int stages, bool tlb, bool rr) {
 #if defined(MLOPS_LM_HEAD_PIPE_BODY)
-  using G = StreamGeom<ROWS>;
+  using G = StreamGeom<ROWS, CHUNK>;
   __shared__ float part[2][kSegments][8][kPartPitch];
   __shared__ uint32_t hist[8][256];
   launch_dependents();  // the decode kernel may take its slot now; it waits for this grid's end
@@ -97,15 +112,20 @@ __global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParam
   const int64_t ke_unit = int64_t(segment_begin(warp + 1, p.units)) * kUnit;
   const int64_t ke = ke_unit < p.hidden ? ke_unit : p.hidden;
   const int nk = ke > kb ? int((ke - kb + G::kCK - 1) / G::kCK) : 0;
-  const int64_t lo = stream_row_begin(p.vocab, blockIdx.x, gridDim.x);
-  const int64_t hi = stream_row_begin(p.vocab, int64_t(blockIdx.x) + 1, gridDim.x);
-  const int nsub = int((hi - lo + ROWS - 1) / ROWS);
-  const int ntile = int((hi - lo + 31) / 32);
+  // the CTA's blocks of ROWS rows (sub-tiles): block i starts at row sub_row(i); rows from hi on are
+  // not the CTA's (contiguous: its range [lo, hi); rr: the head's end)
+  const int64_t cta = blockIdx.x, grid = gridDim.x;
+  const int64_t lo = rr ? 0 : stream_row_begin(p.vocab, cta, grid);
+  const int64_t hi = rr ? p.vocab : stream_row_begin(p.vocab, cta + 1, grid);
+  const int64_t blocks = (p.vocab + ROWS - 1) / ROWS;
+  const int nsub = rr ? (blocks > cta ? int((blocks - cta + grid - 1) / grid) : 0) : int((hi - lo + ROWS - 1) / ROWS);
+  const int ntile = (nsub + G::kSubs - 1) / G::kSubs;  // 32-row epilogue tiles (contiguous: 32 rows)
+  auto sub_row = [&](int i) { return rr ? (cta + int64_t(i) * grid) * ROWS : lo + int64_t(i) * ROWS; };
   const bool stats = p.best || p.key_hist;
   if (p.key_hist)
     for (int i = threadIdx.x; i < 8 * 256; i += kThreads) (&hist[0][0])[i] = 0u;
 
-  const uint32_t my_stages = pipe_smem_addr(pipe_stage_mem()) + uint32_t(warp * stages * kStreamChunkBytes);
+  const uint32_t my_stages = pipe_smem_addr(pipe_stage_mem()) + uint32_t(warp * stages * CHUNK);
   const uint64_t policy = evict_first_policy();
   // 2 MB ahead, in rows (at least one)
   const int64_t ahead = (int64_t(2) << 20) / (2 * p.weight_stride) + 1;
@@ -114,9 +134,9 @@ __global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParam
   int isub = 0, ikc = 0, islot = 0;
   auto issue = [&]() {
     if (nk > 0 && isub < nsub) {
-      const int64_t v0 = lo + int64_t(isub) * ROWS;
+      const int64_t v0 = sub_row(isub);
       const int64_t k0 = kb + int64_t(ikc) * G::kCK;
-      const uint32_t dst0 = my_stages + uint32_t(islot * kStreamChunkBytes);
+      const uint32_t dst0 = my_stages + uint32_t(islot * CHUNK);
 #pragma unroll
       for (int i = 0; i < G::kCopies; ++i) {
         const int u = 32 * i + lane, r = u / G::kCols, c = u % G::kCols;
@@ -166,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParam
           cp_async_wait(stages - 2);  // this lane's copies of the chunk have landed
           pipe_syncwarp();            // ... and every lane's; the stage issued next was read by all
           issue();
-          const uint32_t base = my_stages + uint32_t(rd * kStreamChunkBytes);
+          const uint32_t base = my_stages + uint32_t(rd * CHUNK);
           rd = rd + 1 == stages ? 0 : rd + 1;
 #pragma unroll
           for (int h = 0; h < G::kSteps; ++h) {
@@ -197,8 +217,9 @@ __global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParam
     }
     __syncthreads();  // part[buf] complete; part[buf ^ 1] read by everyone (the previous tile)
     const int m = warp;
-    const int64_t v = lo + int64_t(tile) * 32 + lane;
-    if (m < p.tokens && v < hi) {
+    const int i = tile * G::kSubs + lane / ROWS;  // lane's row: of sub-tile j = lane / ROWS
+    const int64_t v = sub_row(i) + lane % ROWS;
+    if (m < p.tokens && i < nsub && v < hi) {
       float total = part[buf][0][m][lane];
 #pragma unroll
       for (int s = 1; s < kSegments; ++s) total = total + part[buf][s][m][lane];
@@ -233,6 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1) lm_head_stream_kernel(LmHeadParam
   (void)p;
   (void)stages;
   (void)tlb;
+  (void)rr;
 #endif
 }
 

@@ -66,10 +66,11 @@ def test_lm_head_pipe_device_code_on_host(tmp_path):
 
 
 def test_lm_head_stream_device_code_on_host(tmp_path):
-    """The sm_90 stream candidates (src/lm_head_stream_kernel.cuh): contiguous rows a CTA, chunks of
-    8 / 16 / 32 rows, x in registers, against the mirror of their order bit for bit (stages 2 and 3,
-    uneven grids, poisoned stages)."""
-    _build_and_run(tmp_path, "lm_head_stream_kernel_on_host", "lm_head_host.cpp", 624)
+    """The sm_90 stream candidates (src/lm_head_stream_kernel.cuh): contiguous rows a CTA or row
+    blocks in turn (rr), chunks of 8 / 16 / 32 rows of 8 KB or 16 rows of 4 KB (_deep), x in
+    registers, against the mirror of their order bit for bit (stages 2, 3 and 6, uneven grids,
+    poisoned stages)."""
+    _build_and_run(tmp_path, "lm_head_stream_kernel_on_host", "lm_head_host.cpp", 1248)
 
 
 def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):

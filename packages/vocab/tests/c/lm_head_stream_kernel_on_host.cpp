@@ -9,8 +9,10 @@
 // Checked bit for bit against a mirror of the order (that of the pipe kernel: per segment, for each
 // 32-k step the two k16 MMAs over k0 + 8t + {0..3} and k0 + 8t + {4..7}, each rounded to float once;
 // segments added in order), against float64 within the fp32 bound, the statistics against the
-// logits written, and nothing written past the logits' columns; M = 1, 3, 8, stages 2 and 3, grids
-// that split V unevenly (1 row a CTA included), H with partial chunks and empty segments.
+// logits written, and nothing written past the logits' columns; M = 1, 3, 8, stages 2 and 3 (the
+// 4 KB chunks of the _deep forms: 2 and 6), grids
+// that split V unevenly (1 row a CTA included), row blocks in turn (rr: several a CTA, or none),
+// H with partial chunks and empty segments.
 // Prints "N passed, M failed".
 #include "cuda_on_host.h"
 #ifndef MLOPS_CUDA_ON_HOST
@@ -63,10 +65,10 @@ static float mirror_dot(const LmHeadParams& p, int m, int64_t v) {
   return total;
 }
 
-template <int ROWS>
-static void launch(const LmHeadParams& p, int64_t grid, int stages, bool tlb) {
+template <int ROWS, int CHUNK = kStreamChunkBytes>
+static void launch(const LmHeadParams& p, int64_t grid, int stages, bool tlb, bool rr) {
   std::memset(pipe_stage_mem(), 0xff, sizeof g_pipe_stage_mem);
-  run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_stream_kernel<ROWS>(p, stages, tlb); });
+  run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_stream_kernel<ROWS, CHUNK>(p, stages, tlb, rr); });
 }
 
 int main() {
@@ -107,22 +109,29 @@ int main() {
             ref[size_t(m * sh.V + v)] += prod;
             mag[size_t(m * sh.V + v)] += std::fabs(prod);
           }
-      for (int rows : {8, 16, 32}) {
-        for (int stages : {2, 3}) {
-          for (int64_t grid : {int64_t(1), int64_t(3), int64_t(7), sh.V}) {
+      // rows 0: the _deep form (16 rows x 128 k, 4 KB chunks), with 2 or 6 stages
+      for (int rows : {8, 16, 32, 0}) {
+        for (int stages3 : {2, 3}) {
+          const int stages = rows == 0 && stages3 == 3 ? 6 : stages3;
+          for (int64_t grid : {int64_t(1), int64_t(3), int64_t(7), sh.V})
+          for (bool rr : {false, true}) {
             // time: the 1-row CTAs (grid = V) only for the smallest V at M = 1, 2 stages on one grid
             if (grid == sh.V && (sh.V > 40 || M != 1)) continue;
-            if (stages == 2 && (grid != 3 || M == 3)) continue;
+            if (stages3 == 2 && (grid != 3 || M == 3)) continue;
             if (sh.H == 4096 && (M == 3 || grid == 7)) continue;  // the costliest shape: fewer runs
+            // row blocks in turn: 3 CTAs (several blocks each, a partial last one) and grid = V
+            // (CTAs past the last block take none)
+            if (rr && grid != 3 && grid != sh.V) continue;
             const bool tlb = grid == 7;
             std::vector<float> got(size_t(M * ls), -1.0f);
             std::vector<uint64_t> best(static_cast<size_t>(M), 0);
             std::vector<uint32_t> hist(size_t(M * 256), 0);
             p.logits = got.data(); p.best = best.data(); p.key_hist = hist.data();
-            if (rows == 8) launch<8>(p, grid, stages, tlb);
-            if (rows == 16) launch<16>(p, grid, stages, tlb);
-            if (rows == 32) launch<32>(p, grid, stages, tlb);
-            const long long V = sh.V, H = sh.H, G = grid;
+            if (rows == 8) launch<8>(p, grid, stages, tlb, rr);
+            if (rows == 16) launch<16>(p, grid, stages, tlb, rr);
+            if (rows == 32) launch<32>(p, grid, stages, tlb, rr);
+            if (rows == 0) launch<16, 4096>(p, grid, stages, tlb, rr);
+            const long long V = sh.V, H = sh.H, G = rr ? -grid : grid;  // a negative grid: rr
             CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0,
                   "logits (mirror order, padding) M=%d V=%lld H=%lld rows=%d stages=%d grid=%lld", M, V, H, rows,
                   stages, G);
