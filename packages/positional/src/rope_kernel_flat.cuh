@@ -2,8 +2,8 @@
 // session 4): no shared memory, no barrier, no per-CTA token block. The (token, head, chunk) items of
 // the whole call form one list, walked grid-stride like torch's elementwise kernels (run 20's mul_
 // reference: 21.2 us of kernel at T = 4096 for the bytes early2x5 moves in 24.3). Each item fetches
-// its own cos/sin: from the cache row (2 P scalar loads, L1 / L2 hits after the token's first item:
-// the 40 heads of a token share the 512-byte row) or, on the fly, P sincos of its own frequencies.
+// its own cos/sin: from the cache row (16-byte loads when the cache is aligned; L1 / L2 hits after
+// the token's first item: the 40 heads of a token share the 512-byte row) or, on the fly, P sincos.
 // Why: the early / stage kernels make every CTA pay positions -> cos/sin -> barrier before its first
 // store, and at T = 4096 the grid is 1.5 ... 2.1 waves of such CTAs (run 19 ncu: SMs active 84 %);
 // here a warp's chain is only its own items' (data and position loads issued together, then the cache
@@ -11,7 +11,7 @@
 // shared-memory round trip either.
 // - flat2: 2 items a thread, a grid that covers every item once (a step a thread, as torch's mul_);
 // - flat2p: the same kernel on a persistent grid (SMs x 4 CTAs, items strided by the grid);
-// - flat4p: 4 items a thread a step (all their loads issued at once), SMs x 2 CTAs (113 registers).
+// - flat4p: 4 items a thread a step (all their loads issued at once), SMs x 2 CTAs (111 registers).
 // The arithmetic is rotate() of rope.cuh per pair with the cache's values or cos_sin() (what the
 // cache holds): the same bits as every other variant. Meant for the cache path: on the fly an item
 // computes its P sincos one after another (fp64; a CTA-shared row costs one a frequency), correct but
@@ -32,6 +32,9 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_flat(const Para
   const int hq = (int)p.q.heads;
   const long long n = p.tokens * ipt;
   const long long stride = (long long)p.grid_x * kCtaThreads;
+  // cache rows by vector loads: j and half are multiples of P on the 16-byte path, so an aligned cache
+  // makes every item's cos and sin 4 P-byte aligned (the cache is a caller's tensor: checked, not assumed)
+  const bool cs_vec = VEC && (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0;
   // the thread's first item and the grid stride as (tokens, heads, chunks): one division each, then carries
   long long g = (long long)blockIdx.x * kCtaThreads + threadIdx.x;
   long long tok = g / ipt;
@@ -98,12 +101,17 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_flat(const Para
         if (ip[u]) continue;  // left as it is (copied out of place)
       } else {
         float cv[P], sv[P];
-        if (p.cache && !p.mrope) {  // one row: 2 P loads off one address, issued at once
+        if (p.cache && !p.mrope) {  // one row: the item's cos and sin off one address, issued at once
           const float* row = p.cache + pos0[u] * (2 * half) + j[u];
+          if (cs_vec) {  // 16-byte (8-byte for 2 pairs) loads: a quarter of the L1 wavefronts of scalar ones
+            lds_floats<P, VEC>(row, cv);
+            lds_floats<P, VEC>(row + half, sv);
+          } else {
 #pragma unroll
-          for (int e = 0; e < P; ++e) {
-            cv[e] = row[e];
-            sv[e] = row[half + e];
+            for (int e = 0; e < P; ++e) {
+              cv[e] = row[e];
+              sv[e] = row[half + e];
+            }
           }
         } else if (p.cache) {  // mrope: a frequency's row by its section (not unrolled: an address an entry)
           float lc[P], ls[P];

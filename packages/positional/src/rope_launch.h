@@ -28,7 +28,7 @@ constexpr int kCtaThreads = 256;
 //          each item fetching its own cos/sin (cache row loads or P sincos); flat2 one step a thread
 //          (a grid over every item), flat2p / flat4p a persistent grid of SMs x 4 / 2 CTAs, 2 / 4 items
 //          a thread a step (round-B candidates of session 4, rope_kernel_flat.cuh; sm_90 bf16 NeoX
-//          16-byte: 64 registers, 4 B spilled / 113, none).
+//          16-byte: 64 registers, 12 B spilled / 111, none).
 // (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
 // early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
