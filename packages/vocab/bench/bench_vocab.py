@@ -175,10 +175,12 @@ MODES = {
 }
 
 
-SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024")
-# kernel_time (one profiler session a row, ~0.5 s) for the planned call and this round's candidates
-# where they are meant to win, at the batch sizes of the targets: 54 sessions, not 300
-KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_gather"), 64: (None, "cluster8_lean", "cluster8_gather")}
+# run 21: the staged and early-stop forms and split lost every row to the lean / gather forms
+SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024", "cluster8_smem", "cluster16_smem",
+                 "cluster8_smem_es", "cluster16_smem_es", "split")
+# kernel_time (one profiler session a row, ~0.5 s) for the planned call (lean / gather since run 21),
+# the lean form and this round's candidates, at the batch sizes of the targets: 54 sessions, not 300
+KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late"), 64: (None, "cluster8_lean", "cluster8_late")}
 
 
 def torch_top_p(z, p=0.9, t=0.8):
@@ -237,9 +239,9 @@ def bench_sampling(b: Bench, quick: bool):
                 print(f"# {name}: eager timing ({type(e).__name__}: {e})", file=sys.stderr)
             b.record(case=f"sample V={V} B={B}", impl=name, seconds=peer_t[name])
         # the planner's pick (mode-aware: mlops_sample_plan_configs), then every instance by name but
-        # those that lost every mode in run 17 by a margin (t256 / t512: one CTA a row, never faster
-        # than t1024 at V = 151936; the unstaged cluster8 / cluster16 and cluster16_smem_t1024: behind
-        # the staged forms everywhere), so the section stays under 150 s with the lean candidates
+        # those that lost every mode by a margin (run 17: t256 / t512, never faster than t1024 at
+        # V = 151936, the unstaged cluster8 / cluster16 and cluster16_smem_t1024; run 21: the staged,
+        # early-stop and split forms, behind the lean ones everywhere), so the section stays under 150 s
         named = [v["name"] for v in mv.sample_variants() if v["name"] not in SKIP_SAMPLERS]
         for mode, cfg in MODES.items():
             for variant in [None] + named:

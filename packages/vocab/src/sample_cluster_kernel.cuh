@@ -384,6 +384,21 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
   return n;
 }
 
+// The late forms (LATE, on the gather form): when the first round's bin held too many elements for
+// the lists (top-p 0.9 at T = 0.8 on N(0, 3^2) logits, V = 151936: the key byte of [2, 8), ~38 000
+// elements, so every top-p round and the draw read the whole slice), the lists are built again
+// under the second round's bound (~800 - 1800 elements in the whole row there) and gathered: the
+// last two rounds then run on the list in each CTA. Called where all_n < 0, which every CTA sees
+// alike, after a round whose barrier every CTA passed after its last read of the first attempt's
+// counts (pub_cand_n) and of cnt; no CTA copied a list of the first attempt (it returned -1 before).
+template <int C, int NT, class Z>
+__device__ __forceinline__ void late_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh,
+                                            float* all, bool& use_cand, int& all_n) {
+  build_candidates<NT>(zr, v0, v1, lo, sh);
+  use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+  all_n = gather_candidates<C, NT>(sh, all);
+}
+
 // The lean forms' draw. Thread t takes the contiguous chunk [t q, (t + 1) q) of the staged slice (q
 // odd: a warp's 32 reads of one step fall in 32 banks), writes each element's kept weight over it
 // (the slice is not read again) and sums them; a block scan of the chunk sums, the CTA's total
@@ -476,12 +491,14 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // same kept weights, the same S, the same token and log-probability. The first round (over the
 // whole slice, where few bins take most elements) counts nothing: one un-replicated atomic an
 // element there would serialise; later rounds see only the prefix's elements.
-template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false>
+template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
+          bool LATE = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
   static_assert(!LEAN || (STAGE && !ES && C <= 32), "the lean draw rewrites the staged slice; one warp reads the cluster");
   static_assert(!GATHER || LEAN, "the gathered rounds are a lean form's");
+  static_assert(!LATE || GATHER, "the second gather is a gather form's");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
 #else
@@ -721,6 +738,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             gather_tried = true;
             all_n = gather_candidates<C, NT>(sh, all);
           }
+        } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA
+          late_gather<C, NT>(zr, v0, v1, prefix, sh, all, use_cand, all_n);
         }
       }
       tau = prefix;
@@ -737,11 +756,16 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         // ES, below the first round: cnt[buf] counts this CTA's weighted elements a bin (zeroed
         // here: the other CTAs read buffer buf of round rnd - 2 before round rnd - 1's barrier)
         const bool count = ES && level < 3;
+        // LATE, a round on the gathered list: the same count, of the list (the whole cluster's), in
+        // cnt[0], which no other CTA reads after a gather (their last remote reads of cnt precede the
+        // gather's barrier)
+        const bool lcount = LATE && all_n >= 0;
         for (int i = tid; i < 256 * kRep; i += NT) {
           sh.hlo[i] = 0;
           sh.hhi[i] = 0;
         }
         if (count && tid < 256) sh.cnt[buf][tid] = 0;
+        if (lcount && tid < 256) sh.cnt[0][tid] = 0;
         __syncthreads();
         const uint32_t copy = lane & uint32_t(kRep - 1);
         if constexpr (LEAN) {  // 4 elements at a time, their exps interleaved (lean_weights4)
@@ -767,6 +791,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
               if (w[j]) {
                 const uint32_t at = ((k[j] >> sh_bits) & 255u) * kRep + copy;
                 add_mass_of<LEAN>(&sh.hlo[at], &sh.hhi[at], w[j]);
+                if (lcount) atomicAdd(&sh.cnt[0][(k[j] >> sh_bits) & 255u], 1u);
               }
           }
         } else if (use_cand) {
@@ -795,9 +820,11 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         uint64_t mass = 0;
         uint32_t n_bin = 0;  // ES: the cluster's weighted elements in bin 255 - tid
         if (GATHER && all_n >= 0) {  // the gathered candidates: this CTA's masses are the cluster's
-          if (tid < 256)
+          if (tid < 256) {
             for (int r = 0; r < kRep; ++r)
               mass += mass_of<LEAN>(sh.hlo[(255 - tid) * kRep + r], sh.hhi[(255 - tid) * kRep + r]);
+            if (lcount) n_bin = sh.cnt[0][255 - tid];
+          }
         } else {
           if (tid < 256) {
             uint64_t t = 0;
@@ -834,7 +861,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           sh.b_prefix = prefix | (uint32_t(255 - tid) << sh_bits);
           sh.b_mask = mask | (255u << sh_bits);
           sh.b_acc = incl - mass;
-          sh.b_done = count && n_bin == 1;  // ES: the bin's lower bound keeps the same weights
+          sh.b_done = (count || lcount) && n_bin == 1;  // ES: the bin's lower bound keeps the same weights
         }
         __syncthreads();
         prefix = sh.b_prefix;
@@ -852,6 +879,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (GATHER && level == 3 && !gather_tried) {
           gather_tried = true;
           all_n = gather_candidates<C, NT>(sh, all);
+        } else if (LATE && level == 2 && all_n < 0) {
+          late_gather<C, NT>(zr, v0, v1, prefix > tau ? prefix : tau, sh, all, use_cand, all_n);
         }
       }
       if (prefix > tau) tau = prefix;

@@ -93,7 +93,8 @@ cudaError_t sample_launch(const SampleParams& p, int threads, void* stream);
 cudaError_t sample_launch_split(const SampleParams& p, int threads, void* stream);
 // staged: 0 the slice read from global memory, 1 staged in shared memory, 2 staged with the
 // top-p rounds' early stop (the *_es variants), 3 staged with the lean draw (the *_lean variants),
-// 4 the lean form whose later rounds run on the gathered candidates (the *_gather variants)
+// 4 the lean form whose later rounds run on the gathered candidates (the *_gather variants), 5 the
+// gather form that gathers again after the second round when the first's did not fit (*_late)
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream);
 int sample_cluster_code_arch(int cluster);
 bool sample_cluster16_ok();

@@ -118,10 +118,10 @@ nb::list lm_head_variants() {
 }
 
 nb::list sample_variants() {
-  mlops_sample_variant v[16];
-  const int n = mlops_sample_variants(v, 16);
+  mlops_sample_variant v[32];
+  const int n = mlops_sample_variants(v, 32);
   nb::list out;
-  for (int i = 0; i < n && i < 16; ++i) {
+  for (int i = 0; i < n && i < 32; ++i) {
     nb::dict d;
     d["index"] = v[i].index;
     d["name"] = v[i].name;

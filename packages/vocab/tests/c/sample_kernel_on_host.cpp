@@ -39,9 +39,13 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
   if (cluster) {  // the penalties are the kernel's own first phase
     const dim3 grid(unsigned(cluster), unsigned(p.rows));
     if (staged) {  // the slice in (poisoned) dynamic shared memory: every read after staging comes from it
-      set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged == 4 ? 4 * kGather : 0));
+      set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged >= 4 ? 4 * kGather : 0));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
-      if (staged == 4 && cluster == 4)
+      if (staged == 5 && cluster == 4)
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, true>(p); });
+      else if (staged == 5)
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, true>(p); });
+      else if (staged == 4 && cluster == 4)
         run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true>(p); });
       else if (staged == 4)
         run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true>(p); });
@@ -106,6 +110,9 @@ int main() {
       {"ties", 3, 2100, cfg(1.0f, 7, 1.0f, 0.0f), 0.0f, false, false},
       {"top_k 40 + stats", 2, 5000, cfg(1.0f, 40, 1.0f, 0.0f), 3.0f, false, false, true},
       {"all + stats", 2, 5000, cfg(0.9f, 300, 0.9f, 0.01f), 3.0f, false, false, true},
+      // the bench's top-p row, scaled down: the first round's bin ([2, 8): ~3000 elements) overflows
+      // the gathered list, the second's fits (the late forms gather there); history: the penalties
+      {"top_p 0.9 (late gather)", 2, 12000, cfg(0.8f, 0, 0.9f, 0.0f, 1.1f), 3.0f, true, false},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -138,17 +145,18 @@ int main() {
       for (int64_t i = 0; i < L; ++i) hist[r * L + i] = int32_t((i * 37 + r * 11) % (c.V + 3)) - 1;  // repeats, -1, >= V
     }
     // t256, t1024, split, cluster 4 x 256, cluster 3 x 256, the staged (slice in shared memory)
-    // clusters 4 x 256 and 3 x 256, the staged early-stop form, the lean form and the gather form
-    // (4 x 256 or 3 x 256 by case)
-    for (int variant = 0; variant < 10; ++variant) {
+    // clusters 4 x 256 and 3 x 256, the staged early-stop form, the lean form, the gather form and
+    // the late form (4 x 256 or 3 x 256 by case)
+    for (int variant = 0; variant < 11; ++variant) {
       if (const char* only = std::getenv("SAMPLE_ON_HOST_VARIANT"); only && std::atoi(only) != variant) continue;
       // 1024 and 768 host threads a block / cluster are slow on two shared cores: t1024 takes every
       // other case, the 3-CTA cluster the others (t256 and the 4-CTA cluster run the same code on all)
       if ((variant == 1 && case_no % 2 == 0) || ((variant == 4 || variant == 5) && case_no % 2 == 1) ||
           (variant == 6 && case_no % 2 == 0))
         continue;
+      if (c.V > 5000 && variant != 0 && variant < 9) continue;  // the gather and late forms' case (slow here)
       const bool split = variant == 2;
-      const int staged = variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
+      const int staged = variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
       const int cluster = variant == 3 || variant == 5 ? 4
                           : variant == 4 || variant == 6 ? 3
                           : variant >= 7 ? (case_no % 2 ? 4 : 3) : 0;
@@ -178,7 +186,7 @@ int main() {
         emulate(p, threads, split, cluster, staged, ws);
         const char* names[] = {"t256",     "t1024",         "split",         "cluster4",
                                "cluster3", "cluster4_smem", "cluster3_smem", "cluster_smem_es",
-                               "cluster_lean", "cluster_gather"};
+                               "cluster_lean", "cluster_gather", "cluster_late"};
         const char* vn = names[variant];
         CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
               tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
