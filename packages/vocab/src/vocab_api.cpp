@@ -124,16 +124,29 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {13, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream8_tlb"},
     {14, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_tlb"},
     {15, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream32_tlb"},
+    // round B candidates (not planned until measured): the stream kernel with the pipe's order,
+    // row blocks in turn over the CTAs (kLmHeadStreamRr): whether that order is what made the
+    // 6-stage pipe win on a clean L2 in run 21 (291 vs 302 us), with x in registers
+    {16, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream8_rr"},
+    {17, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream32_rr"},
+    // and the 6-stage pipe's depth (4 KB chunks of 16 rows, 6 stages: 160 KB in flight a CTA, the
+    // stream's 8 KB chunks in 3 stages 128 KB), contiguous rows / row blocks in turn
+    {18, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_deep"},
+    {19, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_deep_rr"},
 };
-constexpr int kNumLmHead = 16;
+constexpr int kNumLmHead = 20;
 static_assert(sizeof kLmHeadVariants / sizeof kLmHeadVariants[0] == kNumLmHead, "kNumLmHead");
-constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4, 0, 0, 0, 0, 0, 0};
-constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false, false,
-                                             false, true,  false, false, false, false, false, false};
-// the stream instances: rows a chunk (0: not one), and the page-ahead prefetch
-constexpr int kLmHeadStreamRows[kNumLmHead] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 32, 8, 16, 32};
-constexpr bool kLmHeadStreamTlb[kNumLmHead] = {false, false, false, false, false, false, false, false,
-                                               false, false, false, false, false, true,  true,  true};
+constexpr int kLmHeadPipeStages[kNumLmHead] = {0, 0, 0, 0, 0, 0, 4, 4, 6, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+constexpr bool kLmHeadPipeAgg[kNumLmHead] = {false, false, false, false, false, false, false, false, false, true,
+                                             false, false, false, false, false, false, false, false, false, false};
+// the stream instances: rows a chunk (0: not one), its bytes, the page-ahead prefetch, row blocks in turn
+constexpr int kLmHeadStreamRows[kNumLmHead] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 16, 32, 8, 16, 32, 8, 32, 16, 16};
+constexpr int kLmHeadStreamChunk[kNumLmHead] = {0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+                                                8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 4096, 4096};
+constexpr bool kLmHeadStreamTlb[kNumLmHead] = {false, false, false, false, false, false, false, false, false, false,
+                                               false, false, false, true,  true,  true,  false, false, false, false};
+constexpr bool kLmHeadStreamRr[kNumLmHead] = {false, false, false, false, false, false, false, false, false, false,
+                                              false, false, false, false, false, false, true,  true,  false, true};
 
 // The kind index of lm_head_mma_kernel.cu for a tensor-core variant.
 int mma_kind(mlops_lm_head_kind k) { return k == MLOPS_LM_HEAD_MMA_BF16_K16 ? 0 : k == MLOPS_LM_HEAD_MMA_F16_K8 ? 1 : 2; }
@@ -154,22 +167,47 @@ int code_arch_of(const mlops_lm_head_variant& v) {
 //           bound from M = 2 on), then m8n8k4;
 //   sm_70 .. 74: m8n8k4 FP16 (Volta's native MMA; unmeasured there);
 // and the CUDA-core instance last, everywhere (below sm_70 alone). Every list ends with index 0.
-// sm_90 at M = 1: the 6-stage pipe first (GPU run 14, H200, with stats: 319.7 us for 151936 x 4096
-// = 91.5 % of copy bandwidth, the 4-stage pipe 325.9; 84.3 vs 83.8 at 32000 x 4096, a tie). At
-// M = 8 it loses (379.2 vs 336.1 us), M = 2 .. 7 are unmeasured: the 4-stage pipe from M = 2 on.
-// Only sm_90 measured it (an A100's 164 KB fit 4 stages, so there it would run as the pipe).
+// sm_90, H <= 4096 (the stream kernels hold a segment of x in registers; larger H keeps the run-14
+// plan below), from GPU run 21 (H200, with the statistics; docs/vocab.md, round A):
+//   - every M: stream32 (contiguous rows a CTA, 32-row chunks): in the standard bench of run 21 the
+//     fastest form at every (V, M) (151936 x 4096: 306.3 .. 310.4 us, the 4-stage pipe 325.6 ..
+//     336.4, cuBLAS without statistics 308.9 .. 311.4; 32000 x 4096: 76.6 .. 79.0, the pipe 84.1 ..
+//     85.2); but that bench flushed L2 with a write, whose dirty lines cost the pipe's order more;
+//   - M = 1 where the pipe's last wave of 32-row tiles is full (within 2 %, pipe_waves_full): the
+//     6-stage pipe. With L2 left clean (how the bench measures from run 22 on) it took 291.0 us at
+//     151936 x 4096 (4748 tiles: 36 rounds of 132, the last one full), stream8 301.8, cuBLAS 299.9;
+//     at 32000 x 4096 (1000 tiles: 7.6 rounds) its half-empty last round lost, 71.9 against 68.7.
+//     From M = 3 on it loses by 40 us or more (x re-read from L1 next to 192 KB of stages), M = 2 is
+//     measured only after the write flush (328.4 vs stream32's 306.7): stream32.
+// Only sm_90 measured them (an A100's 164 KB fit 4 pipe stages, so there it would run as the pipe).
+constexpr int kPlanSm90Pipe[] = {8, 12, 6, 3, 4, 5, 0};
+constexpr int kPlanSm90Stream[] = {12, 6, 3, 4, 5, 0};
+// H > 4096 on sm_90 (the stream kernels would run the 6-stage pipe): GPU run 14, with stats, 151936
+// x 4096: the 6-stage pipe 319.7 us at M = 1 against the 4-stage pipe's 325.9; at M = 8 379.2
+// against 336.1: the 6-stage pipe at M = 1, the 4-stage one from M = 2 on.
 constexpr int kPlanSm90M1[] = {8, 6, 3, 4, 5, 0};
 constexpr int kPlanSm80[] = {6, 3, 4, 5, 0};
 constexpr int kPlanSm75[] = {4, 5, 0};
 constexpr int kPlanSm70[] = {5, 0};
 constexpr int kPlanOther[] = {0};
 
+// The pipe's CTAs (one an SM) take the 32-row tiles in turn: its time is the busiest CTA's, so it
+// is planned only where the last round of tiles keeps the SMs busy (<= 2 % idle slots).
+bool pipe_waves_full(int64_t vocab, int sms) {
+  const int64_t tiles = (vocab + 31) / 32;
+  if (sms <= 0 || tiles < sms) return false;
+  const int64_t rounds = (tiles + sms - 1) / sms;
+  return rounds * sms * 50 <= tiles * 51;
+}
+
 template <class Runs>
-int plan_lm_head(int sm, int64_t tokens, Runs runs) {
+int plan_lm_head(int sm, int64_t tokens, int64_t hidden, int64_t vocab, int sms, Runs runs) {
   auto first = [&](const int* list) {
     for (;; ++list)
       if (*list == 0 || runs(kLmHeadVariants[*list])) return *list;
   };
+  if (sm >= 90 && hidden <= 16 * kUnit)
+    return first(tokens == 1 && pipe_waves_full(vocab, sms) ? kPlanSm90Pipe : kPlanSm90Stream);
   if (sm >= 90 && tokens == 1) return first(kPlanSm90M1);
   if (sm >= 80) return first(kPlanSm80);
   if (sm >= 75) return first(kPlanSm75);
@@ -400,9 +438,8 @@ int mlops_lm_head_variant_runs(int index) {
 }
 
 int mlops_lm_head_plan(int64_t tokens, int64_t hidden, int64_t vocab, int sm, int sms) {
-  (void)hidden; (void)vocab; (void)sms;
   // a build with code for sm: every instance with min_sm <= sm has its body
-  return plan_lm_head(sm, tokens, [sm](const mlops_lm_head_variant& v) { return sm >= v.min_sm; });
+  return plan_lm_head(sm, tokens, hidden, vocab, sms, [sm](const mlops_lm_head_variant& v) { return sm >= v.min_sm; });
 }
 
 mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
@@ -411,9 +448,11 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   Device d;
   if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
   // planned: the first instance of the arch's list whose code in this build is for its arch
-  const int v = args->variant >= 0 ? args->variant : plan_lm_head(d.sm, args->tokens, [&d](const mlops_lm_head_variant& x) {
-    return d.sm >= x.min_sm && code_arch_of(x) >= x.min_sm;
-  });
+  const int v = args->variant >= 0 ? args->variant
+                                    : plan_lm_head(d.sm, args->tokens, args->hidden, args->vocab, d.sms,
+                                                   [&d](const mlops_lm_head_variant& x) {
+                                                     return d.sm >= x.min_sm && code_arch_of(x) >= x.min_sm;
+                                                   });
   const mlops_lm_head_variant& var = kLmHeadVariants[v];
   if (d.sm < var.min_sm)
     return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
@@ -423,7 +462,8 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   const LmHeadParams p = make_lm_head_params(*args);
   cudaError_t e;
   if (kLmHeadStreamRows[v]) {
-    e = lm_head_launch_stream(p, kLmHeadStreamRows[v], kLmHeadStreamTlb[v], d.sms, stream);
+    e = lm_head_launch_stream(p, kLmHeadStreamRows[v], kLmHeadStreamChunk[v], kLmHeadStreamTlb[v], kLmHeadStreamRr[v],
+                              d.sms, stream);
   } else if (var.kind == MLOPS_LM_HEAD_MMA_BF16_K16_PIPE) {
     e = lm_head_launch_pipe(p, var.ctas_per_sm, kLmHeadPipeStages[v], d.sms, kLmHeadPipeAgg[v], stream);
   } else {
