@@ -44,9 +44,10 @@ const mlops_norm_variant kVariants[] = {
     // r16lw: r16lx (and r16l4 for y alone) with w + weight_offset staged in shared memory as
     // fp32 once a CTA; r16lwp: r16lw on a persistent grid (SMs x CTAs an SM, rows strided).
     // r16lx2: 4096-wide rows (y and every quantized output) on two warps a row, 8 CTAs of 2
-    // rows an SM (64 registers), for few rows; 2048-wide ones as r16lx.
+    // rows an SM (64 registers), for few rows; 2048-wide ones as r16lx. Round B candidate:
+    // r16lx4w: 4096-wide rows on four warps a row (4 units each, CTAs of 1 row, 10 an SM).
     {16, 1, 4, 16, "r16lx"}, {17, 1, 4, 16, "r16lx4"}, {18, 1, 4, 16, "r16lw"}, {19, 1, 4, 16, "r16lwp"},
-    {20, 2, 2, 8, "r16lx2"},
+    {20, 2, 2, 8, "r16lx2"}, {21, 4, 1, 4, "r16lx4w"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -274,14 +275,26 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     return base;
   const int64_t units = a.hidden / kUnit;
   const bool fp8_nvfp4 = a.quant == MLOPS_QUANT_FP8_DYNAMIC || a.quant == MLOPS_QUANT_NVFP4;
-  // The lean row kernels (r16l / r16l4: H = 2048 or 4096, HF order, weight in x's dtype, no bias,
-  // y and / or INT8), GPU run 17: 16384x4096 y r16l4 72.9 us vs w8c2 103.9 (86.6 % of copy
-  // bandwidth; F.rms_norm 85.3), 2048x4096 13.25 vs 17.8, 16384x2048 r16l 37.5 vs r8 44.4;
-  // INT8 16384x4096 r16l 88.9 vs r16 150, 2048x4096 17.1 vs 25.1, 16384x2048 39.8 vs r8 65.5.
-  // A call they do not take runs r16's kernels (within 1 % of w8c2 / r8 for y).
+  // The lean row kernels (H = 2048 or 4096, HF order, weight in x's dtype, no bias), GPU run 20
+  // (bench_norm.py --variants, bf16, events, L2 flushed by writes, us; run 17's r16l / r16l4 in
+  // brackets). H = 4096: r16lx2 (two warps a row) for INT8 (16384 rows 63.4 [r16l 85.7], 2048
+  // 14.8 [17.2]), NVFP4 (90.8 [r16 / w2c2 329], 18.8 [52.2]) and static FP8 (58.3 [w8c2 335],
+  // 13.3 [53.2]); r16lx4 for dynamic FP8 (60.1 [w2c2 420], 14.3 [63.2]; r16lx2 64.9 / 14.5:
+  // its row amax meets across the warps). y alone: r16lx2 where the grid is at most ~4 waves
+  // of 16 rows an SM (2048 rows 12.86 vs r16l4 13.25: latency bound, half the chain a warp),
+  // r16l4 above (16384 rows 70.8 planned, 72.9 as a variant vs r16lx2 71.7: within the +-2 %).
+  // H = 2048: r16lw (weight staged in shared memory) for every quantized output (INT8 34.7
+  // [r16l 39.7], NVFP4 48.5 [r8 114], FP8 dynamic 33.1 [r8 127], static 32.1 [r8 87]); y alone
+  // keeps r16l (37.25; r16lw 36.99 is within the noise). A call they do not take runs r16's
+  // kernels (within 1 % of w8c2 / r8 for y).
   const bool lean = (a.hidden == 2048 || a.hidden == 4096) && a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype &&
-                    a.bias == nullptr && (a.quant == MLOPS_QUANT_NONE || a.quant == MLOPS_QUANT_INT8);
-  if (lean) return a.quant == MLOPS_QUANT_NONE && a.hidden == 4096 ? 12 : 11;  // r16l4 : r16l
+                    a.bias == nullptr;
+  if (lean && a.hidden == 4096) {
+    if (a.quant == MLOPS_QUANT_FP8_DYNAMIC) return 17;                                 // r16lx4
+    if (a.quant != MLOPS_QUANT_NONE) return 20;                                        // r16lx2
+    return a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1) ? 20 : 12;                    // r16lx2 : r16l4
+  }
+  if (lean) return a.quant == MLOPS_QUANT_NONE ? 11 : 18;  // r16l : r16lw
   if (units >= 5 && units <= 8) return 10;                                    // r8
   if (units >= 9 && units <= 16 && a.quant == MLOPS_QUANT_INT8) return 7;     // r16
   if (units >= 9 && units <= 16 && fp8_nvfp4) return 4;                       // w2c2

@@ -124,16 +124,17 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
   return launch_l<XT, MINB16, MINB8>(p, s);
 }
 
-// "lx2" (norm_row_leanq2_kernel): 16-unit rows of leanq_call, y alone included, on two warps
-// a row at MINB CTAs (of 2 rows) an SM; 8-unit rows and the rest as r16lx.
-template <class XT, int MINB>
+// "lx2" / "lx4w" (norm_row_leanq2_kernel): 16-unit rows of leanq_call, y alone included, on
+// N warps a row at MINB CTAs (of 4 / N rows) an SM; 8-unit rows and the rest as r16lx.
+template <class XT, int MINB, int N = 2>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (leanq_call<XT>(p) && p.units == 16) {
-      const dim3 grid(static_cast<unsigned>((p.rows + kRowWarps / 2 - 1) / (kRowWarps / 2)));
+      constexpr int kSlots = kRowWarps / N;
+      const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));
 #define MLOPS_NORM_LX2(Q)                                                        \
   if (p.quant == Q) {                                                           \
-    norm_row_leanq2_kernel<XT, 16, MINB, Q><<<grid, kRowThreads, 0, s>>>(p);     \
+    norm_row_leanq2_kernel<XT, 16, MINB, Q, N><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                  \
   }
       MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
@@ -172,6 +173,7 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 18: return launch_lx<XT, 3, 6, true, 4>(p, s);
     case 19: return launch_lx<XT, 3, 6, true, 4, true>(p, s);
     case 20: return launch_lx2<XT, 8>(p, s);
+    case 21: return launch_lx2<XT, 10, 4>(p, s);
   }
   return cudaErrorInvalidValue;
 }

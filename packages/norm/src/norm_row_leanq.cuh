@@ -339,62 +339,75 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq_kernel(P
   }
 }
 
-// A row held by the two warps 2j, 2j + 1 of a CTA (U / 2 units each; CTAs of 2 rows): the
-// unit values meet in shared memory and both warps fold all U of them in unit order, so the
-// sum has the one-warp order's bits; the FP8 row amax meets the same way. The two warps sync
-// by a named barrier of their own (id 1 + j, 64 threads): a pair past the last row skips it.
-// CTAs of 4 warps, so j is 0 or 1.
+// A row held by N warps of a CTA (U / N units each): N = 2, the warps 2j, 2j + 1 (CTAs of 2
+// rows), or N = 4, the whole CTA (CTAs of 1 row). The unit values meet in shared memory and
+// every warp folds all U of them in unit order, so the sum has the one-warp order's bits; the
+// FP8 row amax meets the same way (fmaxf of non-negative numbers: any order). N = 2: the two
+// warps sync by a named barrier of their own (id 1 + j, 64 threads), so a pair past the last
+// row skips it; N = 4: the CTA barrier (the whole CTA is the row).
 // Why: at 2048x4096 one warp a row leaves 4 warps a scheduler with long dependent epilogues
 // (ncu run 19, r16lq: issue slots 42 % busy, 7.8 cycles between a warp's instructions, DRAM
-// 23 %); two warps a row halve the chain a warp runs and double the warps that hide it.
-template <int H>
-struct HalfRow {
-  float (*us)[2 * H];  // [row slot][unit]
-  float (*am)[2];      // [row slot][half]
-  int slot, half;
-  __device__ __forceinline__ void sync() const {  // ids as immediates: a register id makes ptxas
-    if (slot == 0) asm volatile("bar.sync 1, 64;" ::: "memory");  // reserve all 16 barriers
-    else asm volatile("bar.sync 2, 64;" ::: "memory");
+// 23 %); N warps a row cut the chain a warp runs by N and multiply the warps that hide it
+// (run 20, 2048x4096 INT8: r16lx2 14.82 us vs one warp a row r16lx 15.30).
+template <int H, int N>
+struct PartRow {
+  float (*us)[N * H];  // [row slot][unit]
+  float (*am)[N];      // [row slot][part]
+  int slot, part;
+  __device__ __forceinline__ void sync() const {
+    if constexpr (N == 4) {
+      __syncthreads();
+    } else {  // ids as immediates: a register id makes ptxas 13.0 reserve all 16 barriers
+      if (slot == 0) asm volatile("bar.sync 1, 64;" ::: "memory");
+      else asm volatile("bar.sync 2, 64;" ::: "memory");
+    }
   }
   __device__ __forceinline__ float fold(const float (&u)[H]) const {
     if ((threadIdx.x & 31) == 0) {
 #pragma unroll
-      for (int k = 0; k < H; ++k) us[slot][half * H + k] = u[k];
+      for (int k = 0; k < H; ++k) us[slot][part * H + k] = u[k];
     }
     sync();
     float s = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 2 * H; ++k) s = s + us[slot][k];
+    for (int k = 0; k < N * H; ++k) s = s + us[slot][k];
     return s;
   }
   __device__ __forceinline__ float max(float a) const {
-    if ((threadIdx.x & 31) == 0) am[slot][half] = a;
+    if ((threadIdx.x & 31) == 0) am[slot][part] = a;
     sync();
-    return fmaxf(am[slot][0], am[slot][1]);
+    float m = am[slot][0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) m = fmaxf(m, am[slot][j]);
+    return m;
   }
-  __device__ __forceinline__ bool lead() const { return half == 0; }
+  __device__ __forceinline__ bool lead() const { return part == 0; }
 };
 
-template <class XT, int U, int kMinCtas, int kQuant>
+// N warps a row (PartRow): r16lx2 (N = 2, 8 CTAs an SM, 64 registers), r16lx4w (N = 4, one
+// row a CTA, 4 units a warp, 10 CTAs an SM: ptxas 13.0 sm_90, 48 registers, no spills in the 5
+// bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
+// dynamic spilled).
+template <class XT, int U, int kMinCtas, int kQuant, int N = 2>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
-  static_assert(sizeof(XT) == 2 && U % 4 == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
-  static_assert(kRowWarps == 4, "lx2 rows: two row slots a CTA (named barriers 1 and 2)");
-  constexpr int H = U / 2;
-  constexpr int kSlots = kRowWarps / 2;
+  static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
+  static_assert(kRowWarps == 4 && (N == 2 || N == 4), "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
+  constexpr int H = U / N;
+  constexpr int kSlots = kRowWarps / N;
   constexpr bool kAgain = H * 8 + 40 > 65536 / (kRowThreads * kMinCtas);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int slot = warp >> 1, half = warp & 1;
+  const int slot = warp / N, part = warp % N;
   const int64_t row = int64_t(blockIdx.x) * kSlots + slot;
-  if (row >= p.rows) return;  // both warps of the row leave: no barrier or shuffle waits on them
-  const int k0 = half * H;
+  if (row >= p.rows) return;  // all warps of the row leave: no barrier or shuffle waits on them
+  const int k0 = part * H;
   const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8;
   Raw8<XT> raw[H];
 #pragma unroll
   for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
-  __shared__ float us[kSlots][2 * H];
-  __shared__ float am[kSlots][2];
+  __shared__ float us[kSlots][N * H];
+  __shared__ float am[kSlots][N];
   const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
-  leanq_finish<XT, H, kAgain, kQuant, false>(p, row, k0, raw, wf, HalfRow<H>{us, am, slot, half});
+  leanq_finish<XT, H, kAgain, kQuant, false>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part});
 }
 
 }  // namespace mlops::norm

@@ -228,6 +228,8 @@ def _check_out(name: str, t: torch.Tensor, shape, dtype, device):
 
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_is_compiling = torch.compiler.is_compiling  # the same function (dynamo knows it), one lookup less a call
+_Tensor = torch.Tensor
 
 
 def _fast_path(x, weight, residual, kind, eps, weight_offset, out):
@@ -263,7 +265,7 @@ def _fast_path(x, weight, residual, kind, eps, weight_offset, out):
         rop = ro.data_ptr()
     if out is None:
         y = torch.empty_like(x)
-    elif (out.dtype == x.dtype and out.shape == shape and out.is_contiguous() and out.get_device() == dev
+    elif (out.dtype is x.dtype and out.shape == shape and out.is_contiguous() and out.get_device() == dev
           and out.data_ptr() != x.data_ptr()):  # in place: the general path decides, as before
         y = out
     else:
@@ -299,7 +301,7 @@ def norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[
     """
     if (bias is None and gate is None and quant is None and group_size is None and order is None
             and residual_out is None and variant is None and return_y is None and isinstance(x, torch.Tensor)
-            and kind in _KIND and not torch.compiler.is_compiling()):
+            and kind in _KIND and not _is_compiling()):
         r = _fast_path(x, weight, residual, _KIND[kind], float(eps), float(weight_offset), out)
         if r is not None:
             return r
@@ -349,17 +351,45 @@ def norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[
     return NormOutput(out, residual_out, q, out_scale)
 
 
-_FAST_KW = frozenset(("out", "residual"))
-
-
-def rms_norm(x, weight=None, eps: float = 1e-6, **kw):
+def rms_norm(x, weight=None, eps: float = 1e-6, *, out=None, residual=None, **kw):
     """RMSNorm: norm(x, weight, kind='rms', eps=eps, ...)."""
-    # the eager fast path without norm()'s keyword parsing (bench python_overhead)
-    if (not kw or kw.keys() <= _FAST_KW) and not torch.compiler.is_compiling():
-        r = _fast_path(x, weight, kw.get("residual"), 0, float(eps), 0.0, kw.get("out"))
+    # The eager fast path of a y-only call, inlined (bench python_overhead: the Python layer
+    # read 3.47 us of a 1x4096 call in GPU run 20): _fast_path's checks, each attribute read
+    # once, no call frame or keyword set between this and C.run_plain.
+    if not kw and residual is None and _raw_stream is not None and not _is_compiling():
+        if isinstance(x, _Tensor) and x.is_cuda and x.is_contiguous():
+            xdt = _DTYPE.get(x.dtype)
+            shape = x.shape
+            n = x.numel()
+            if xdt is not None and n and shape:
+                H = shape[-1]
+                dev = x.get_device()
+                xp = x.data_ptr()
+                wdt = wp = 0
+                ok = True
+                if weight is not None:
+                    wdt = _DTYPE.get(weight.dtype)
+                    ok = (wdt is not None and weight.shape == (H,) and weight.is_contiguous()
+                          and weight.get_device() == dev)
+                    if ok:
+                        wp = weight.data_ptr()
+                if ok:
+                    if out is None:
+                        y = torch.empty_like(x)
+                        yp = y.data_ptr()
+                    else:  # out over x (in place) goes to the general path, as before
+                        y, yp = out, out.data_ptr()
+                        ok = (out.dtype is x.dtype and out.shape == shape and out.is_contiguous()
+                              and out.get_device() == dev and yp != xp)
+                    # False: x is not on the current device (the general path switches to it)
+                    if ok and C.run_plain(dev, _raw_stream(dev), n // H, H, 0, float(eps), 0.0, xdt, xp, wdt, wp,
+                                          0, 0, yp):
+                        return y
+    elif not kw and residual is not None and not _is_compiling():
+        r = _fast_path(x, weight, residual, 0, float(eps), 0.0, out)
         if r is not None:
             return r
-    return norm(x, weight, kind="rms", eps=eps, **kw)
+    return norm(x, weight, kind="rms", eps=eps, out=out, residual=residual, **kw)
 
 
 def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, **kw):
