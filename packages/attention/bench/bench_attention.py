@@ -5,9 +5,10 @@ One JSON line per case (tools/testing/mlops_bench.py); docs/performance.md keeps
     python packages/attention/bench/bench_attention.py [--quick] [--peaked] [--targets]
 
 --kernel-time: a kernel_us column (the kernels' own durations summed, Bench.kernel_time) next to the
-event time. --targets: only the two target shapes (B1 L16K, B8 L128K), random and peaked q (~60 s). Every
+event time, for the random-q cases (peaked q times the same within 1 %: one profiler session a row is
+~1 s). --targets: only the two target shapes (B1 L16K, B8 L128K), random and peaked q (~60 s). Every
 decode variant (mlops.attention.decode_variants()) is timed side by side: impl "fbla <mode> <kind>
-[<variant>]"; the planner's pick (decode_variants()'s "planner" key) is warps+coarse_warps since run 14.
+[<variant>]"; the planner's pick (decode_variants()'s "planner" key) is imma_occ+coarse_imma since session 4 round B (runs 18 / 20).
 
 Cases (issue 6): 32 q heads, 8 kv heads, head_dim 128, B in {1, 8}, L in {4K, 16K, 128K}.
 Targets: B8 L128K <= 450 us, B1 L16K <= 25 us.
@@ -118,7 +119,7 @@ def main():
         Ls = [4096, 16384] if a.quick else [4096, 16384, 131072]
         cases = [(pk, B, L) for pk in ([False, True] if a.peaked else [False]) for B in (1, 8) for L in Ls]
     for peaked, B, L in cases:
-        run_case(b, B, L, peaked, variants, a.kernel_time)
+        run_case(b, B, L, peaked, variants, a.kernel_time and not peaked)
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}
     verdict = {}
     for mode in ("3+3", "4+2"):

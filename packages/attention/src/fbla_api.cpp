@@ -124,6 +124,7 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
   p.exact = a.exact;
   // the planner: its pick, or items+combine_warps where the BF16 rows are not 16-byte aligned
   p.variant = a.variant > 0 ? a.variant - 1 : rows_aligned16(c) ? kPlannerVariant : kItemsCombineWarps;
+  p.planned = a.variant == 0 && p.variant == kPlannerVariant;
   scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
   return p;
 }
@@ -212,6 +213,7 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"imma_occ+coarse_imma", 80}, // imma+coarse_imma, the refine at kImmaOccCtas CTAs an SM
       {"stage+coarse_imma", 90},    // the chunk staged in shared memory by cp.async.bulk; IMMA scores; PDL combine
       {"stage_pipe+coarse_imma", 90},  // stage+coarse_imma, the V planes in 4 pieces (P V starts on the first)
+      {"stage_bf+coarse_imma", 90},    // stage+coarse_imma, the BF16 item's loads batched + L2-prefetched
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;

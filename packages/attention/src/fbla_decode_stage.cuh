@@ -178,7 +178,9 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
 // kVParts (variant stage_pipe+coarse_imma: 4): the V planes copied in kVParts pieces of 128 / kVParts tokens,
 // each on its own mbarrier, and the P V loop waits for a piece just before its first block, so the loop
 // starts when the first 32 tokens' planes have landed instead of all 128 (copy and compute overlap).
-template <int D, int kVParts = 1>
+// kBf: how the BF16 item loads its rows (refine_warps_item): 1 (round A: V 8 tokens a batch), 2 (variant
+// stage_bf+coarse_imma: a lane's whole K row at once, V 16 tokens a batch, the rows asked of L2 first).
+template <int D, int kVParts = 1, int kBf = 1>
 __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodeParams p, int items) {
   static_assert(kBlocksPerGroup % kVParts == 0, "whole blocks a V piece");
   __shared__ uint64_t bars[1 + kVParts];  // 0: the K part (V min / scale, K planes), 1 ..: the V planes' pieces
@@ -201,7 +203,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
     const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) continue;  // uniform over the CTA
     if (it.slot == 0) {           // the BF16 tokens: the warps layout (it begins with a CTA barrier)
-      refine_warps_item<D, false, true>(p, *reinterpret_cast<WarpSmem*>(dyn), item, items);
+      refine_warps_item<D, false, kBf>(p, *reinterpret_cast<WarpSmem*>(dyn), item, items);
       continue;
     }
     const int ch = it.slot - 1;

@@ -276,10 +276,14 @@ __device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const
   }
 }
 
-// One refine item of the "warps" layout (the body of refine_warps_kernel; refine_stage_kernel runs its
-// BF16 items through it on a WarpSmem laid over its dynamic shared memory). kBatchV: the BF16 P V loop
-// loads 8 tokens' V rows at once (refine_stage_kernel; the same chains in token order) instead of one.
-template <int D, bool kImma, bool kBatchV = false>
+// One refine item of the "warps" layout for refine_stage_kernel's BF16 items (slot 0), on a WarpSmem laid over
+// its dynamic shared memory: refine_warps_kernel's item with the BF16 rows' loads batched (the same chains in
+// the same order). The BF16 item is the longest of a B1 L16K round: refine_warps_kernel's SASS (sm_90) waits
+// a DRAM latency for each of 4 passes x 16 K loads (a rolled loop) and each 4 tokens' V rows. kBf:
+//   1: (stage+coarse_imma, stage_pipe) V rows 8 tokens a batch;
+//   2: (stage_bf+coarse_imma) a lane's whole K row (D / 8 16-byte loads) in flight at once, V rows 16 tokens a
+//      batch, and the item's BF16 rows asked of L2 at its start (nothing prefetches slot 0's rows).
+template <int D, bool kImma, int kBf>
 __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSmem& sm, int item, int items) {
   constexpr int W = D / 32;
   const mlops_fbla_cache& c = p.c;
@@ -300,6 +304,14 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
   const int cnt = bf16 ? (g == 0 ? sink_tokens(L) : tail_tokens(L)) : (g < ng ? kGroup : 0);
   const uint8_t* rec = bf16 || g >= ng ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups + g);
   const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
+  if (kBf == 2 && bf16) {  // the BF16 rows of both groups into L2 (the K rows are read first, then V)
+    const int n0 = sink_tokens(L), n1 = tail_tokens(L);
+    const long long rb = 2LL * D;  // bytes a row
+    prefetch_range(reinterpret_cast<const uint8_t*>(c.sink_k + kvbase), n0 * rb, false);
+    prefetch_range(reinterpret_cast<const uint8_t*>(c.tail_k + kvbase), n1 * rb, false);
+    prefetch_range(reinterpret_cast<const uint8_t*>(c.sink_v + kvbase), n0 * rb, false);
+    prefetch_range(reinterpret_cast<const uint8_t*>(c.tail_v + kvbase), n1 * rb, false);
+  }
   for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
     const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
     const int hq0 = it.kh * p.Gq + h0;
@@ -356,15 +368,32 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
         if (bf16) {
           const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t) * D;
           float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
-          for (int d0 = 0; d0 < D; d0 += 8) {
-            const U4 kx = *reinterpret_cast<const U4*>(kr + d0);  // 8 channels, 16 bytes
-            const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
+          if constexpr (kBf == 2) {  // the whole row in flight, then the same chains
+            U4 kx[D / 8];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-              const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+            for (int j = 0; j < D / 8; ++j) kx[j] = *reinterpret_cast<const U4*>(kr + 8 * j);
 #pragma unroll
-              for (int hi = 0; hi < kWarpHeads; ++hi)
-                if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
+            for (int j = 0; j < D / 8; ++j) {
+              const uint32_t kw[4] = {kx[j].x, kx[j].y, kx[j].z, kx[j].w};
+#pragma unroll
+              for (int i = 0; i < 8; ++i) {
+                const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+#pragma unroll
+                for (int hi = 0; hi < kWarpHeads; ++hi)
+                  if (hi < nh) dot[hi] = fmaf(sm.qf[hi][8 * j + i], kf, dot[hi]);
+              }
+            }
+          } else {
+            for (int d0 = 0; d0 < D; d0 += 8) {
+              const U4 kx = *reinterpret_cast<const U4*>(kr + d0);  // 8 channels, 16 bytes
+              const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
+#pragma unroll
+              for (int i = 0; i < 8; ++i) {
+                const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+#pragma unroll
+                for (int hi = 0; hi < kWarpHeads; ++hi)
+                  if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
+              }
             }
           }
 #pragma unroll
@@ -449,7 +478,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
     if (bf16) {  // lane: channels 4 lane .. 4 lane + 3
       if (4 * lane < D) {
         const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + 4 * lane;
-        constexpr int kStepV = kBatchV ? 8 : 1;  // tokens whose V rows are loaded together
+        constexpr int kStepV = kBf == 2 ? 16 : 8;  // tokens whose V rows are loaded together
         for (int u0 = 0; u0 < cnt; u0 += kStepV) {
           U2 vx[kStepV];
 #pragma unroll
@@ -538,13 +567,263 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
 }
 
 // Refine pass, "warps" layout: item (slot, b, kh) as refine_kernel; __launch_bounds__(64, 8): at most
-// 128 registers, 8+ CTAs (16+ warps) an SM.
+// 128 registers, 8+ CTAs (16+ warps) an SM. Its own body, not refine_warps_item: round A ran it through
+// that function and ptxas (sm_90, nvcc 13.0) then spilled (52 bytes here, 84 in imma_occ, against 0 / 16)
+// and issued the BF16 V rows one at a time instead of 4: +33 us at B1 L16K, +150 us imma_occ at B8 L128K
+// (run 20 against run 18). This is the body of before round A, unchanged.
 // kImma: the closed groups' scores by imma_scores (variant imma+coarse_warps), the rest the same code.
 // kMinCtas: CTAs an SM asked of ptxas (8: the 128-register cap; kImmaOccCtas for variant imma_occ+coarse_imma).
 template <int D, bool kImma = false, int kMinCtas = 8>
 __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(DecodeParams p, int items) {
   __shared__ WarpSmem sm;
-  for (int item = blockIdx.x; item < items; item += gridDim.x) refine_warps_item<D, kImma>(p, sm, item, items);
+  constexpr int W = D / 32;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x, g = tid / 32, lane = tid & 31;
+  const size_t tile = static_cast<size_t>(kGroup) * D;
+  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq);
+    if (it.slot > nch) continue;  // uniform over the CTA
+    if (item == static_cast<int>(blockIdx.x)) prefetch_item(p, item, items, 1);
+    prefetch_item(p, item + gridDim.x, items, 1);
+    const bool bf16 = it.slot == 0;
+    const int ch = it.slot - 1;
+    const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
+    // tokens of this warp's group: BF16 rows (sink / filling) or a closed group's 128
+    const int cnt = bf16 ? (g == 0 ? sink_tokens(L) : tail_tokens(L)) : (g < ng ? kGroup : 0);
+    const uint8_t* rec = bf16 || g >= ng ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups + g);
+    const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
+    for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+      const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
+      const int hq0 = it.kh * p.Gq + h0;
+      __syncthreads();  // the previous pass / item is done with sm
+      for (int i = tid; i < nh * D; i += kWarpThreads) {
+        const int hi = i / D, d = i % D;
+        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+      }
+      // the refine flags (uniform per 16-token block)
+      for (int i = tid; i < kWarpHeads * kRef; i += kWarpThreads) {
+        const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
+        bool r = hi < nh && gg < ng;
+        if (r && !bf16 && !p.exact) r = false;  // set below from the bounds
+        sm.ref[hi][rb] = r;
+      }
+      if (!bf16 && !p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
+        for (int hi = 0; hi < nh; ++hi) {
+          const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
+          float M = neg_inf();
+          for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
+#pragma unroll
+          for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+          if (lane == 0) sm.thr[hi] = M - p.gap;
+        }
+      }
+      __syncthreads();
+      if (!bf16 && !p.exact) {
+        for (int i = tid; i < nh * kRef; i += kWarpThreads) {
+          const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
+          if (gg < ng) {
+            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+            sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+          }
+        }
+      }
+      if (rec)
+        for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, rec, hi, g);
+      __syncthreads();
+      if constexpr (kImma) {
+        if (rec) imma_scores<D>(l, sm, rec, g, nh, p.scale);
+        __syncwarp();  // lane t reads the scores of token t below
+      }
+      // ---- scores: lane a token, 4 passes of 32 tokens; the warp's max a head
+      float s[4][kWarpHeads];
+      float wmax[kWarpHeads];
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi) wmax[hi] = neg_inf();
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int t = 32 * r + lane;
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi) s[r][hi] = neg_inf();
+        if (t < cnt) {
+          if (bf16) {
+            const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t) * D;
+            float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int d0 = 0; d0 < D; d0 += 8) {
+              const U4 kx = *reinterpret_cast<const U4*>(kr + d0);  // 8 channels, 16 bytes
+              const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
+#pragma unroll
+              for (int i = 0; i < 8; ++i) {
+                const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+#pragma unroll
+                for (int hi = 0; hi < kWarpHeads; ++hi)
+                  if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
+              }
+            }
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi)
+              if (hi < nh) s[r][hi] = dot[hi] * p.scale;
+          } else if constexpr (kImma) {
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi) s[r][hi] = f4_at(sm.pw[g][t], hi);
+          } else {
+            bool any = false;
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi) any = any || (hi < nh && sm.ref[hi][g * kBlocksPerGroup + t / kBlock]);
+            if (any) {
+              uint32_t c4[D / 4];
+              load_codes_perm<D>(l, rec, t, c4);
+#pragma unroll
+              for (int hi = 0; hi < kWarpHeads; ++hi)
+                if (hi < nh && sm.ref[hi][g * kBlocksPerGroup + t / kBlock])
+                  s[r][hi] = score_of(sm.bias[hi][g], sm.sw[hi][g], dot_codes<D>(sm.what[hi][g], c4), p.scale);
+            }
+          }
+        }
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi) wmax[hi] = fmax_step(wmax[hi], s[r][hi]);
+      }
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi) {
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) wmax[hi] = fmax_step(wmax[hi], __shfl_xor_sync(0xffffffffu, wmax[hi], off));
+        if (lane == 0) sm.red[g][hi] = wmax[hi];
+      }
+      __syncthreads();
+      if (tid < kWarpHeads) {
+        float x = neg_inf();
+        for (int gg = 0; gg < kChunkGroups; ++gg) x = fmax_step(x, sm.red[gg][tid]);
+        sm.m[tid] = x;
+      }
+      __syncthreads();
+      // ---- probabilities, P V weights, V min of this warp's tokens
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int t = 32 * r + lane;
+        float pt[kWarpHeads];  // refine_kernel's condition: a token of this pass that was scored
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi) {
+          const bool valid = t < cnt && hi < nh && (bf16 || sm.ref[hi][g * kBlocksPerGroup + t / kBlock]);
+          pt[hi] = valid ? exp_det(s[r][hi] - sm.m[hi]) : 0.0f;
+        }
+        sm.pw[g][t] = F4{pt[0], pt[1], pt[2], pt[3]};
+        if (rec) {
+          const float vs = reinterpret_cast<const float*>(rec + l.vscale)[t];
+          sm.aw[g][t] = F4{pt[0] * vs, pt[1] * vs, pt[2] * vs, pt[3] * vs};
+          sm.vmn[g][t] = reinterpret_cast<const float*>(rec + l.vmin)[t];
+        }
+      }
+      __syncwarp();
+      // ---- l and the V-min term: lane hi of warp g, in token order over the refined blocks
+      if (lane < nh) {
+        const int hi = lane;
+        float lg = 0.0f, bs = 0.0f;
+        if (bf16) {
+          for (int u = 0; u < cnt; ++u) lg = lg + f4_at(sm.pw[g][u], hi);
+        } else if (rec) {
+          for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
+            if (!sm.ref[hi][g * kBlocksPerGroup + blk]) continue;
+            for (int u = blk * kBlock; u < (blk + 1) * kBlock; ++u) {
+              const float pu = f4_at(sm.pw[g][u], hi);
+              lg = lg + pu;
+              bs = bs + pu * sm.vmn[g][u];
+            }
+          }
+        }
+        sm.lg[g][hi] = lg;
+        sm.bs[g][hi] = bs;
+      }
+      // ---- P V: 4 channels x 4 heads a lane, chains in token order
+      float acc[kWarpHeads][4];
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[hi][i] = 0.0f;
+      if (bf16) {  // lane: channels 4 lane .. 4 lane + 3
+        if (4 * lane < D) {
+          const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + 4 * lane;
+          for (int u = 0; u < cnt; ++u) {
+            const U2 vx = *reinterpret_cast<const U2*>(vr + static_cast<size_t>(u) * D);
+            const float vf[4] = {bits_f32(vx.x << 16), bits_f32(vx.x & 0xffff0000u), bits_f32(vx.y << 16),
+                                 bits_f32(vx.y & 0xffff0000u)};
+            const F4 pu = sm.pw[g][u];
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi)
+              if (hi < nh)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(pu, hi), vf[i], acc[hi][i]);
+          }
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+            if (hi < nh)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) sm.gv[g][hi][4 * lane + i] = acc[hi][i];
+        }
+      } else if (rec) {  // lane (w, k): channels 32w + 8i + k, i = 0..3
+        const int w = lane / 8, k = lane % 8;
+        if (w < W) {
+          const uint32_t* vp = reinterpret_cast<const uint32_t*>(rec + l.v);
+          const int bit_of[6] = {0, 1, 2, 3, 4, 5};
+          for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
+            bool rf[kWarpHeads];
+            bool any = false;
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi) {
+              rf[hi] = hi < nh && sm.ref[hi][g * kBlocksPerGroup + blk];
+              any = any || rf[hi];
+            }
+            if (!any) continue;
+            for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
+              uint32_t x[4][6];  // 4 tokens' plane words first (independent loads)
+#pragma unroll
+              for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int j = 0; j < 6; ++j) x[q][j] = vp[(u0 + q) * 6 * W + j * W + w];
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const uint32_t code = gather_code4(x[q], bit_of, k);
+                float cf[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) cf[i] = byte_f(code, i);
+                const F4 a = sm.aw[g][u0 + q];
+#pragma unroll
+                for (int hi = 0; hi < kWarpHeads; ++hi)
+                  if (rf[hi])
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(a, hi), cf[i], acc[hi][i]);
+              }
+            }
+          }
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+            if (hi < nh)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) sm.gv[g][hi][32 * w + 8 * i + k] = acc[hi][i];
+        }
+      }
+      __syncthreads();
+      // ---- the partial: groups in order (as refine_kernel)
+      for (int i = tid; i < nh * D; i += kWarpThreads) {
+        const int hi = i / D, d = i % D;
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        float a = 0.0f;
+        const bool any_tok = sm.m[hi] != neg_inf();
+        if (any_tok)
+          for (int gg = 0; gg < ng; ++gg) a = a + (bf16 ? sm.gv[gg][hi][d] : sm.gv[gg][hi][d] + sm.bs[gg][hi]);
+        p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
+        if (d == 0) {
+          float lt = 0.0f;
+          if (any_tok)
+            for (int gg = 0; gg < ng; ++gg) lt = lt + sm.lg[gg][hi];
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
+        }
+      }
+    }
+  }
 }
 
 // Coarse pass, "warps" layout: item (ch, b, kh) as coarse_kernel, warp g <-> group g of the chunk, a

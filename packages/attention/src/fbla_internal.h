@@ -54,6 +54,7 @@ struct DecodeParams {
   float scale, gap;
   int exact;
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
+  int planned;  // 1: variant is the planner's pick (decode_device may take kPlannerBelowSm80 instead)
   Scratch s;
 };
 
@@ -68,16 +69,22 @@ enum DecodeVariant {
   kImmaOcc = 6,     // kImmaImma with the refine at more CTAs an SM (fewer registers, some spills)
   kStageImma = 7,   // the chunk's records staged in shared memory (cp.async.bulk on sm_90), IMMA scores
   kStagePipe = 8,   // kStageImma with the V planes in 4 pieces, the P V loop starting on the first
-  kDecodeVariantCount = 9
+  kStageBf = 9,     // kStageImma with the BF16 item's rows loaded a whole K row / 16 V rows at once, L2-prefetched
+  kDecodeVariantCount = 10
 };
-// The planner's pick: warps+coarse_warps, the fastest of GPU run 14 (H200, exact 3+3: B1 L16K 60.9 us
-// against items 95.4, B8 L128K 1875 us against 4156; skip 80.7 / 2563 against 117 / 5024).
-constexpr int kPlannerVariant = kWarpsCoarse;
+// The planner's pick: imma_occ+coarse_imma, the fastest variant measured at both target shapes in both modes
+// (H200, 3+3: run 18 B1 L16K exact 60.5 us, skip 75.3; B8 L128K exact 1708, skip 2325; against
+// warps+coarse_warps 61.7 / 80.7 / 1882 / 2566 and, run 20, stage+coarse_imma 67.2 / 81.6 / 1799 / 2496;
+// run 20's own imma_occ / warps rows carried round A's refactor regression, see docs/attention.md).
+// Its dots need the tensor core: below sm_80 (the compute_61 / 70 / 75 PTX builds) the planner takes
+// warps+coarse_warps (decode_device asks the device). Rows not 16-byte aligned: items+combine_warps (make_decode).
+constexpr int kPlannerVariant = kImmaOcc;
+constexpr int kPlannerBelowSm80 = kWarpsCoarse;
 // Variants whose refine is refine_warps_kernel or runs its BF16 items (2 warps an item, 16-byte BF16 row loads).
 inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v >= kImmaCoarse; }
 inline bool imma_refine(int v) { return v == kImmaCoarse || v == kImmaImma; }  // at 8 CTAs an SM (kImmaOcc: more)
 inline bool imma_coarse(int v) { return v == kImmaImma || v == kImmaOcc || v >= kStageImma; }
-inline bool stage_refine(int v) { return v == kStageImma || v == kStagePipe; }  // refine_stage_kernel, PDL combine
+inline bool stage_refine(int v) { return v == kStageImma || v == kStagePipe || v == kStageBf; }  // refine_stage_kernel, PDL combine
 // Variants whose coarse pass (skip mode) is coarse_warps_kernel.
 inline bool warps_coarse(int v) { return v == kWarpsCoarse || v >= kImmaCoarse; }
 

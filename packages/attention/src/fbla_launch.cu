@@ -30,17 +30,27 @@ int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
   return n;
 }
 
-// refine_stage_kernel's dynamic shared memory (past the 48 KB default): set once a device.
-template <int D, int kVParts>
+// refine_stage_kernel's dynamic shared memory (past the 48 KB default) for one instance.
+template <int D, int kVParts, int kBf>
+cudaError_t stage_attribute() {
+  cudaError_t e = cudaFuncSetAttribute(refine_stage_kernel<D, kVParts, kBf>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       stage_smem_bytes(D));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(refine_stage_kernel<D, kVParts, kBf>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  return e;
+}
+
+// ... for every instance at once, once a device: the resident-CTA count is asked of refine_stage_kernel<D, 1>
+// whichever stage variant runs first (an instance without the attribute would read 0 CTAs an SM).
+template <int D>
 cudaError_t stage_attributes() {
   static bool done[64];
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
-  e = cudaFuncSetAttribute(refine_stage_kernel<D, kVParts>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           stage_smem_bytes(D));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(refine_stage_kernel<D, kVParts>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  e = stage_attribute<D, 1, 1>();
+  if (e == cudaSuccess) e = stage_attribute<D, 4, 1>();
+  if (e == cudaSuccess) e = stage_attribute<D, 1, 2>();
   if (e == cudaSuccess && dev < 64) done[dev] = true;
   return e;
 }
@@ -98,13 +108,15 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
   }
   if (stage_refine(p.variant)) {
-    const cudaError_t e = p.variant == kStagePipe ? stage_attributes<D, 4>() : stage_attributes<D, 1>();
+    const cudaError_t e = stage_attributes<D>();
     if (e != cudaSuccess) return e;
     const int res = ctas > 0 ? ctas
                              : resident(refine_stage_kernel<D, 1>, D == 64 ? 14 : 15, kWarpThreads, stage_smem_bytes(D));
     if (res <= 0) return cudaErrorInvalidDevice;
     if (p.variant == kStagePipe)
       refine_stage_kernel<D, 4><<<grid(refine_items, res), kWarpThreads, stage_smem_bytes(D), s>>>(p, refine_items);
+    else if (p.variant == kStageBf)
+      refine_stage_kernel<D, 1, 2><<<grid(refine_items, res), kWarpThreads, stage_smem_bytes(D), s>>>(p, refine_items);
     else
       refine_stage_kernel<D, 1><<<grid(refine_items, res), kWarpThreads, stage_smem_bytes(D), s>>>(p, refine_items);
   } else if (p.variant == kImmaOcc) {
@@ -141,7 +153,24 @@ cudaError_t append_device(const AppendParams& p, cudaStream_t s) {
   return p.c.head_dim == 64 ? append_t<64>(p, s) : append_t<128>(p, s);
 }
 
+// The device's compute capability major, cached a device (host-side query only).
+static int device_major() {
+  static int cache[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev < 64 && cache[dev] > 0) return cache[dev];
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+  if (dev < 64) cache[dev] = major;
+  return major;
+}
+
 cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t s) {
+  if (p.planned && device_major() < 8) {  // the planner's pick needs the tensor core (fbla_internal.h)
+    DecodeParams q = p;
+    q.variant = kPlannerBelowSm80;
+    return q.c.head_dim == 64 ? decode_t<64>(q, ctas, s) : decode_t<128>(q, ctas, s);
+  }
   return p.c.head_dim == 64 ? decode_t<64>(p, ctas, s) : decode_t<128>(p, ctas, s);
 }
 

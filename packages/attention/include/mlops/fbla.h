@@ -108,7 +108,9 @@ typedef struct mlops_fbla_decode_variant {
 /* Fills out[0 .. min(n, capacity)) and returns n, the number of variants. */
 int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capacity);
 
-/* The 0-based index of the variant that mlops_fbla_decode_args.variant = 0 runs (the planner's pick). */
+/* The 0-based index of the variant that mlops_fbla_decode_args.variant = 0 runs (the planner's pick) on an
+ * sm_80+ device with 16-byte aligned sink / tail rows; below sm_80 variant 0 runs warps+coarse_warps, with
+ * unaligned rows items+combine_warps (the same bits whichever runs). */
 int32_t mlops_fbla_decode_planner_variant(void);
 
 /* Decode scratch: needs no initial contents; size depends on batch, q_heads, head_dim and

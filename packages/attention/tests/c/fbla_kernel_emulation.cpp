@@ -199,6 +199,8 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 1>(p, refine_items); });
   else if (p.variant == kStagePipe)
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 4>(p, refine_items); });
+  else if (p.variant == kStageBf)
+    run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 1, 2>(p, refine_items); });
   else if (p.variant == kImmaOcc)
     run_grid(std::min(refine_items, res), kWarpThreads,
              [&] { refine_warps_kernel<D, true, kImmaOccCtas>(p, refine_items); });
