@@ -40,15 +40,12 @@ def main():
     ap.add_argument("--lead-us", type=float, default=150.0,
                     help="GPU busy time queued before each timed call (the harness's is ~50 us)")
     a = ap.parse_args()
-    b = Bench("norm")
     # Run 18 timed r16l4cs's INT8 call (the very kernel r16l4 ran in 17.3 us) at 27.8 us and
     # every add+norm variant after it 5-6 us slow at 2048x4096, while ncu (run 19) gave r16lq
     # 15.1 us against r16l's 16.2: the general Python path of a variant= call (tensor
     # allocations, checks) outran the harness's ~50 us lead on a busy host, so the events timed
     # the host. A longer lead keeps the call queued before its start event.
-    khz = getattr(torch.cuda.get_device_properties(0), "clock_rate", 1_980_000)  # H200 boost, where torch has none
-    cycles = int(a.lead_us * khz / 1e3)
-    b._lead = lambda: torch.cuda._sleep(cycles)
+    b = Bench("norm", lead_us=a.lead_us)
     b.header()
     hf_rms_c = torch.compile(hf_rms, dynamic=True)
     hf_add_c = torch.compile(hf_add_rms, dynamic=True)
