@@ -2,7 +2,8 @@
 brackets its measured call(s) in cudaProfilerStart/Stop, so run ncu with --profile-from-start off:
     ncu --set full --clock-control none --profile-from-start off -o rep \
         python3 ci/device/profile_ops.py norm int8 rope attention sample lm_head
-Sections: norm (RMSNorm 16384x4096 / 2048x4096 bf16, planned), int8 (RMSNorm + INT8 planned and
+Sections: rope_decode (T=1/32 planned cache / on the fly, mul_ of the same
+bytes at T=1/32/4096), norm2048 (2048x4096 plain / int8 / fp8 / nvfp4 planned), norm (RMSNorm 16384x4096 / 2048x4096 bf16, planned), int8 (RMSNorm + INT8 planned and
 r16lq), rope (T=4096 / 32768, 32 q + 8 kv heads, D=128, fused-qkv views, in place, cache and on the
 fly), attention (FBLA 3+3 exact B=1 L=16K, the planned variant), sample (V=151936, B=1 / 64:
 temperature, top_p 0.9, top_k 50, planned), lm_head (151936x4096 and 32000x4096, M=1 / 8, stats)."""
@@ -47,6 +48,30 @@ if "rope" in which:
         measured(lambda: mp.apply_rope(q, k, pos, cache, inplace=True), f"rope T={T} cache")
         measured(lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq.cuda(), max_positions=131072, inplace=True),
                  f"rope T={T} on the fly")
+if "rope_decode" in which:
+    # session 5: why decode sits ~1.2 us of kernel over mul_ of the same bytes, and T=4096 ~2.8 us
+    # (run 22: T=1 2.38 / 1.09, T=32 2.66 / 1.44, T=4096 21.71 / 18.93 us CUPTI)
+    import mlops.positional as mp
+    inv_freq, _, _ = mp.rope_parameters({"head_dim": 128, "rope_theta": 500000.0})
+    cache = mp.build_cos_sin_cache(inv_freq.cuda(), 131072)
+    for T in (1, 32, 4096):
+        qkv = torch.randn(T, 48 * 128, device="cuda", dtype=torch.bfloat16, generator=g)
+        q, k = qkv[:, :4096].view(T, 32, 128), qkv[:, 4096:5120].view(T, 8, 128)
+        pos = torch.randint(0, 131072, (T,), device="cuda", generator=g)
+        if T < 4096:
+            measured(lambda: mp.apply_rope(q, k, pos, cache, inplace=True), f"rope T={T} cache planned")
+            measured(lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq.cuda(), max_positions=131072, inplace=True),
+                     f"rope T={T} on the fly planned")
+        qk = qkv[:, :5120]
+        measured(lambda: qk.mul_(1.0), f"torch mul_ T={T} same bytes")
+if "norm2048" in which:
+    # session 5: the quantized outputs at 2048x4096 (run 22: plain 12.13, INT8 14.14, FP8 dyn 13.95 us)
+    import mlops.norm as mn
+    x = torch.randn(2048, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    measured(lambda: mn.rms_norm(x, w), "rms_norm 2048x4096 planned")
+    for q in ("int8", "fp8", "nvfp4"):
+        measured(lambda: mn.rms_norm(x, w, quant=q), f"rms_norm {q} 2048x4096 planned")
 if "attention" in which:
     import mlops.attention as A
     B = 1
