@@ -328,13 +328,13 @@ def release(session):
         session.log(f"release artifact: {p.name} ({p.stat().st_size / 2**20:.2f} MiB)")
 
 
-# The declared build x test matrix of `nox -s matrix` (docs/distribution.md has the table of the last
-# run). torch is only a test dimension: the wheels hold no torch ABI, one build serves every torch.
-MATRIX = {
-    "cuda": ["12.4", "13.0", "13.5"],
-    "python": ["3.10", "3.11", "3.12", "3.13"],
-    "torch": {"2.13": PINS["torch"]["2.13"], "2.14": "torch==2.14.1"},
-}
+# `nox -s matrix`: the declared (CUDA, Python, torch) cells and the full axes are in tools/matrix.py
+# (docs/distribution.md has the table of the last runs). torch is only a test dimension: the wheels
+# hold no torch ABI, one build serves every torch.
+MATRIX_TORCH = {"2.13": PINS["torch"]["2.13"], "2.14": "torch==2.14.1"}
+# Test pins that have no release for an older Python: transformers 5.21+ require Python >= 3.11
+# (`pip index versions transformers --python-version 3.10`: newest 5.20.2, checked 2026-11-30).
+MATRIX_TEST_PINS_BY_PYTHON = {"3.10": {"transformers": "transformers==5.20.2"}}
 MATRIX_DOC_BEGIN, MATRIX_DOC_END = "<!-- matrix table: nox -s matrix writes it -->", "<!-- matrix table end -->"
 
 
@@ -346,44 +346,45 @@ def _interpreter(py: str) -> str | None:
     return found[-1] if found else shutil.which(f"python{py}")
 
 
-def _matrix_table(results: dict) -> str:
-    import datetime
-
-    rows = ["| CUDA | Python | torch | wheels (every package; one build a CUDA x Python) | CPU tests (packages/*/tests) |",
-            "|---|---|---|---|---|"]
-    for cuda in MATRIX["cuda"]:
-        for py in MATRIX["python"]:
-            for t in MATRIX["torch"]:
-                r = results.get(f"{cuda}|{py}|{t}")
-                b = results.get(f"{cuda}|{py}|build")
-                rows.append(f"| {cuda} | {py} | {t} | {b['text'] if b else 'not run'} | {r['text'] if r else 'not run'} |")
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f"{MATRIX_DOC_BEGIN}\nLast written {when}.\n\n" + "\n".join(rows) + f"\n{MATRIX_DOC_END}"
+def _test_pins(py: str) -> list[str]:
+    swap = MATRIX_TEST_PINS_BY_PYTHON.get(py, {})
+    return [swap.get(p.split("==")[0], p) for p in PINS["test"]]
 
 
 @nox.session(venv_backend="none")
 def matrix(session):
-    """Build + CPU tests for the declared MATRIX (CUDA x Python x torch), or a part of it:
-    nox -s matrix -- [--cuda 12.4,13.0] [--python 3.11] [--torch 2.13,2.14] [--archs 90-real].
-    Per (CUDA, Python): one venv with the build pins, every package's wheel for --archs (default
-    one arch: the matrix checks toolkit x interpreter x torch, tools/tests/test_distribution.py the
-    SASS); per torch: a venv with that torch and the test pins, the wheels, pytest packages/*/tests.
-    Results accumulate in build/matrix/results.json; the table goes into docs/distribution.md. Long
-    (several minutes a pair on 2 cores): not part of CI."""
+    """Build + CPU tests for the declared cells (tools/matrix.py CELLS), or the cross product:
+    nox -s matrix -- [--full yes] [--cuda 12.4,13.0] [--python 3.11] [--torch 2.13,2.14]
+                     [--commit HEAD] [--archs 90-real].
+    Everything comes from one snapshot: `git archive <commit>` in build/matrix/src-<commit> (fresh
+    mtimes, its own build dirs), so an edit of the working tree during the run cannot mix two trees.
+    Per (CUDA, Python): one venv with the build pins, every package's wheel for --archs (default one
+    arch: the matrix checks toolkit x interpreter x torch, tools/tests/test_distribution.py the SASS);
+    per torch: a venv with that torch and the test pins, the wheels, pytest packages/*/tests of the
+    snapshot. Results (with the commit) accumulate in build/matrix/results.json; the table goes into
+    docs/distribution.md. Long (several minutes a cell on 2 cores): not part of CI."""
+    import datetime
     import json
     import subprocess
     import time
 
-    o = _opts(session, cuda=",".join(MATRIX["cuda"]), python=",".join(MATRIX["python"]),
-              torch=",".join(MATRIX["torch"]), archs=CI_ARCHS)
+    import matrix as mx
+
+    o = _opts(session, full="no", cuda="", python="", torch="", commit="HEAD", archs=CI_ARCHS)
+    try:
+        cells = mx.select(o["full"] == "yes", o["cuda"], o["python"], o["torch"])
+    except ValueError as e:
+        session.error(str(e))
     top = ROOT / "build" / "matrix"
     top.mkdir(parents=True, exist_ok=True)
+    commit, src = mx.snapshot(ROOT, o["commit"], top)
+    session.log(f"snapshot {commit} in {src}; cells: {cells}")
     res_file = top / "results.json"
     results = {}  # this run's entries only; save() merges them into the file's
 
     def save():
-        # re-read before writing, so two matrix sessions for different rows (say, --python 3.12 while
-        # --cuda 13.5 runs) keep each other's entries; the table shows the merged file
+        # re-read before writing, so two matrix sessions for different cells keep each other's
+        # entries; the table shows the merged file
         merged = json.loads(res_file.read_text()) if res_file.exists() else {}
         merged.update(results)
         tmp = res_file.with_suffix(".tmp")
@@ -392,7 +393,9 @@ def matrix(session):
         doc = ROOT / "docs" / "distribution.md"
         text = doc.read_text()
         a, b = text.index(MATRIX_DOC_BEGIN), text.index(MATRIX_DOC_END) + len(MATRIX_DOC_END)
-        doc.write_text(text[:a] + _matrix_table(merged) + text[b:])
+        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        table = "\n".join(mx.table(merged))
+        doc.write_text(text[:a] + f"{MATRIX_DOC_BEGIN}\nLast written {when}.\n\n{table}\n{MATRIX_DOC_END}" + text[b:])
 
     def venv(path, py, reqs):
         if not (path / "bin" / "python").exists():
@@ -400,50 +403,54 @@ def matrix(session):
         session.run(str(path / "bin" / "python"), "-m", "pip", "install", "-q", *reqs, external=True)
         return str(path / "bin" / "python")
 
-    for cuda in o["cuda"].split(","):
-        for py in o["python"].split(","):
-            if not _interpreter(py):
-                results[f"{cuda}|{py}|build"] = {"ok": False, "text": f"no python{py} on this machine"}
-                continue
-            wheels = top / f"wheels-cu{cuda}-py{py}"
+    names = [n for n in packages() if (src / "packages" / n / "pyproject.toml").exists()]
+    for cuda, py in mx.builds(cells):
+        if not _interpreter(py):
+            results[f"{cuda}|{py}|build"] = {"ok": False, "commit": commit, "text": f"no python{py} on this machine"}
+            continue
+        wheels = top / f"wheels-{commit}-cu{cuda}-py{py}"
+        t0 = time.time()
+        try:
+            bpy = venv(top / f"venv-build-py{py}", py, PINS["build"])
+            nvcc = _toolkit(session, cuda)
+            shutil.rmtree(wheels, ignore_errors=True)
+            for name in names:
+                env = {"CUDACXX": str(nvcc), "MLOPS_CUDA_ARCHS": o["archs"],
+                       # inside the snapshot's tree: a new commit never reuses another tree's objects
+                       "SKBUILD_BUILD_DIR": str(src / "_build" / f"{name}-cu{cuda}-py{py}-{o['archs'].replace(';', '_')}"),
+                       "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+                session.run(bpy, "-m", "pip", "wheel", str(src / "packages" / name), "--no-build-isolation",
+                            "--no-deps", "-q", "-w", str(wheels), env=env, external=True)
+            mb = sum(p.stat().st_size for p in wheels.glob("*.whl")) / 2**20
+            results[f"{cuda}|{py}|build"] = {"ok": True, "commit": commit,
+                                             "text": f"ok ({o['archs']}, {time.time() - t0:.0f} s, {mb:.1f} MiB)"}
+        except Exception as e:  # noqa: BLE001 - a failed pair is a table entry, not the end of the run
+            results[f"{cuda}|{py}|build"] = {"ok": False, "commit": commit, "text": f"FAILED ({type(e).__name__})"}
+            save()
+            continue
+        save()
+        for t in [t for c, p, t in cells if (c, p) == (cuda, py)]:
+            key = f"{cuda}|{py}|{t}"
             t0 = time.time()
             try:
-                bpy = venv(top / f"venv-build-py{py}", py, PINS["build"])
-                nvcc = _toolkit(session, cuda)
-                shutil.rmtree(wheels, ignore_errors=True)
-                for name in packages():
-                    env = {"CUDACXX": str(nvcc), "MLOPS_CUDA_ARCHS": o["archs"],
-                           "SKBUILD_BUILD_DIR": str(top / "build" / f"{name}-cu{cuda}-py{py}"),
-                           "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
-                    session.run(bpy, "-m", "pip", "wheel", str(ROOT / "packages" / name), "--no-build-isolation",
-                                "--no-deps", "-q", "-w", str(wheels), env=env, external=True)
-                mb = sum(p.stat().st_size for p in wheels.glob("*.whl")) / 2**20
-                results[f"{cuda}|{py}|build"] = {"ok": True, "text": f"ok ({o['archs']}, {time.time() - t0:.0f} s, {mb:.1f} MiB)"}
-            except Exception as e:  # noqa: BLE001 - a failed pair is a table entry, not the end of the run
-                results[f"{cuda}|{py}|build"] = {"ok": False, "text": f"FAILED ({type(e).__name__})"}
+                tpy = venv(top / f"venv-test-py{py}-torch{t}", py, [MATRIX_TORCH[t], *_test_pins(py)])
+            except Exception:  # noqa: BLE001
+                results[key] = {"ok": False, "commit": commit,
+                                "text": f"not run: {MATRIX_TORCH[t]} not installable for Python {py} here"}
                 save()
                 continue
+            session.run(tpy, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                        *[str(p) for p in wheels.glob("*.whl")], external=True)
+            p = subprocess.run([tpy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                *[f"packages/{n}/tests" for n in names]],
+                               cwd=src, capture_output=True, text=True, env=dict(os.environ, MLOPS_TEST_CUDA=cuda))
+            (top / f"pytest-{commit}-cu{cuda}-py{py}-torch{t}.log").write_text(p.stdout + p.stderr)
+            last = (p.stdout.strip().splitlines() or ["no output"])[-1].strip("= ")
+            tv = subprocess.run([tpy, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                                text=True).stdout.strip()
+            verdict = "ok" if p.returncode == 0 else "FAILED"
+            results[key] = {"ok": p.returncode == 0, "commit": commit,
+                            "text": f"{verdict}: {last} (torch {tv}, {time.time() - t0:.0f} s)"}
+            session.log(f"{key}: {results[key]['text']}")
             save()
-            for t in o["torch"].split(","):
-                key = f"{cuda}|{py}|{t}"
-                t0 = time.time()
-                try:
-                    tpy = venv(top / f"venv-test-py{py}-torch{t}", py, [MATRIX["torch"][t], *PINS["test"]])
-                except Exception:  # noqa: BLE001
-                    results[key] = {"ok": False, "text": f"not run: {MATRIX['torch'][t]} not installable for Python {py} here"}
-                    save()
-                    continue
-                session.run(tpy, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
-                            *[str(p) for p in wheels.glob("*.whl")], external=True)
-                p = subprocess.run([tpy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                    *[f"packages/{n}/tests" for n in packages()]],
-                                   cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, MLOPS_TEST_CUDA=cuda))
-                (top / f"pytest-cu{cuda}-py{py}-torch{t}.log").write_text(p.stdout + p.stderr)
-                last = (p.stdout.strip().splitlines() or ["no output"])[-1].strip("= ")
-                tv = subprocess.run([tpy, "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                                    text=True).stdout.strip()
-                verdict = "ok" if p.returncode == 0 else "FAILED"
-                results[key] = {"ok": p.returncode == 0, "text": f"{verdict}: {last} (torch {tv}, {time.time() - t0:.0f} s)"}
-                session.log(f"{key}: {results[key]['text']}")
-                save()
     save()
