@@ -6,8 +6,9 @@ L2 is flushed before every timed call. One JSON line per case.
     python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
 
 --variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, early2x5/x6, stage4/8,
-stage4x6, flat2 / flat2p / flat4p) at its planner split and the early / stage families at the CTA
-splits around it (the flat kernels have no split: one row a path, on the fly at decode only),
+stage4x6, flat2 / flat2p / flat4p, dec / dec4) at its planner split and the early / stage families at
+the CTA splits around it (the flat and dec kernels have no split: one row a path; flat on the fly at
+decode only, dec / dec4 on both paths at every T: dec4 on the fly is a T = 4096 candidate),
 interleaved, in place with the cache (the issue's call), plus each variant on the fly: "rope
 variants" rows, one measurement for all candidates.
 

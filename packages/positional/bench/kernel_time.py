@@ -1,7 +1,7 @@
 """Kernel-only durations under ncu, without the event harness's ~4.5 us launch / event overhead
 (bench_positional.py's empty-kernel row): the bench shape (32 q + 8 kv heads x 128, bf16, fused
 qkv views, in place) at T = 1 and 32 (decode candidates) and 4096 and 32768, the planner's call and
-the candidates of runs 14-20 and round B's flat kernels, each launched once (ncu serializes
+the candidates of runs 14-20, round B's flat kernels and session 5's dec kernels, each launched once (ncu serializes
 kernels and flushes caches before each profiled one by default).
 
     ncu --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \\
@@ -35,6 +35,10 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
     ("flat2 cache", dict(variant="flat2")),
     ("flat2p cache (persistent, SMs x 4)", dict(variant="flat2p")),
     ("flat4p cache (persistent, SMs x 2)", dict(variant="flat4p")),
+    # session 5: a warp a (token, head group), no CTA barrier; dec4 on the fly shares a token's sincos over 14 heads
+    ("dec4 on the fly (warp = token x 14 heads)", dict(variant="dec4", on_the_fly=True)),
+    ("dec4 cache", dict(variant="dec4")),
+    ("dec on the fly", dict(variant="dec", on_the_fly=True)),
 ]
 
 
@@ -47,6 +51,9 @@ DECODE = [
     ("stage4 cache", dict(variant="stage4")),
     ("flat2 cache (no barrier, no shared memory)", dict(variant="flat2")),
     ("step2 cache (3 round trips, the smallest code)", dict(variant="step2", tokens_per_cta=1, heads_per_cta=16)),
+    # session 5 (run 25: decode is each warp's instruction chain): a warp a (token, 4 heads), no CTA barrier
+    ("dec cache (cos/sin straight from the cache row)", dict(variant="dec")),
+    ("dec on the fly (sincos over the warp's lanes, __syncwarp)", dict(variant="dec", on_the_fly=True)),
 ]
 
 

@@ -201,6 +201,12 @@ void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t h
     if (variant_used) *variant_used = v;
     return;
   }
+  if (info.dec) {  // 8 tokens a CTA (a warp each), a warp's heads (dec_grid at the launch; 8-pair chunks assumed here)
+    if (tokens_per_cta) *tokens_per_cta = kDecWarps;
+    if (heads_per_cta) *heads_per_cta = dec_heads(heads, int(chunks), info.items_per_thread);
+    if (variant_used) *variant_used = v;
+    return;
+  }
   // early2x5 from the cache: about 3 items a thread (run 17, T = 32768: 3 tokens a CTA 175.5 us, 4 176.8)
   const int64_t target = v == kEarly2x5 && !on_the_fly ? 3 : 4;
   int64_t tpc = info.early && info.items_per_thread >= 4 ? info.items_per_thread * kCtaThreads / items
@@ -253,6 +259,8 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   const VariantInfo& info = kVariants[variant - 1];
   if (info.flat)  // one grid row over every item: the split's token / head blocks do not apply
     flat_grid(p, info, int(mlops_dtype_size(args->dtype)), can_vectorize(*args), int(args->layout), sms);
+  if (info.dec)  // a warp a (token, head group): the split's blocks do not apply either
+    dec_grid(p, info, int(mlops_dtype_size(args->dtype)), can_vectorize(*args), int(args->layout));
   cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), variant,
                            static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));

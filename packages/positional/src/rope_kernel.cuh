@@ -5,6 +5,7 @@
 // a chunk is 16 bytes of a head (vectorized) or one pair / element (any alignment).
 #pragma once
 #include "rope_access.cuh"
+#include "rope_kernel_dec.cuh"
 #include "rope_kernel_flat.cuh"
 #include "rope_kernel_stage.cuh"
 
@@ -148,6 +149,9 @@ KernelFn kernel_for(int variant) {
     case 10:  // flat2 and flat2p: one kernel, two grids (rope_launch.h's flat_grid)
     case 11: return rope_kernel_flat<T, L, V, 2, 4>;
     case 12: return rope_kernel_flat<T, L, V, 4, 2>;
+    case 13: return rope_kernel_dec<T, L, V, 1, 4>;
+    case 14: return rope_kernel_dec<T, L, V, 2, 3>;
+    case 15: return rope_kernel_dec<T, L, V, 4, 2>;
     default: return rope_kernel<T, L, V>;
   }
 }
@@ -157,6 +161,7 @@ template <class T>
 size_t smem_for(const Params& p, bool vec, int layout, int variant) {
   const VariantInfo& v = kVariants[(variant >= 1 && variant <= kNumVariants ? variant : 1) - 1];
   if (v.flat) return 0;  // no shared memory
+  if (v.dec) return sizeof(float) * size_t(kDecWarps) * p.rotary_dim;  // a row a warp (used on the fly / mrope)
   if (!v.stage) return smem_bytes(p);
   const int P = !vec ? 1 : (layout == kNeox ? Geometry<T, kNeox, true>::P : Geometry<T, kGptj, true>::P);
   const int TE = vec ? Geometry<T, kNeox, true>::TE : 1;

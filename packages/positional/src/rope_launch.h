@@ -5,6 +5,7 @@
 
 namespace mlops::rope {
 constexpr int kCtaThreads = 256;
+constexpr int kDecWarps = kCtaThreads / 32;  // the dec variants: a CTA's warps = its tokens
 
 // The kernel variants as data (mlops_rope_variants lists them, bench --variants times them side by
 // side). All give the same bits: they differ in when a thread issues its q / k loads and how many
@@ -29,6 +30,13 @@ constexpr int kCtaThreads = 256;
 //          (a grid over every item), flat2p / flat4p a persistent grid of SMs x 4 / 2 CTAs, 2 / 4 items
 //          a thread a step (round-B candidates of session 4, rope_kernel_flat.cuh; sm_90 bf16 NeoX
 //          16-byte: 64 registers, 12 B spilled / 111, none).
+//  dec / dec2 / dec4: a warp is one token and a few heads (grid: 8 tokens a CTA, head groups), no CTA barrier:
+//          the lane reads its cos/sin straight from the cache row, or on the fly the token's frequencies
+//          are spread over the warp's lanes and handed over through the warp's own shared row and
+//          __syncwarp; dec one item a lane (32 / chunks a head heads a warp: decode), dec2 / dec4 up
+//          to 2 / 4 (T = 4096 on-the-fly candidates: a token's sincos computed 5 / 3 times, not 10)
+//          at 4 / 3 / 2 CTAs an SM (sm_90 bf16 NeoX 16-byte: 64 / 80 / 118 registers, no spills;
+//          dec2 at 4 CTAs spilled 72 bytes, dec4 at 3 164) (session 5, round A, rope_kernel_dec.cuh).
 // (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
 // early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
@@ -40,13 +48,16 @@ struct VariantInfo {
   int ctas_per_sm;       // what __launch_bounds__ allows
   int stage;             // 1: q / k staged in shared memory (cp.async), items_per_thread slots a thread
   int flat;              // 1: flat grid over every item; 2: flat on a persistent grid (SMs x ctas_per_sm)
+  int dec;               // 1: a warp a (token, head group) (dec_grid), items_per_thread items a lane
 };
 constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0, 0},    {2, "early2", 2, 1, 0, 4, 0, 0},
                                      {3, "early4", 4, 1, 0, 3, 0, 0},   {4, "early8", 8, 1, 0, 2, 0, 0},
                                      {5, "early2x5", 2, 1, 0, 5, 0, 0}, {6, "early2x6", 2, 1, 0, 6, 0, 0},
                                      {7, "stage4", 4, 1, 0, 5, 1, 0},   {8, "stage8", 8, 1, 0, 3, 1, 0},
                                      {9, "stage4x6", 4, 1, 0, 6, 1, 0}, {10, "flat2", 2, 1, 0, 4, 0, 1},
-                                     {11, "flat2p", 2, 1, 0, 4, 0, 2},  {12, "flat4p", 4, 1, 0, 2, 0, 2}};
+                                     {11, "flat2p", 2, 1, 0, 4, 0, 2},  {12, "flat4p", 4, 1, 0, 2, 0, 2},
+                                     {13, "dec", 1, 1, 0, 4, 0, 0, 1},  {14, "dec2", 2, 1, 0, 3, 0, 0, 1},
+                                     {15, "dec4", 4, 1, 0, 2, 0, 0, 1}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
 // The planner's kernels (mlops_rope_plan_path): early2 for decode from the cache (H200 run 17, run 20),
 // stage4 for decode on the fly (run 20), early2x5 for prefill from the cache and on the fly (run 17, run 20).
@@ -104,6 +115,21 @@ inline void flat_grid(Params& p, const VariantInfo& v, int dsize, bool vec, int 
   if (v.flat == 2 && g > (long long)sms * v.ctas_per_sm) g = (long long)sms * v.ctas_per_sm;
   if (g > 0x7fffffffLL) g = 0x7fffffffLL;  // the grid-stride loop takes what is left
   p.grid_x = int(g < 1 ? 1 : g);
+}
+
+// The dec variants' heads a warp: about 32 U items (U = items a lane), the groups of a token balanced
+// (40 heads of 8 chunks: dec 4 heads a warp, 10 groups; dec2 5 of 8; dec4 3 groups of 14, 14, 12).
+inline int dec_heads(long long heads, int cph, int U) {
+  long long h = 32LL * U / (cph > 0 ? cph : 1);
+  h = h < 1 ? 1 : (h > heads ? heads : h);
+  const long long groups = (heads + h - 1) / h;
+  return int((heads + groups - 1) / groups);
+}
+// The dec variants' grid: kDecWarps tokens a CTA (a warp each), grid.y the head groups.
+inline void dec_grid(Params& p, const VariantInfo& v, int dsize, bool vec, int layout) {
+  p.tpc = kDecWarps;
+  p.hpc = dec_heads(p.heads, chunks_per_head(p, dsize, vec, layout), v.items_per_thread);
+  p.grid_x = int((p.tokens + kDecWarps - 1) / kDecWarps);
 }
 
 void run_host(const Params& p, mlops_dtype t, int layout);

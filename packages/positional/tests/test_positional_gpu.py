@@ -149,22 +149,30 @@ def test_large_grid():
 @pytest.mark.parametrize("T", [1, 7, 32, 4096])
 def test_variants_on_the_bench_shape(T):
     """The bench's call (Llama-3 8B: q and k views of a fused qkv tensor, in place, int64 positions,
-    fp32 cache) with the planner's split of every variant, decode to prefill."""
+    fp32 cache) with the planner's split of every variant, decode to prefill; also on the fly and
+    from a cache view 4 bytes off 16-byte alignment (the flat / dec kernels' scalar / shared-row
+    paths), the same bits (the cache holds what the kernels compute)."""
     HQ, HK, D = 32, 8, 128
     f = _inv_freq(D, 500000.0)
     pos = torch.randint(0, 131072, (T,), generator=torch.Generator().manual_seed(T))
     qkv0 = randn((T, (HQ + 2 * HK) * D), torch.bfloat16, seed=T + 30)
     cache = P.build_cos_sin_cache(f, 131072, device="cuda")
 
-    def run(qkv, p, c, v):
+    def run(qkv, p, c, v, f=None):
         q = qkv[:, : HQ * D].view(T, HQ, D)
         k = qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
-        P.apply_rope(q, k, p, c, inplace=True, variant=v)
+        if f is None:
+            P.apply_rope(q, k, p, c, inplace=True, variant=v)
+        else:
+            P.apply_rope(q, k, p, inv_freq=f, inplace=True, variant=v)
         return (qkv,)
 
     want = run(qkv0.clone(), pos, cache.cpu(), None)
+    odd = torch.empty(cache.numel() + 1, device="cuda")[1:].view_as(cache).copy_(cache)  # 4 bytes off
     for v in [None, *VARIANTS]:
         _check(run(qkv0.cuda(), pos.cuda(), cache, v), want, f"bench shape T={T} variant={v}")
+        _check(run(qkv0.cuda(), pos.cuda(), None, v, f.cuda()), want, f"bench shape T={T} on the fly variant={v}")
+        _check(run(qkv0.cuda(), pos.cuda(), odd, v), want, f"bench shape T={T} misaligned cache variant={v}")
 
 
 def test_cuda_graph_replay_reads_positions_and_inv_freq_from_device_memory():

@@ -3,13 +3,14 @@
 // threads share, blockIdx / threadIdx per thread. Linked with the real C API (rope_api.cpp) and
 // host emulation (rope_host.cpp), so mlops_rope() here drives the kernel's index, vectorization
 // and CTA-split logic, and its bits are compared with mlops_rope_host() over dtypes, layouts,
-// shapes, alignments, in place / out of place, cache / on the fly, mrope, out-of-range
+// shapes, alignments (of the data and of the cache), in place / out of place, cache / on the fly, mrope, out-of-range
 // positions and CTA splits. The CPU suite builds and runs it (tests/test_positional_kernel_emulation.py):
 // the kernel logic is checked in CI although CI has no GPU. Prints "N passed, M failed".
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -24,6 +25,10 @@ alignas(16) float smem[24576];  // 96 KB: more than any case below needs (checke
 }
 static std::barrier<>* g_sync;
 void __syncthreads() { g_sync->arrive_and_wait(); }
+// A warp's barrier: the dec kernels call it with all 32 threads of a warp or none (a warp past the
+// tokens returns as a whole), so a barrier of 32 a warp stands for it (and orders its shared memory).
+static std::barrier<>* g_warp_sync[mlops::rope::kCtaThreads / 32];
+void __syncwarp(unsigned) { g_warp_sync[threadIdx.x / 32]->arrive_and_wait(); }
 static int g_sms = 4;
 int emulated_sms() { return g_sms; }
 static int g_vec_runs, g_scalar_runs;
@@ -41,6 +46,11 @@ void run_grid(const Params& p, bool vec, int layout, int variant) {
   const KernelFn kernel = kernel_for<T>(vec, layout, variant);  // the launch's own variant mapping
   std::barrier<> sync(kCtaThreads);
   g_sync = &sync;
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  for (int w = 0; w < kCtaThreads / 32; ++w) {
+    warps.push_back(std::make_unique<std::barrier<>>(32));
+    g_warp_sync[w] = warps.back().get();
+  }
   std::vector<std::thread> threads;
   for (int t = 0; t < kCtaThreads; ++t)
     threads.emplace_back([&, t] {
@@ -118,9 +128,12 @@ int main() {
           std::vector<int> pos32(3 * T);
           for (long long i = 0; i < 3 * T; ++i) pos[i] = pos32[i] = int(rng() % MAXPOS);
           if (kind != 1) { pos[5] = pos32[5] = -1; pos[T + 7] = pos32[T + 7] = MAXPOS; }
-          std::vector<float> inv_freq(sh.rd / 2), cache(size_t(MAXPOS) * sh.rd);
+          // every third case the cache sits 4 bytes off 16-byte alignment (a caller's sliced tensor): the
+          // flat and dec kernels then read it by scalar loads / through shared memory
+          std::vector<float> inv_freq(sh.rd / 2), cache_buf(size_t(MAXPOS) * sh.rd + 4);
+          float* cache = cache_buf.data() + (case_id % 3 == 2 ? 1 : 0);
           for (int i = 0; i < sh.rd / 2; ++i) inv_freq[i] = 1.0f / std::pow(10000.0f, 2.0f * i / sh.rd);
-          mlops_rope_cache_host(inv_freq.data(), sh.rd / 2, 1.0f, MAXPOS, cache.data());
+          mlops_rope_cache_host(inv_freq.data(), sh.rd / 2, 1.0f, MAXPOS, cache);
           int flag_dev = 0, flag_host = 0;
           auto make = [&](unsigned char* inb, unsigned char* outb, int* flag) {
             mlops_rope_args a;
@@ -142,7 +155,7 @@ int main() {
               a.mrope_section[2] = sh.rd / 2 - 2 * (sh.rd / 6);
             }
             a.max_positions = MAXPOS;
-            if (on_the_fly) a.inv_freq = inv_freq.data(); else a.cos_sin_cache = cache.data();
+            if (on_the_fly) a.inv_freq = inv_freq.data(); else a.cos_sin_cache = cache;
             a.attention_scaling = on_the_fly ? 1.0625f : 1.0f;
             a.out_of_range = flag;
             a.tokens_per_cta = tpc[kind];

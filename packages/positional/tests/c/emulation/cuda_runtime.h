@@ -21,6 +21,7 @@ struct dim3 {
 extern thread_local dim3 threadIdx;
 extern thread_local dim3 blockIdx;
 void __syncthreads();
+void __syncwarp(unsigned mask = 0xffffffffu);  // the dec kernels: a barrier of the thread's warp (32 threads)
 using std::min;
 
 int emulated_sms();
@@ -30,4 +31,6 @@ inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline const char* cudaGetErrorString(cudaError_t) { return "emulated"; }
 
 #include <atomic>
+#include <bit>
+inline int __clz(int x) { return std::countl_zero(unsigned(x)); }
 inline int atomicOr(int* p, int v) { return std::atomic_ref<int>(*p).fetch_or(v); }
