@@ -32,6 +32,8 @@ namespace mlops::rope {
 // as (head hl, chunk c) = it / cph, it % cph. Flags in one register (bit u: live, bit 8 + u: in place),
 // not bool arrays: nvcc 13.0 (sm_90) put the arrays of a first version (lambdas capturing them) in
 // local memory (STL / LDL on the decode path).
+using u64 = unsigned long long;
+
 template <class T, int LAYOUT, bool VEC, int U>
 struct DecItems {
   using G = Geometry<T, LAYOUT, VEC>;
@@ -58,9 +60,17 @@ struct DecItems {
       const int h = h0 + hl;
       const bool isq = h < int(p.q.heads);
       const Side& sd = isq ? p.q : p.k;
-      const long long hh = isq ? h : h - int(p.q.heads);
-      const T* in = static_cast<const T*>(sd.x) + b * sd.bs + s * sd.ss + hh * sd.hs;
-      out[u] = static_cast<T*>(sd.out) + b * sd.obs + s * sd.oss + hh * sd.ohs;
+      const int hh = isq ? h : h - int(p.q.heads);
+      // s, hh >= 0 and < 2^31: 32 x 64-bit products (two instructions each, not three; the low 64 bits
+      // of a product do not depend on signedness); the batch term only when there is a batch
+      long long io = (long long)(u64(unsigned(s)) * u64(sd.ss) + u64(unsigned(hh)) * u64(sd.hs));
+      long long oo = (long long)(u64(unsigned(s)) * u64(sd.oss) + u64(unsigned(hh)) * u64(sd.ohs));
+      if (b) {
+        io += b * sd.bs;
+        oo += b * sd.obs;
+      }
+      const T* in = static_cast<const T*>(sd.x) + io;
+      out[u] = static_cast<T*>(sd.out) + oo;
       const bool ip = (const void*)out[u] == (const void*)in;
       if (c >= rot_chunks) {
         if (!ip) {
@@ -182,8 +192,7 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_dec(const Param
     if (lane + 32 < half) f1 = p.inv_freq[lane + 32];
   }
   const int rot_chunks = half / It::P;
-  const int cph = rot_chunks + (p.tail ? (p.head_dim - p.rotary_dim) / It::TE : 0);
-  const int lg = (cph & (cph - 1)) == 0 ? 31 - __clz(cph) : -1;
+  const int cph = p.dec_cph, lg = p.dec_lg;  // from the launch (dec_grid): fewer instructions before the loads
   const int h0 = blockIdx.y * p.hpc, nh = min(p.hpc, p.heads - h0);
   const int n = nh * cph;  // the warp's items
   long long b = 0, s = t;

@@ -128,7 +128,11 @@ inline int dec_heads(long long heads, int cph, int U) {
 // The dec variants' grid: kDecWarps tokens a CTA (a warp each), grid.y the head groups.
 inline void dec_grid(Params& p, const VariantInfo& v, int dsize, bool vec, int layout) {
   p.tpc = kDecWarps;
-  p.hpc = dec_heads(p.heads, chunks_per_head(p, dsize, vec, layout), v.items_per_thread);
+  p.dec_cph = chunks_per_head(p, dsize, vec, layout);
+  p.dec_lg = -1;  // a shift instead of a division an item when the chunks a head are a power of two
+  for (int lg = 0; lg < 31; ++lg)
+    if (p.dec_cph == 1 << lg) p.dec_lg = lg;
+  p.hpc = dec_heads(p.heads, p.dec_cph, v.items_per_thread);
   p.grid_x = int((p.tokens + kDecWarps - 1) / kDecWarps);
 }
 

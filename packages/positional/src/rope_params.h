@@ -30,6 +30,7 @@ struct Params {
   int hpc;                 // heads per CTA (grid.y covers q heads then k heads)
   int tail;                // 1: some output is out of place and rotary_dim < head_dim: copy the tail
   int grid_x;              // CTAs along x: the token blocks
+  int dec_cph, dec_lg;     // the dec kernels (dec_grid): chunks a head, its log2 if a power of two (else -1)
 };
 
 // Position of token t in row r (mrope rows 0..2), read as int64.
