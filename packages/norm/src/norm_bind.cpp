@@ -71,6 +71,16 @@ bool run_plain(int device, uintptr_t stream, int64_t rows, int64_t hidden, int k
   return true;
 }
 
+// rms_norm's eager fast path (y alone, RMSNorm, HF order, no residual): run_plain with kind,
+// weight_offset and the residual pair fixed and the element count n (rows = n / hidden here):
+// 10 arguments for nanobind to convert instead of 14. Returns false without launching when x is
+// not on the current device.
+bool run_rms(int device, uintptr_t stream, int64_t n, int64_t hidden, float eps, int x_dtype, uintptr_t x, int w_dtype,
+             uintptr_t weight, uintptr_t y) {
+  return run_plain(device, stream, hidden > 0 ? n / hidden : 0, hidden, MLOPS_NORM_RMS, eps, 0.0f, x_dtype, x, w_dtype,
+                   weight, 0, 0, y);
+}
+
 // Test hook: the variant mlops_norm picks for a call of this shape (plan_call), no launch.
 int plan_call(int64_t rows, int64_t hidden, int kind, int x_dtype, bool residual, int quant, int sms) {
   mlops_norm_args a{};
@@ -126,6 +136,7 @@ NB_MODULE(_C, m) {
   m.doc() = "mlops-norm native module (C API bindings)";
   m.def("run", &run);
   m.def("run_plain", &run_plain);
+  m.def("run_rms", &run_rms);
   m.def("variants", &variants);
   m.def("plan", &mlops_norm_plan);
   m.def("plan_call", &plan_call);

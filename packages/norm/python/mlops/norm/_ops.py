@@ -355,10 +355,14 @@ def rms_norm(x, weight=None, eps: float = 1e-6, *, out=None, residual=None, **kw
     """RMSNorm: norm(x, weight, kind='rms', eps=eps, ...)."""
     # The eager fast path of a y-only call, inlined (bench python_overhead: the Python layer
     # read 3.47 us of a 1x4096 call in GPU run 20): _fast_path's checks, each attribute read
-    # once, no call frame or keyword set between this and C.run_plain.
+    # once, no call frame or keyword set between this and the native call. What is left is
+    # ~17 tensor attribute reads of 45-95 ns each (torch's getters; bench/python_part_cpu.py),
+    # each one a memory-safety check or an argument; none is cached across calls, since a
+    # tensor's storage or shape can change in place (.data =, set_, resize_) behind an id.
     if not kw and residual is None and _raw_stream is not None and not _is_compiling():
-        if isinstance(x, _Tensor) and x.is_cuda and x.is_contiguous():
-            xdt = _DTYPE.get(x.dtype)
+        if (type(x) is _Tensor or isinstance(x, _Tensor)) and x.is_cuda and x.is_contiguous():
+            xt = x.dtype
+            xdt = _DTYPE.get(xt)
             shape = x.shape
             n = x.numel()
             if xdt is not None and n and shape:
@@ -368,7 +372,8 @@ def rms_norm(x, weight=None, eps: float = 1e-6, *, out=None, residual=None, **kw
                 wdt = wp = 0
                 ok = True
                 if weight is not None:
-                    wdt = _DTYPE.get(weight.dtype)
+                    wt = weight.dtype
+                    wdt = xdt if wt is xt else _DTYPE.get(wt)  # x's dtype: no dict lookup
                     ok = (wdt is not None and weight.shape == (H,) and weight.is_contiguous()
                           and weight.get_device() == dev)
                     if ok:
@@ -379,11 +384,12 @@ def rms_norm(x, weight=None, eps: float = 1e-6, *, out=None, residual=None, **kw
                         yp = y.data_ptr()
                     else:  # out over x (in place) goes to the general path, as before
                         y, yp = out, out.data_ptr()
-                        ok = (out.dtype is x.dtype and out.shape == shape and out.is_contiguous()
+                        ok = (out.dtype is xt and out.shape == shape and out.is_contiguous()
                               and out.get_device() == dev and yp != xp)
-                    # False: x is not on the current device (the general path switches to it)
-                    if ok and C.run_plain(dev, _raw_stream(dev), n // H, H, 0, float(eps), 0.0, xdt, xp, wdt, wp,
-                                          0, 0, yp):
+                    # False: x is not on the current device (the general path switches to it).
+                    # C.run_rms: 10 arguments (run_plain's 14 less kind, weight_offset and the
+                    # residual pair; the element count, not the rows: the division is C's)
+                    if ok and C.run_rms(dev, _raw_stream(dev), n, H, float(eps), xdt, xp, wdt, wp, yp):
                         return y
     elif not kw and residual is not None and not _is_compiling():
         r = _fast_path(x, weight, residual, 0, float(eps), 0.0, out)
