@@ -35,6 +35,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--variants", action="store_true", help="also time every variant (planner tuning)")
     ap.add_argument("--shapes", help="only these TxH shapes, e.g. 16384x4096,2048x4096")
+    ap.add_argument("--variant-names", default="",
+                    help="comma-separated: --variants times only these (default: every variant)")
     ap.add_argument("--kernel-time", default="",
                     help="comma-separated variants whose --variants rows also get kernel_us (CUPTI, Bench.kernel_time)")
     ap.add_argument("--lead-us", type=float, default=150.0,
@@ -109,8 +111,11 @@ def main():
                     extra["kernel_us"] = round(kt * 1e6, 2) if kt else None
                 return b.time(fn), extra
 
+            only = set(filter(None, a.variant_names.split(",")))
             for v in mn.norm_variants():
                 name = v["name"]
+                if only and name not in only:
+                    continue
                 tv, ex = timed(name, lambda: mn.rms_norm(x, w, variant=name))
                 b.record(case="rms_norm_variant", shape=shape, impl=name, seconds=tv, bytes=io, planner=planner, **ex)
                 tv = b.time(lambda: mn.rms_norm(x, w, residual=r, variant=name))
@@ -156,12 +161,18 @@ def overhead(b):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(n):
-        C.run_plain(0, stream, 1, 4096, 0, 1e-6, 0.0, 1, xp, 1, wp, 0, 0, yp)
+        C.run_rms(0, stream, 4096, 4096, 1e-6, 1, xp, 1, wp, yp)  # what rms_norm's fast path calls
     torch.cuda.synchronize()
     native = (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    for _ in range(n):
+        C.run_plain(0, stream, 1, 4096, 0, 1e-6, 0.0, 1, xp, 1, wp, 0, 0, yp)  # its 14-argument form
+    torch.cuda.synchronize()
+    native_plain = (time.perf_counter() - t0) / n
     b.record(case="python_overhead", shape="1x4096", impl="mlops", seconds=wall, kernel_us=round(kernel * 1e6, 2),
              overhead_us=round((wall - kernel) * 1e6, 2), torch_F_rms_norm_wall_us=round(wall_torch * 1e6, 2),
-             native_call_wall_us=round(native * 1e6, 2), python_us=round((wall - native) * 1e6, 2))
+             native_call_wall_us=round(native * 1e6, 2), python_us=round((wall - native) * 1e6, 2),
+             native_run_plain_wall_us=round(native_plain * 1e6, 2))
 
 
 if __name__ == "__main__":

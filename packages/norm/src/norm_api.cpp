@@ -48,6 +48,10 @@ const mlops_norm_variant kVariants[] = {
     // r16lx4w: 4096-wide rows on four warps a row (4 units each, CTAs of 1 row, 10 an SM).
     {16, 1, 4, 16, "r16lx"}, {17, 1, 4, 16, "r16lx4"}, {18, 1, 4, 16, "r16lw"}, {19, 1, 4, 16, "r16lwp"},
     {20, 2, 2, 8, "r16lx2"}, {21, 4, 1, 4, "r16lx4w"},
+    // Session 5 candidates: r16lx2 / r16lx4w whose NVFP4 codes are e2m1_nibble's (the E2M1
+    // encoder in ~9 instructions an element instead of ~13) and whose FP8 codes take one clamp
+    // (satfinite does the other); y alone and INT8 as r16lx2 / r16lx4w.
+    {22, 2, 2, 8, "r16lx2e"}, {23, 4, 1, 4, "r16lx4we"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -126,7 +126,10 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 
 // "lx2" / "lx4w" (norm_row_leanq2_kernel): 16-unit rows of leanq_call, y alone included, on
 // N warps a row at MINB CTAs (of 4 / N rows) an SM; 8-unit rows and the rest as r16lx.
-template <class XT, int MINB, int N = 2>
+// E ("e" variants r16lx2e / r16lx4we): NVFP4 and FP8 by the kE instances (e2m1_nibble, FP8
+// with one clamp); y alone and INT8 run the plain instances (r16lx2's / r16lx4w's: nothing
+// more to compile).
+template <class XT, int MINB, int N = 2, bool E = false>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (leanq_call<XT>(p) && p.units == 16) {
@@ -137,11 +140,17 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
     norm_row_leanq2_kernel<XT, 16, MINB, Q, N><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                  \
   }
+#define MLOPS_NORM_LX2E(Q)                                                          \
+  if (p.quant == Q) {                                                              \
+    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, E><<<grid, kRowThreads, 0, s>>>(p);  \
+    return cudaGetLastError();                                                     \
+  }
       MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
       MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
-      MLOPS_NORM_LX2(MLOPS_QUANT_NVFP4)
-      MLOPS_NORM_LX2(MLOPS_QUANT_FP8_STATIC)
-      MLOPS_NORM_LX2(MLOPS_QUANT_FP8_DYNAMIC)
+      MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4)
+      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC)
+      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_DYNAMIC)
+#undef MLOPS_NORM_LX2E
 #undef MLOPS_NORM_LX2
     }
   }
@@ -174,6 +183,8 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 19: return launch_lx<XT, 3, 6, true, 4, true>(p, s);
     case 20: return launch_lx2<XT, 8>(p, s);
     case 21: return launch_lx2<XT, 10, 4>(p, s);
+    case 22: return launch_lx2<XT, 8, 2, true>(p, s);
+    case 23: return launch_lx2<XT, 10, 4, true>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -151,19 +151,35 @@ __device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
 #endif
 }
 
-// FP8 codes of 8 values: fp8_code(y, inv)'s bits.
+// FP8 codes of 8 values: fp8_code(y, inv)'s bits. kE (the "e" variants, sm_89+): the lower
+// clamp alone (it turns a NaN product into -448, as fp8_code's clamp; cvt's satfinite would
+// keep the NaN); satfinite gives 448 for everything above it (+inf included), which is what
+// the upper clamp and RNE give (nothing in (448, 464) rounds past 448): one FMNMX an element less.
+template <bool kE = false>
 __device__ __forceinline__ uint2 fp8_codes8(const float y[8], float inv) {
   float v[8];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) v[i] = fminf(fmaxf(y[i] * inv, -kE4M3Max), kE4M3Max);
+  for (int i = 0; i < 8; ++i) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if constexpr (kE) v[i] = fmaxf(y[i] * inv, -kE4M3Max);
+    else
+#endif
+      v[i] = fminf(fmaxf(y[i] * inv, -kE4M3Max), kE4M3Max);
+  }
   return make_uint2(e4m3x2(v[0], v[1]) | (e4m3x2(v[2], v[3]) << 16), e4m3x2(v[4], v[5]) | (e4m3x2(v[6], v[7]) << 16));
 }
 
-// NVFP4 codes of 8 values (two a byte, even index low): nvfp4_code(y, mul)'s bits.
+// NVFP4 codes of 8 values (two a byte, even index low): nvfp4_code(y, mul)'s bits. kE:
+// e2m1_nibble (the "e" variants: the clamp inside, the code left in the magic sum's low bits),
+// else the clamp and e2m1_code_fast. The nibbles join by + (disjoint bits: one LEA each).
+template <bool kE = false>
 __device__ __forceinline__ uint32_t nvfp4_codes8(const float y[8], float mul) {
   uint32_t c = 0;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) c |= e2m1_code_fast(fminf(fmaxf(y[i] * mul, -kE2M1Max), kE2M1Max)) << (4 * i);
+  for (int i = 0; i < 8; ++i) {
+    if constexpr (kE) c += e2m1_nibble(y[i] * mul) << (4 * i);
+    else c |= e2m1_code_fast(fminf(fmaxf(y[i] * mul, -kE2M1Max), kE2M1Max)) << (4 * i);
+  }
   return c;
 }
 
@@ -183,8 +199,9 @@ struct WholeRow {
 
 // Units k0 .. k0 + U - 1 of a row (all of it, or the half a warp holds) from its loaded units:
 // the sum (Red::fold of the unit values: the whole row's, in unit order), y and the quantized
-// output. Red::max gives the row's amax from this warp's (FP8 dynamic).
-template <class XT, int U, bool kAgain, int kQuant, bool kWs, class Red>
+// output. Red::max gives the row's amax from this warp's (FP8 dynamic). kE (the "e"
+// variants): NVFP4 codes by e2m1_nibble, FP8 codes with one clamp (same bits).
+template <class XT, int U, bool kAgain, int kQuant, bool kWs, bool kE, class Red>
 __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k0, Raw8<XT> (&raw)[U],
                                              const WeightEff<XT, U, kWs>& wf, const Red& red) {
   const int lane = threadIdx.x & 31;
@@ -224,7 +241,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         if (yr) st16<false>(yr + k * kUnit, o.q[0]);
         float y[8];
         unpack8_pairs(o, y);
-        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8(y, inv);
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<kE>(y, inv);
       }
     } else {  // the row's amax first: y of every unit kept packed in raw (x is not needed again)
       float amax = 0.0f;
@@ -247,7 +264,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       for (int k = 0; k < U; ++k) {
         float y[8];
         unpack8_pairs(raw[k], y);
-        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8(y, inv);
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<kE>(y, inv);
       }
     }
   } else {  // INT8 / NVFP4: blocks of 16 (lanes 2j, 2j+1), two units at a time
@@ -286,8 +303,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         const uint32_t sc = e4m3x2(sb0, sb1);  // two positive normal codes
         float m0, m1;
         pair_div2(ginv, e4m3_normal_to_f32(sc & 0xffu), ginv, e4m3_normal_to_f32(sc >> 8), odd, m0, m1);
-        *reinterpret_cast<uint32_t*>(qr + k * (kUnit / 2)) = nvfp4_codes8(y0, m0);
-        *reinterpret_cast<uint32_t*>(qr + (k + 1) * (kUnit / 2)) = nvfp4_codes8(y1, m1);
+        *reinterpret_cast<uint32_t*>(qr + k * (kUnit / 2)) = nvfp4_codes8<kE>(y0, m0);
+        *reinterpret_cast<uint32_t*>(qr + (k + 1) * (kUnit / 2)) = nvfp4_codes8<kE>(y1, m1);
         if (!odd) {
           uint8_t* sr = static_cast<uint8_t*>(p.q_scale) + sb;
           sr[k * 16] = uint8_t(sc);
@@ -331,7 +348,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq_kernel(P
   }
   const WeightEff<XT, U, kWs> wf{static_cast<const XT*>(p.weight) + lane * 8, ws_smem, p.weight_offset};
   for (;;) {
-    leanq_finish<XT, U, kAgain, kQuant, kWs>(p, row, 0, raw, wf, WholeRow<U>{});
+    leanq_finish<XT, U, kAgain, kQuant, kWs, false>(p, row, 0, raw, wf, WholeRow<U>{});
     if constexpr (!kPersist) break;
     row += int64_t(gridDim.x) * kRowWarps;
     if (row >= p.rows) break;
@@ -387,8 +404,8 @@ struct PartRow {
 // N warps a row (PartRow): r16lx2 (N = 2, 8 CTAs an SM, 64 registers), r16lx4w (N = 4, one
 // row a CTA, 4 units a warp, 10 CTAs an SM: ptxas 13.0 sm_90, 48 registers, no spills in the 5
 // bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
-// dynamic spilled).
-template <class XT, int U, int kMinCtas, int kQuant, int N = 2>
+// dynamic spilled). kE: NVFP4 codes by e2m1_nibble, FP8 with one clamp (r16lx2e / r16lx4we).
+template <class XT, int U, int kMinCtas, int kQuant, int N = 2, bool kE = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
   static_assert(kRowWarps == 4 && (N == 2 || N == 4), "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
@@ -407,7 +424,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
   __shared__ float us[kSlots][N * H];
   __shared__ float am[kSlots][N];
   const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
-  leanq_finish<XT, H, kAgain, kQuant, false>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part});
+  leanq_finish<XT, H, kAgain, kQuant, false, kE>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part});
 }
 
 }  // namespace mlops::norm

@@ -216,7 +216,8 @@ def _every_pattern(xdt):
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 def test_lean_quant_every_value(xdt, variant):
     """The lx / lw kernels' quantizers (int8_code_bits, e4m3x2's cvt.rn.satfinite on sm_89+,
-    e2m1_code_fast, div127 / div6, pair_div2) and staged weights on every bf16 / fp16 value of
+    e2m1_code_fast, div127 / div6, pair_div2; the "e" variants' e2m1_nibble and one-clamp FP8)
+    and staged weights on every bf16 / fp16 value of
     y, infs included: x = ones and eps = 0 make r = 1 and t = 1, so y = w + 0 exactly; compared
     with the host emulation bit for bit."""
     x = torch.ones((2, 4096), dtype=xdt)
