@@ -3,7 +3,7 @@ tables in docs/performance.md): Hugging Face's apply_rotary_pos_emb eager and un
 torch.compile, on Llama-3-8B's shape (32 q heads + 8 kv heads, head_dim 128, bf16).
 L2 is flushed before every timed call. One JSON line per case.
 
-    python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants]
+    python packages/positional/bench/bench_positional.py [--quick] [--tune] [--variants [--variant-names a,b]]
 
 --variants times every kernel variant (mp.rope_variants(): step2, early2/4/8, early2x5/x6, stage4/8,
 stage4x6, flat2 / flat2p / flat4p, dec / dec4) at its planner split and the early / stage families at
@@ -126,12 +126,16 @@ def otf_splits(name: str, T: int) -> list[tuple[int, int]]:
     return OTF_DECODE_SPLITS if name in OTF_DECODE_VARIANTS else []
 
 
-def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: str, t_empty: float):
-    """Every variant at its planner split and at the splits around it, interleaved on the same inputs."""
+def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: str, t_empty: float,
+                 names: frozenset = frozenset()):
+    """Every variant (or those named) at its planner split and at the splits around it, interleaved on
+    the same inputs."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     fns, meta = {}, {}
     for v in mp.rope_variants():
         name = v["name"]
+        if names and name not in names:
+            continue
         tpc, hpc, _ = mp._ops.C.plan(T, HQ + HK, D, sms, v["id"])
         key = f"{name} planner tokens_per_cta={tpc} heads_per_cta={hpc}"
         fns[key] = lambda name=name: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name)
@@ -168,7 +172,7 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
 
 
 def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, host_empty: float, hf_c,
-             tune: bool, variants: bool = False):
+             tune: bool, variants: bool = False, names: frozenset = frozenset()):
     """One T: every implementation on the same inputs, interleaved, L2 flushed."""
     dt = torch.bfloat16
     # q / k as views of a fused qkv projection output, as a model produces them
@@ -219,7 +223,7 @@ def run_case(b: Bench, T: int, inv_freq, cache, max_pos: int, t_empty: float, ho
                  seconds=host_time(lambda: mp.apply_rope(q, k, pos, cache, inplace=True, variant="early2")),
                  empty_kernel_host_us=round(host_empty * 1e6, 2))
     if variants:
-        run_variants(b, T, q, k, pos, cache, inv_freq, io, shape, t_empty)
+        run_variants(b, T, q, k, pos, cache, inv_freq, io, shape, t_empty, names)
     if tune:
         plan = mp._ops.C.plan(T, HQ + HK, D, torch.cuda.get_device_properties(0).multi_processor_count)
         for tpc, hpc in ((1, 0), (2, 0), (4, 0), (8, 0), (16, 0), (1, 32), (1, 16), (1, 8)):
@@ -234,7 +238,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="T = 1 and 4096 only")
     ap.add_argument("--tune", action="store_true", help="also time CTA splits (planner tuning)")
     ap.add_argument("--variants", action="store_true", help="also time every kernel variant and split around it")
+    ap.add_argument("--variant-names", default="",
+                    help="with --variants: only these variants, comma-separated (a round's candidates and the planner's picks)")
     a = ap.parse_args()
+    names = frozenset(n for n in a.variant_names.split(",") if n)
+    unknown = names - {v["name"] for v in mp.rope_variants()}
+    if unknown:
+        ap.error(f"--variant-names: unknown variants {sorted(unknown)}")
     b = Bench("positional")
     b.header()
     inv_freq, _, _ = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})
@@ -246,7 +256,7 @@ def main():
     hf_c = torch.compile(hf_apply, dynamic=False)
     Ts = [1, 4096] if a.quick else [1, 32, 4096, 32768]
     for T in Ts:
-        run_case(b, T, inv_freq, cache, max_pos, t_empty, host_empty, hf_c, a.tune, a.variants)
+        run_case(b, T, inv_freq, cache, max_pos, t_empty, host_empty, hf_c, a.tune, a.variants, names)
         torch.cuda.empty_cache()  # the case's tensors died with it
     # the issue's targets, from the rows above
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}
