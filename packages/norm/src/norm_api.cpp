@@ -293,10 +293,25 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // kernels (within 1 % of w8c2 / r8 for y).
   const bool lean = (a.hidden == 2048 || a.hidden == 4096) && a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype &&
                     a.bias == nullptr;
+  // Session 5 round B, from GPU run 27 (bf16 2048 / 16384 x 4096, events [CUPTI], us; the
+  // old pick first): "few" rows (<= 4 waves of 16 rows an SM, the y rule's split; measured at
+  // 2048 and 16384 rows only, the split in between is not): INT8 r16lx2 14.34 -> r16lx4we
+  // 13.92 [10.61 vs 10.51: the gain is in the events only, as in run 22: 14.30 -> 13.95];
+  // NVFP4 18.30 -> r16lx4we 16.06 [12.53]; FP8 dynamic r16lx4 14.05 -> r16lx4we 13.34 [9.89];
+  // FP8 static r16lx2 12.75 -> r16lx2e 12.42 [8.61] (r16lx4we 12.38 [8.80]: tied in events,
+  // slower in CUPTI). Many rows: NVFP4 88.77 -> r16lx2e 77.41 [73.78] (r16lx4we 79.84); FP8
+  // static 54.18 -> r16lx2e 53.36 [50.10 vs r16lx2 51.04]; INT8 keeps r16lx2 (61.12; r16lx2e's
+  // same instance 61.28, r16lx4we 66.34); FP8 dynamic keeps r16lx4 (57.47; r16lx4we 60.19,
+  // r16lx2e 69.02). y alone unchanged (2048: r16lx2 12.03; 16384: r16l4 67.10).
   if (lean && a.hidden == 4096) {
-    if (a.quant == MLOPS_QUANT_FP8_DYNAMIC) return 17;                                 // r16lx4
-    if (a.quant != MLOPS_QUANT_NONE) return 20;                                        // r16lx2
-    return a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1) ? 20 : 12;                    // r16lx2 : r16l4
+    const bool few = a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1);
+    switch (a.quant) {
+      case MLOPS_QUANT_NONE: return few ? 20 : 12;                                     // r16lx2 : r16l4
+      case MLOPS_QUANT_FP8_STATIC: return 22;                                          // r16lx2e
+      case MLOPS_QUANT_NVFP4: return few ? 23 : 22;                                    // r16lx4we : r16lx2e
+      case MLOPS_QUANT_FP8_DYNAMIC: return few ? 23 : 17;                              // r16lx4we : r16lx4
+      default: return few ? 23 : 20;                                                   // INT8: r16lx4we : r16lx2
+    }
   }
   if (lean) return a.quant == MLOPS_QUANT_NONE ? 11 : 18;  // r16l : r16lw
   if (units >= 5 && units <= 8) return 10;                                    // r8

@@ -212,7 +212,8 @@ def test_call_planner_follows_round_a():
     """mlops_norm's pick for a call (plan_call): the shape planner above, refined by the kind,
     x's dtype, a residual and a quantized output where a GPU run measured a faster variant
     (bench_norm.py --variants, H200, bf16; the figures are in norm_api.cpp and docs/norm.md):
-    runs 14 / 17, and run 20 (session 4 round A) for the lean quantized kernels."""
+    runs 14 / 17, run 20 (session 4 round A) for the lean quantized kernels, run 27 (session 5
+    round A) for the "e" variants at H = 4096."""
     names = [v["name"] for v in mn.norm_variants()]
     rms, layer, bf16, fp16, fp32 = 0, 1, 1, 2, 3
     none, int8, nvfp4, fp8s, fp8d = 0, 1, 2, 3, 4
@@ -221,13 +222,23 @@ def test_call_planner_follows_round_a():
         return names[mn._ops.C.plan_call(T, H, kind, xdt, residual, quant, 132)]
 
     for dt in (bf16, fp16):
-        # run 20, H = 4096: two warps a row for INT8 (63.4 vs r16l 85.7 us), NVFP4, static FP8;
-        # r16lx4 for dynamic FP8 (60.1 vs r16lx2 64.9); y: r16lx2 up to 4 waves of 16 rows an SM
-        # (2048 rows 12.86 vs r16l4 13.25), r16l4 above (16384 rows: within the noise)
-        for T in (2048, 16384):
-            for q in (int8, nvfp4, fp8s):
-                assert plan(T, 4096, q, dt) == "r16lx2"
-            assert plan(T, 4096, fp8d, dt) == "r16lx4"
+        # run 27 (session 5), H = 4096, up to 4 waves of 16 rows an SM (8448 rows on 132 SMs;
+        # measured at 2048): four warps a row with the e2m1_nibble / one-clamp codes for INT8
+        # (13.92 vs r16lx2 14.34 us), NVFP4 (16.06 vs 18.30), dynamic FP8 (13.34 vs r16lx4
+        # 14.05); static FP8 r16lx2e (12.42 vs 12.75)
+        for T in (2048, 8448):
+            for q in (int8, nvfp4, fp8d):
+                assert plan(T, 4096, q, dt) == "r16lx4we"
+            assert plan(T, 4096, fp8s, dt) == "r16lx2e"
+        # above (measured at 16384): r16lx2e for NVFP4 (77.41 vs r16lx2 88.77) and static FP8
+        # (53.36 vs 54.18); INT8 keeps r16lx2 (61.12; run 20: 63.4 vs r16l 85.7), dynamic FP8
+        # r16lx4 (57.47 vs r16lx4we 60.19)
+        for T in (8449, 16384):
+            for q in (nvfp4, fp8s):
+                assert plan(T, 4096, q, dt) == "r16lx2e"
+            assert plan(T, 4096, int8, dt) == "r16lx2" and plan(T, 4096, fp8d, dt) == "r16lx4"
+        # y: r16lx2 up to 4 waves of 16 rows an SM (run 20: 2048 rows 12.86 vs r16l4 13.25),
+        # r16l4 above (16384 rows: within the noise)
         assert plan(2048, 4096, xdt=dt) == "r16lx2" and plan(8448, 4096, xdt=dt) == "r16lx2"
         assert plan(8449, 4096, xdt=dt) == "r16l4" and plan(16384, 4096, xdt=dt) == "r16l4"
         # run 20, H = 2048: r16lw (staged weight) for every quantized output, r16l for y alone
