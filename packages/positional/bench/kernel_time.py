@@ -42,12 +42,13 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
 ]
 
 
-# decode (session 4): the planner's early2 from the cache (positions -> cache row: two DRAM round
-# trips) against the stage kernels on the fly (positions, inv_freq and data in one round trip)
+# decode (session 4): early2 from the cache (positions -> cache row: two DRAM round trips; the planner's
+# until run 27, dec since) against the stage kernels on the fly (positions, inv_freq and data in one round trip)
 DECODE = [
-    ("planner cache (early2)", dict()),
+    ("planner cache (dec since run 27)", dict()),
+    ("early2 cache (the planner's until run 27)", dict(variant="early2", tokens_per_cta=1, heads_per_cta=16)),
     ("early2 on the fly", dict(variant="early2", on_the_fly=True)),
-    ("planner on the fly (stage4 since run 20)", dict(on_the_fly=True)),
+    ("planner on the fly (dec up to 8 tokens, stage4 since run 20 above)", dict(on_the_fly=True)),
     ("stage4 cache", dict(variant="stage4")),
     ("flat2 cache (no barrier, no shared memory)", dict(variant="flat2")),
     ("step2 cache (3 round trips, the smallest code)", dict(variant="step2", tokens_per_cta=1, heads_per_cta=16)),

@@ -165,6 +165,37 @@ int sm_count() {
 
 using namespace mlops::rope;
 
+namespace {
+// 8-pair chunks (items) of a token's heads, as the planner counts them (bf16 16-byte chunks).
+int64_t plan_items(int64_t heads, int64_t rotary_dim) {
+  const int64_t chunks = (rotary_dim / 2 + 7) / 8 > 0 ? (rotary_dim / 2 + 7) / 8 : 1;
+  return heads * chunks > 0 ? heads * chunks : 1;
+}
+// The planner's kernel (H200 run 27, 32 + 8 heads x 128 bf16, 132 SMs, every candidate in one bench;
+// CUDA events / CUPTI kernel time, the empty kernel 4.35 us by events):
+// - from the cache, dec while its grid (one item a lane at 4 CTAs an SM) is at most kDecWaves waves:
+//   T = 1 5.76 / 1.82 us (early2 6.40 / 2.40), T = 32 6.05 / 2.11 (early2 6.53 / 2.72), T = 4096 (9.7
+//   waves) 25.92 / 22.06, the fastest row from the cache (early2x5 26.38 / 22.34); at T = 32768 (77.6
+//   waves) dec ran 221.5 / 220.1 against early2x5's 173.2 / 169.1: one item a lane is 32 KB an SM in
+//   flight against early2x5's 80 KB, too little for DRAM at steady state; at T = 4096 the ramp and
+//   the L2 (which holds the writes) dominate instead. No point between 4096 and 32768 was measured,
+//   so the bound is the largest measured win.
+// - on the fly, dec while the call is at most one CTA of tokens (kDecWarps, a warp each): T = 1 6.10 /
+//   2.35 against stage4's 6.43 / 2.56; at T = 32 a tie (6.59 / 2.66 against 6.53 / 2.69) and at T = 4096
+//   dec loses (30.78 against 25.25): each of a token's 10 warps computes its sincos, so its on-the-fly
+//   cost grows with the tokens an SM. Linear between T = 1 and 32 the event gap closes at ~27
+//   tokens; 8 keeps inside the win. stage4 for the rest of decode (run 20), early2x5 above.
+// split_given: the caller set tokens / heads a CTA, so a kernel that uses them (dec's grid ignores a
+// split): early2 for decode from the cache, as before run 27.
+int planner_pick(int on_the_fly, int64_t tokens, int64_t items, int sms, bool split_given) {
+  const int64_t n = sms > 0 ? sms : 1;
+  const bool decode = tokens * items <= 2 * n * kCtaThreads;
+  const int64_t dec_wave = n * kVariants[kDec - 1].ctas_per_sm * kCtaThreads * kVariants[kDec - 1].items_per_thread;
+  if (!split_given && (on_the_fly ? tokens <= kDecWarps : tokens * items <= kDecWaves * dec_wave)) return kDec;
+  return decode ? (on_the_fly ? kStage4 : kEarly2) : kEarly2x5;
+}
+}  // namespace
+
 extern "C" {
 
 void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
@@ -188,12 +219,13 @@ void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t h
   // 2.82; T = 1: 6.62 / 2.43 against 6.59 / 2.42, a tie); decode from the cache keeps early2 (T = 1
   // 6.43 / 2.30 against stage4's 6.72 / 2.43); prefill keeps early2x5 (T = 4096 on the fly 29.49 /
   // 24.29, the fastest row; T = 32768 cache 175.87, on the fly 172.0 = 91.7 % of copy BW).
+  // H200 run 27: dec for decode (and from the cache up to 10 waves of its grid), see planner_pick.
   const int64_t chunks = (rotary_dim / 2 + 7) / 8 > 0 ? (rotary_dim / 2 + 7) / 8 : 1;
-  const int64_t items = heads * chunks > 0 ? heads * chunks : 1;
+  const int64_t items = plan_items(heads, rotary_dim);
   const int64_t want = 2 * int64_t(sms > 0 ? sms : 1);
   const bool decode = tokens * items <= want * kCtaThreads;
   int v = variant;
-  if (v < 1 || v > kNumVariants) v = decode ? (on_the_fly ? kStage4 : kEarly2) : kEarly2x5;
+  if (v < 1 || v > kNumVariants) v = planner_pick(on_the_fly, tokens, items, sms, false);
   const VariantInfo& info = kVariants[v - 1];
   if (info.flat) {  // no token / head blocks: one grid row over every item (flat_grid at the launch)
     if (tokens_per_cta) *tokens_per_cta = 1;
@@ -252,9 +284,9 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   if (tpc == 0)
     mlops_rope_plan_path(variant, args->cos_sin_cache == nullptr, args->batch * args->seq, args->q.heads + args->k.heads,
                          args->rotary_dim, sms, &tpc, &hpc, &variant);
-  else if (variant == 0)  // a split given, the kernel left to the planner: its pick for this size and path
-    mlops_rope_plan_path(0, args->cos_sin_cache == nullptr, args->batch * args->seq, args->q.heads + args->k.heads,
-                         args->rotary_dim, sms, nullptr, nullptr, &variant);
+  else if (variant == 0)  // a split given, the kernel left to the planner: its pick among the kernels that use a split
+    variant = planner_pick(args->cos_sin_cache == nullptr, args->batch * args->seq,
+                           plan_items(args->q.heads + args->k.heads, args->rotary_dim), sms, true);
   Params p = make_params(*args, tpc, hpc);
   const VariantInfo& info = kVariants[variant - 1];
   if (info.flat)  // one grid row over every item: the split's token / head blocks do not apply

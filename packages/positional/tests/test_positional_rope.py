@@ -316,31 +316,41 @@ def test_variant_table_and_names():
 
 
 def test_planner_picks_the_measured_fastest():
-    """The planner's kernel and split (H200 runs 17 and 20, 32 + 8 heads x 128 bf16, 132 SMs): decode
-    (T = 1, 32) from the cache early2, one token a CTA, 16 heads a CTA (run 20: T = 1 6.43 us, 2.30 of
-    kernel); decode on the fly stage4 at the same split (run 20, T = 32: 6.72 / 2.62 us against
-    early2's 6.88 / 2.82; T = 1 a tie); prefill from the cache early2x5 with 3 tokens a CTA (T = 32768
-    175.5 us vs early2 at 4 tokens 181.3; run 20 175.87); prefill on the fly early2x5 with 4 tokens a
-    CTA (171.57 us vs early4 at 3 tokens 171.95; T = 4096 28.22 vs 28.90; run 20 T = 4096 29.49 / 24.29,
-    the fastest row). mlops_rope_plan_variant(0) is the cache path."""
+    """The planner's kernel and split (H200 run 27, 32 + 8 heads x 128 bf16, 132 SMs, CUDA events / CUPTI
+    kernel time): from the cache dec (8 tokens a CTA, 4 heads a warp) while its grid is at most 10 waves
+    (one item a lane at 4 CTAs an SM: T <= 4224 here): T = 1 5.76 / 1.82 us against early2's 6.40 / 2.40,
+    T = 32 6.05 / 2.11, T = 4096 (9.7 waves) 25.92 / 22.06 against early2x5's 26.38 / 22.34, but T = 32768
+    221.5 against 173.2, so early2x5 at 3 tokens a CTA above. On the fly dec up to 8 tokens (one CTA of
+    tokens; T = 1 6.10 / 2.35 against stage4's 6.43 / 2.56), stage4 for the rest of decode (T = 32 a tie:
+    6.53 / 2.69 against dec's 6.59 / 2.66; run 20), early2x5 at 4 tokens a CTA above (T = 32768 169.65
+    against dec's 222.35). mlops_rope_plan_variant(0) is the cache path."""
     from mlops.positional._native import C
 
     ids = {v["name"]: v["id"] for v in P.rope_variants()}
-    for T in (1, 32):
-        assert C.plan(T, 40, 128, 132, 0, False) == (1, 16, ids["early2"])
-        assert C.plan(T, 40, 128, 132, 0) == (1, 16, ids["early2"])
-        assert C.plan(T, 40, 128, 132, 0, True) == (1, 16, ids["stage4"])
-    for T in (4096, 32768):
+    dec = (8, 4, ids["dec"])
+    for T in (1, 32, 4096, 4224):  # 4224 x 320 items = 10 waves of 132 x 4 x 256 lanes
+        assert C.plan(T, 40, 128, 132, 0, False) == dec
+        assert C.plan(T, 40, 128, 132, 0) == dec
+    for T in (4225, 32768):
         assert C.plan(T, 40, 128, 132, 0, False) == (3, 40, ids["early2x5"])
         assert C.plan(T, 40, 128, 132, 0) == (3, 40, ids["early2x5"])
+    # the waves scale with the SMs: 114 SMs give 10 waves at 3648 tokens
+    assert C.plan(3648, 40, 128, 114, 0) == dec and C.plan(3649, 40, 128, 114, 0)[2] == ids["early2x5"]
+    for T in (1, 8):
+        assert C.plan(T, 40, 128, 132, 0, True) == dec
+    for T in (9, 32):
+        assert C.plan(T, 40, 128, 132, 0, True) == (1, 16, ids["stage4"])
+    for T in (4096, 32768):
         assert C.plan(T, 40, 128, 132, 0, True) == (4, 40, ids["early2x5"])
     # early2 asked for by name keeps its 4 tokens a CTA on both paths (run 17: 181.3 / 173.7 us)
     assert C.plan(32768, 40, 128, 132, ids["early2"], False) == (4, 40, ids["early2"])
     assert C.plan(32768, 40, 128, 132, ids["early2"], True) == (4, 40, ids["early2"])
+    # by name, early2 at decode keeps one token and 16 heads a CTA (the planner's decode split before run 27)
+    assert C.plan(1, 40, 128, 132, ids["early2"], False) == (1, 16, ids["early2"])
     # a small prefill (past decode's bound): fewer tokens a CTA while that leaves < 2 CTAs an SM
-    assert C.plan(400, 40, 128, 132, 0, False) == (1, 40, ids["early2x5"])
+    assert C.plan(400, 40, 128, 132, ids["early2x5"], False) == (1, 40, ids["early2x5"])
     assert C.plan(700, 40, 128, 132, 0, True) == (2, 40, ids["early2x5"])  # 4 a CTA: 175 CTAs
-    assert C.plan(1000, 40, 128, 132, 0, False) == (3, 40, ids["early2x5"])  # 334 CTAs
+    assert C.plan(1000, 40, 128, 132, ids["early2x5"], False) == (3, 40, ids["early2x5"])  # 334 CTAs
 
 
 def test_rotary_embedding_module_cache_and_compile_registration():

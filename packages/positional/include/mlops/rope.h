@@ -102,17 +102,20 @@ mlops_status mlops_rope_cache_host(const float* inv_freq, int64_t half, float sc
                                    float* cache);
 
 /* The split the planner picks (tokens_per_cta = 0) for a shape on a device with sms SMs: tokens a
- * CTA and heads a CTA (heads: q.heads + k.heads). Few tokens (decode) spread their heads over
- * CTAs so every thread issues its loads at once; many tokens take all heads, a few tokens a CTA. */
+ * CTA and heads a CTA (heads: q.heads + k.heads). Its kernel from the cache is dec up to 10 waves of
+ * dec's grid (decode and small prefills: 8 tokens a CTA, a warp a token and a few heads), then a few
+ * tokens and all heads a CTA. A call that sets its own split with variant 0 gets the planner's kernel
+ * among those that use a split (early2 for decode from the cache, stage4 on the fly, early2x5 above). */
 void mlops_rope_plan(int64_t tokens, int64_t heads, int64_t rotary_dim, int sms, int* tokens_per_cta,
                      int* heads_per_cta);
 /* The same for a given variant (0: the planner's kernel); *variant_used gets the id it resolves to. */
 void mlops_rope_plan_variant(int variant, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
                              int* tokens_per_cta, int* heads_per_cta, int* variant_used);
 /* The same for a path: on_the_fly = 1 when the call passes no cache (inv_freq). The planner's
- * kernel (variant 0) and split depend on it (decode on the fly: stage4 instead of early2; prefill: the
- * tokens a CTA); mlops_rope_plan_variant is on_the_fly = 0. The flat variants have no split: they
- * report one token and every head a CTA and size their grid at the launch. */
+ * kernel (variant 0) and split depend on it (on the fly: dec up to 8 tokens, stage4 for the rest of
+ * decode, early2x5 above; prefill: the tokens a CTA); mlops_rope_plan_variant is on_the_fly = 0. The
+ * flat variants have no split: they report one token and every head a CTA and size their grid at the
+ * launch; the dec variants report 8 tokens and their warp's heads. */
 void mlops_rope_plan_path(int variant, int on_the_fly, int64_t tokens, int64_t heads, int64_t rotary_dim, int sms,
                           int* tokens_per_cta, int* heads_per_cta, int* variant_used);
 

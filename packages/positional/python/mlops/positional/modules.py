@@ -43,7 +43,9 @@ class RotaryEmbedding(nn.Module):
     max_positions): H200 run 17, 32 + 8 heads x 128 bf16, the planner's early2x5 on both paths:
     T = 32768 171.57 us on the fly against 175.5 from the cache, T = 4096 28.22 against 29.76
     (run 14, early4 / early2: 172.1 against 181.6); decode stays on the cache (T = 1: 6.46 against
-    6.69 in run 14).
+    6.69 in run 14). Run 27 (the planner's dec from the cache) keeps both: decode from the cache T = 1
+    5.76 us (1.41 over the empty kernel) against 6.10 on the fly, T = 32 6.05 against 6.53; T = 4096
+    on the fly 25.63 (early2x5) against 25.92 from the cache (dec).
     """
 
     on_the_fly_from_tokens = 2048
