@@ -140,6 +140,8 @@ def run_variants(b: Bench, T: int, q, k, pos, cache, inv_freq, io: int, shape: s
         key = f"{name} planner tokens_per_cta={tpc} heads_per_cta={hpc}"
         fns[key] = lambda name=name: mp.apply_rope(q, k, pos, cache, inplace=True, variant=name)
         meta[key] = dict(variant=name, split=[tpc, hpc], planner=True, path="cache")
+        if name == "decx5":
+            continue  # on the fly decx5 runs dec's kernel (rope_kernel.cuh's kernel_variant): its dec row
         if name.startswith("flat") and T >= 1024:
             continue  # on the fly a flat item computes its own P sincos: a decode candidate only (rope_kernel_flat.cuh)
         key = f"{name} planner on the fly"

@@ -39,6 +39,9 @@ CANDIDATES = [  # (label, apply_rope keywords besides the inputs)
     ("dec4 on the fly (warp = token x 14 heads)", dict(variant="dec4", on_the_fly=True)),
     ("dec4 cache", dict(variant="dec4")),
     ("dec on the fly", dict(variant="dec", on_the_fly=True)),
+    # session 5, round B: dec at 5 CTAs an SM on the direct cache path (48 registers, no spills)
+    ("decx5 cache", dict(variant="decx5")),
+    ("dec cache", dict(variant="dec")),
 ]
 
 

@@ -99,8 +99,8 @@ NB_MODULE(_C, m) {
   }, nb::arg("tokens"), nb::arg("heads"), nb::arg("rotary_dim"), nb::arg("sms"), nb::arg("variant") = 0,
      nb::arg("on_the_fly") = false);
   m.def("variants", [] {
-    mlops_rope_variant v[16];
-    const int n = mlops_rope_variants(v, 16);
+    mlops_rope_variant v[32];
+    const int n = mlops_rope_variants(v, 32);
     nb::list out;
     for (int i = 0; i < n && i < 16; ++i) {
       nb::dict d;

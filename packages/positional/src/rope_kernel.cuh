@@ -152,8 +152,19 @@ KernelFn kernel_for(int variant) {
     case 13: return rope_kernel_dec<T, L, V, 1, 4>;
     case 14: return rope_kernel_dec<T, L, V, 2, 3>;
     case 15: return rope_kernel_dec<T, L, V, 4, 2>;
+    case 16: return rope_kernel_dec<T, L, V, 1, 5, false>;  // the direct cache path only (kernel_variant)
     default: return rope_kernel<T, L, V>;
   }
+}
+
+// The kernel a launch runs for its variant: decx5's kernel holds the direct cache path only (a 16-byte
+// aligned cache, no mrope: rope_kernel_dec's ROW = false); any other call of decx5 runs dec's kernel.
+inline int kernel_variant(const Params& p, bool vec, int variant) {
+  if (variant >= 1 && variant <= kNumVariants && kVariants[variant - 1].dec == 2) {
+    const bool direct = p.cache && !p.mrope && (!vec || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0);
+    if (!direct) return kDec;
+  }
+  return variant;
 }
 
 // Dynamic shared memory of a launch (the stage variants size their slots by the items of a CTA).
@@ -181,6 +192,7 @@ KernelFn kernel_for(bool vec, int layout, int variant) {
 template <class T>
 cudaError_t launch_t(const Params& p, bool vec, int layout, int variant, cudaStream_t s) {
   const dim3 grid(unsigned(p.grid_x), unsigned((p.heads + p.hpc - 1) / p.hpc));
+  variant = kernel_variant(p, vec, variant);
   const KernelFn k = kernel_for<T>(vec, layout, variant);
   const size_t smem = smem_for<T>(p, vec, layout, variant);
   if (smem > 48 * 1024) {  // stage8's 64 KB of slots: past the default limit, an opt-in a call (per device, cheap)

@@ -176,7 +176,11 @@ __device__ __forceinline__ void dec_row(const Params& p, long long t, long long 
   }
 }
 
-template <class T, int LAYOUT, bool VEC, int U, int MINB>
+// ROW = false (decx5 / decx6): the direct cache path only, without the shared-row code (sincos, mrope
+// rows): the launch gives such a kernel only calls with a 16-byte aligned cache and no mrope
+// (dec_direct), so it holds ~48 / 40 registers for 5 / 6 CTAs an SM where the full kernel spills its
+// data across the sincos code (sm_90 bf16 NeoX 16-byte, nvcc 13.0: 56 / 100 bytes).
+template <class T, int LAYOUT, bool VEC, int U, int MINB, bool ROW = true>
 __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_dec(const Params p) {
   using It = DecItems<T, LAYOUT, VEC, U>;
   extern __shared__ float smem[];
@@ -187,7 +191,7 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_dec(const Param
   const int half = p.half;
   // on the fly: inv_freq of the lane's frequencies (lane, lane + 32) need no position: issued with it
   float f0 = 0.0f, f1 = 0.0f;
-  if (!p.cache) {
+  if (ROW && !p.cache) {
     if (lane < half) f0 = p.inv_freq[lane];
     if (lane + 32 < half) f1 = p.inv_freq[lane + 32];
   }
@@ -202,11 +206,11 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_dec(const Param
   }
   It it;
   it.load(p, lane, n, cph, lg, rot_chunks, h0, b, s);  // q / k in flight with the position
-  const bool ok = p.mrope ? token_in_range(p, t) : pos_in_range(p, pos0);
+  const bool ok = ROW && p.mrope ? token_in_range(p, t) : pos_in_range(p, pos0);
   if (!ok && lane == 0 && blockIdx.y == 0 && p.flag) *p.flag = 1;
   // cos / sin straight from the cache row: one address, no frequency routing (the cache is a caller's
   // tensor: its 16-byte alignment is checked, not assumed)
-  const bool direct = p.cache && !p.mrope && (!VEC || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0);
+  const bool direct = !ROW || (p.cache && !p.mrope && (!VEC || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0));
   const float* cs = direct ? p.cache + (ok ? pos0 : 0) * (2 * half) : smem + w * p.rotary_dim;
   if (!direct) {
     if (ok) dec_row(p, t, pos0, lane, f0, f1, smem + w * p.rotary_dim);

@@ -37,6 +37,13 @@ constexpr int kDecWarps = kCtaThreads / 32;  // the dec variants: a CTA's warps 
 //          to 2 / 4 (T = 4096 on-the-fly candidates: a token's sincos computed 5 / 3 times, not 10)
 //          at 4 / 3 / 2 CTAs an SM (sm_90 bf16 NeoX 16-byte: 64 / 80 / 118 registers, no spills;
 //          dec2 at 4 CTAs spilled 72 bytes, dec4 at 3 164) (session 5, round A, rope_kernel_dec.cuh).
+//  decx5: dec at 5 CTAs an SM for the direct cache path (16-byte aligned cache, no mrope), compiled
+//          without the shared-row code (48 registers, no spills on sm_90 bf16 NeoX 16-byte; the full dec
+//          kernel at 5 CTAs spills 56 bytes, its data across the sincos code; at 6 CTAs the direct-only
+//          kernel spills 8): 40 KB an SM in flight instead of 32, a T = 4096 / prefill candidate from the
+//          cache (run 27: dec from the cache 22.06 us of kernel at T = 4096, 220 at 32768 against
+//          early2x5's 169); every other call of this variant runs dec's kernel (kernel_variant) (session 5,
+//          round B).
 // (pipe4 / pipe8, a persistent grid pipelining token blocks, were ids 5 / 6 in round A: slower than
 // early2 / early4 at every T on the H200, run 14 (spills, loop overhead), so removed; docs/positional.md.)
 struct VariantInfo {
@@ -48,7 +55,8 @@ struct VariantInfo {
   int ctas_per_sm;       // what __launch_bounds__ allows
   int stage;             // 1: q / k staged in shared memory (cp.async), items_per_thread slots a thread
   int flat;              // 1: flat grid over every item; 2: flat on a persistent grid (SMs x ctas_per_sm)
-  int dec;               // 1: a warp a (token, head group) (dec_grid), items_per_thread items a lane
+  int dec;               // 1: a warp a (token, head group) (dec_grid), items_per_thread items a lane;
+                         // 2: the same, its own kernel on the direct cache path only (dec's kernel otherwise)
 };
 constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0, 0},    {2, "early2", 2, 1, 0, 4, 0, 0},
                                      {3, "early4", 4, 1, 0, 3, 0, 0},   {4, "early8", 8, 1, 0, 2, 0, 0},
@@ -57,7 +65,7 @@ constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0, 0},    {2, "ear
                                      {9, "stage4x6", 4, 1, 0, 6, 1, 0}, {10, "flat2", 2, 1, 0, 4, 0, 1},
                                      {11, "flat2p", 2, 1, 0, 4, 0, 2},  {12, "flat4p", 4, 1, 0, 2, 0, 2},
                                      {13, "dec", 1, 1, 0, 4, 0, 0, 1},  {14, "dec2", 2, 1, 0, 3, 0, 0, 1},
-                                     {15, "dec4", 4, 1, 0, 2, 0, 0, 1}};
+                                     {15, "dec4", 4, 1, 0, 2, 0, 0, 1}, {16, "decx5", 1, 1, 0, 5, 0, 0, 2}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
 // The planner's kernels (mlops_rope_plan_path, since H200 run 27): dec from the cache up to kDecWaves
 // waves of its grid and on the fly up to kDecWarps tokens; stage4 for the rest of decode on the fly

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 VARIANTS = ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8", "stage4x6", "flat2",
-            "flat2p", "flat4p", "dec", "dec2", "dec4"]  # rope_launch.h's table
+            "flat2p", "flat4p", "dec", "dec2", "dec4", "decx5"]  # rope_launch.h's table
 PKG = pathlib.Path(__file__).resolve().parents[1]
 COMMON = PKG.parent / "common" / "include"
 

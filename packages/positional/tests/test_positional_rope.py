@@ -287,9 +287,10 @@ def test_variant_table_and_names():
     # pipe4 / pipe8 lost in run 14; early2x5 / x6: early2 at 5 / 6 CTAs an SM (round-B candidates);
     # stage4 / stage8 / stage4x6: q / k staged in shared memory by cp.async (session 4, round A);
     # flat2 / flat2p / flat4p: one grid-stride list of items, no shared memory (session 4, round B)
-    # dec / dec2 / dec4: a warp a (token, head group), no CTA barrier (session 5, round A)
+    # dec / dec2 / dec4: a warp a (token, head group), no CTA barrier (session 5, round A); decx5: dec at 5
+    # CTAs an SM on the direct cache path (session 5, round B)
     flat = ["flat2", "flat2p", "flat4p"]
-    dec = {"dec": 4, "dec2": 8, "dec4": 14}  # heads a warp at 40 heads of 8 chunks (rope_launch.h's dec_heads)
+    dec = {"dec": 4, "dec2": 8, "dec4": 14, "decx5": 4}  # heads a warp at 40 heads of 8 chunks (rope_launch.h's dec_heads)
     assert [v["name"] for v in vs] == ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8",
                                        "stage4x6", *flat, *dec]
     assert not any(v["pipe"] for v in vs)

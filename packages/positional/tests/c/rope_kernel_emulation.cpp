@@ -43,7 +43,7 @@ void run_grid(const Params& p, bool vec, int layout, int variant) {
     std::printf("shared memory %zu > %zu\n", smem_for<T>(p, vec, layout, variant), sizeof(smem));
     std::abort();
   }
-  const KernelFn kernel = kernel_for<T>(vec, layout, variant);  // the launch's own variant mapping
+  const KernelFn kernel = kernel_for<T>(vec, layout, kernel_variant(p, vec, variant));  // the launch's own mapping
   std::barrier<> sync(kCtaThreads);
   g_sync = &sync;
   std::vector<std::unique_ptr<std::barrier<>>> warps;

@@ -121,8 +121,8 @@ int main(void) {
     CHECK(picked == 5 && tpc == 4 && hpc == 40, "planner prefill on the fly: variant %d, %d x %d", picked, tpc, hpc);
     mlops_rope_plan_path(0, 0, 32768, 40, 128, 132, &tpc, &hpc, &picked);  /* cache: early2x5, 3 tokens (run 17) */
     CHECK(picked == 5 && tpc == 3 && hpc == 40, "planner prefill from the cache: variant %d, %d x %d", picked, tpc, hpc);
-    mlops_rope_variant vs[16];
-    const int nv = mlops_rope_variants(vs, 16);
+    mlops_rope_variant vs[32];
+    const int nv = mlops_rope_variants(vs, 32);
     CHECK(nv >= 2 && vs[0].id == 1 && vs[0].name && vs[nv - 1].id == nv, "variant table: %d entries", nv);
     for (int v = 1; v <= nv; ++v) {
       int used = 0;
