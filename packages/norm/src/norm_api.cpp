@@ -52,6 +52,10 @@ const mlops_norm_variant kVariants[] = {
     // encoder in ~9 instructions an element instead of ~13) and whose FP8 codes take one clamp
     // (satfinite does the other); y alone and INT8 as r16lx2 / r16lx4w.
     {22, 2, 2, 8, "r16lx2e"}, {23, 4, 1, 4, "r16lx4we"},
+    // Session 5 round B candidate: r16lx4we whose INT8 epilogue runs in phases (y and amax of
+    // every unit, the divisions, the codes, the scales) instead of unit pair by unit pair, at
+    // 8 CTAs an SM (64 registers; at 10 it spilled); other outputs as r16lx4we.
+    {24, 4, 1, 4, "r16lx4wb"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -128,8 +128,9 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // N warps a row at MINB CTAs (of 4 / N rows) an SM; 8-unit rows and the rest as r16lx.
 // E ("e" variants r16lx2e / r16lx4we): NVFP4 and FP8 by the kE instances (e2m1_nibble, FP8
 // with one clamp); y alone and INT8 run the plain instances (r16lx2's / r16lx4w's: nothing
-// more to compile).
-template <class XT, int MINB, int N = 2, bool E = false>
+// more to compile). B (r16lx4wb): INT8 by the kB instance (the epilogue in phases, 8 CTAs an
+// SM); the rest as the E instances.
+template <class XT, int MINB, int N = 2, bool E = false, bool B = false>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (leanq_call<XT>(p) && p.units == 16) {
@@ -146,6 +147,14 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
     return cudaGetLastError();                                                     \
   }
       MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
+      // 8 CTAs an SM, not MINB's 10: at 10 (48 registers) ptxas 13.0 spilled 48 bytes of the
+      // phased epilogue's live values (sm_90 bf16) onto the main path; 8 gives it 64.
+      if constexpr (B) {
+        if (p.quant == MLOPS_QUANT_INT8) {
+          norm_row_leanq2_kernel<XT, 16, 8, MLOPS_QUANT_INT8, N, false, true><<<grid, kRowThreads, 0, s>>>(p);
+          return cudaGetLastError();
+        }
+      }
       MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
       MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4)
       MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC)
@@ -185,6 +194,7 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 21: return launch_lx2<XT, 10, 4>(p, s);
     case 22: return launch_lx2<XT, 8, 2, true>(p, s);
     case 23: return launch_lx2<XT, 10, 4, true>(p, s);
+    case 24: return launch_lx2<XT, 10, 4, true, true>(p, s);
   }
   return cudaErrorInvalidValue;
 }

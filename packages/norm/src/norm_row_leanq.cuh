@@ -141,6 +141,19 @@ __device__ __forceinline__ uint2 int8_codes8(const float y[8], float inv) {
   return make_uint2(c[0], c[1]);
 }
 
+// int8_codes8 without its inf-inverse branch (kB, r16lx4wb: the caller checks every unit's
+// inverse once and takes int8_codes8 for all of them when one is inf).
+__device__ __forceinline__ uint2 int8_codes8_finite(const float y[8], float inv) {
+  uint32_t b[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = int8_code_bits(y[i], inv);
+  uint32_t c[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
+  return make_uint2(c[0], c[1]);
+}
+
 // Two E4M3 codes (lo in the low byte) of values already clamped to [-448, 448]: f32_to_e4m3's
 // bits (RNE; the clamp leaves no NaN and nothing past 448 for satfinite to act on).
 __device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
@@ -200,8 +213,9 @@ struct WholeRow {
 // Units k0 .. k0 + U - 1 of a row (all of it, or the half a warp holds) from its loaded units:
 // the sum (Red::fold of the unit values: the whole row's, in unit order), y and the quantized
 // output. Red::max gives the row's amax from this warp's (FP8 dynamic). kE (the "e"
-// variants): NVFP4 codes by e2m1_nibble, FP8 codes with one clamp (same bits).
-template <class XT, int U, bool kAgain, int kQuant, bool kWs, bool kE, class Red>
+// variants): NVFP4 codes by e2m1_nibble, FP8 codes with one clamp (same bits). kB (r16lx4wb):
+// INT8 in phases (see there).
+template <class XT, int U, bool kAgain, int kQuant, bool kWs, bool kE, bool kB = false, class Red>
 __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k0, Raw8<XT> (&raw)[U],
                                              const WeightEff<XT, U, kWs>& wf, const Red& red) {
   const int lane = threadIdx.x & 31;
@@ -266,6 +280,54 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         unpack8_pairs(raw[k], y);
         *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<kE>(y, inv);
       }
+    }
+  } else if constexpr (kQuant == MLOPS_QUANT_INT8 && kB) {
+    // INT8 in phases: y and the block amax of every unit, the divisions back to back, the
+    // codes (one inf-inverse check for all units), the scale stores. Why: in the per-pair loop
+    // below, each pair's division (its slow-path CALL), int8_codes8's inf branches and the
+    // even lane's scale stores are reconvergence regions (BSSY / BSYNC, nvcc 13.0 sm_90) that
+    // nvcc schedules nothing across, so the next pair's y and amax wait for them (run 27,
+    // 2048x4096: INT8 +2.05 us of kernel time over y). The same operations on the same
+    // values, so the same bits; y is kept packed (4 registers a unit) and unpacked twice.
+    Raw8<XT> o[U];
+    float a[U], inv[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      o[k] = y_unit(k);
+      if (yr) st16<false>(yr + k * kUnit, o[k].q[0]);
+      float y[8];
+      unpack8_pairs(o[k], y);
+      a[k] = amax16(y);
+    }
+#pragma unroll
+    for (int k = 0; k < U; k += 2) pair_div2(127.0f, a[k], 127.0f, a[k + 1], odd, inv[k], inv[k + 1]);
+    bool inf = false;
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      inv[k] = a[k] == 0.0f ? 0.0f : inv[k];  // int8_inv
+      inf = inf || inv[k] == INFINITY;
+    }
+    uint2 c[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      float y[8];
+      unpack8_pairs(o[k], y);
+      c[k] = int8_codes8_finite(y, inv[k]);
+    }
+    if (inf) {  // a block amax below ~3.7e-37: int8_codes8 (both clamps where the inverse is inf)
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        float y[8];
+        unpack8_pairs(o[k], y);
+        c[k] = int8_codes8(y, inv[k]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < U; ++k) *reinterpret_cast<uint2*>(qr + k * kUnit) = c[k];
+    if (!odd) {
+      float* sr = static_cast<float*>(p.q_scale) + sb;
+#pragma unroll
+      for (int k = 0; k < U; ++k) sr[k * 16] = div127_bf16(a[k]);  // int8_scale
     }
   } else {  // INT8 / NVFP4: blocks of 16 (lanes 2j, 2j+1), two units at a time
     const float* g = kQuant == MLOPS_QUANT_NVFP4 ? p.quant_scale : nullptr;
@@ -405,7 +467,8 @@ struct PartRow {
 // row a CTA, 4 units a warp, 10 CTAs an SM: ptxas 13.0 sm_90, 48 registers, no spills in the 5
 // bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
 // dynamic spilled). kE: NVFP4 codes by e2m1_nibble, FP8 with one clamp (r16lx2e / r16lx4we).
-template <class XT, int U, int kMinCtas, int kQuant, int N = 2, bool kE = false>
+// kB: INT8 in phases (r16lx4wb).
+template <class XT, int U, int kMinCtas, int kQuant, int N = 2, bool kE = false, bool kB = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
   static_assert(kRowWarps == 4 && (N == 2 || N == 4), "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
@@ -424,7 +487,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
   __shared__ float us[kSlots][N * H];
   __shared__ float am[kSlots][N];
   const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
-  leanq_finish<XT, H, kAgain, kQuant, false, kE>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part});
+  leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part});
 }
 
 }  // namespace mlops::norm
