@@ -37,3 +37,20 @@ def test_pytest_runs_one_shard(tmp_path):
     ran = sorted(int(k) for k in re.findall(r"ran (\d+)", p.stdout))
     assert ran == [3, 4, 5]  # 10 tests over 3 shards: 0-2, 3-5, 6-9
     assert "3 passed, 7 deselected" in p.stdout
+
+
+def test_shards_split_the_k_selection(tmp_path):
+    """-k deselects first, then the shards split what is left (device run 28 sharded the whole file)."""
+    (tmp_path / "test_sel.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('k', range(12))\ndef test_a(k):\n    print('ran a', k)\n"
+        "@pytest.mark.parametrize('k', range(4))\ndef test_b(k):\n    print('ran b', k)\n")
+    got = []
+    for i in range(2):
+        env = dict(os.environ, MLOPS_SHARD=f"{i}/2", PYTHONPATH=str(ROOT / "tools" / "testing"))
+        p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "mlops_shard", "-p", "no:cacheprovider", "-s",
+                            "-k", "test_b", str(tmp_path / "test_sel.py")], capture_output=True, text=True, env=env,
+                           cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+        got.append(sorted(int(k) for k in re.findall(r"ran b (\d+)", p.stdout)))
+        assert "ran a" not in p.stdout
+    assert got == [[0, 1], [2, 3]]
