@@ -136,4 +136,57 @@ struct Regs<T, N, VEC, true> {
   }
 };
 
+// One item's P pairs rotated in registers with the cos / sin in cv / sv: NeoX pairs element e of xa
+// with element e of ya, GPT-J elements 2e and 2e + 1 of xa. PACK2 (16-bit T, the 16-byte path):
+// two outputs a conversion (Regs::set2, the bits of two set()). The early, stage, flat and dec
+// kernels share it (one copy of the arithmetic the host emulation mirrors).
+template <int LAYOUT, int P, bool PACK2, class RX, class RY>  // RY: GPT-J kernels keep a 1-element dummy
+__device__ __forceinline__ void rotate_item(RX& xa, RY& ya, const float* cv, const float* sv) {
+  if constexpr (PACK2) {
+    if constexpr (LAYOUT == kNeox) {
+#pragma unroll
+      for (int e = 0; e < P; e += 2) {
+        float ox0, oy0, ox1, oy1;
+        rotate(xa.get(e), ya.get(e), cv[e], sv[e], &ox0, &oy0);
+        rotate(xa.get(e + 1), ya.get(e + 1), cv[e + 1], sv[e + 1], &ox1, &oy1);
+        xa.set2(e, ox0, ox1);
+        ya.set2(e, oy0, oy1);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        float ox, oy;
+        rotate(xa.get(2 * e), xa.get(2 * e + 1), cv[e], sv[e], &ox, &oy);
+        xa.set2(2 * e, ox, oy);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < P; ++e) {
+      float ox, oy;
+      if constexpr (LAYOUT == kNeox) {
+        rotate(xa.get(e), ya.get(e), cv[e], sv[e], &ox, &oy);
+        xa.set(e, ox);
+        ya.set(e, oy);
+      } else {
+        rotate(xa.get(2 * e), xa.get(2 * e + 1), cv[e], sv[e], &ox, &oy);
+        xa.set(2 * e, ox);
+        xa.set(2 * e + 1, oy);
+      }
+    }
+  }
+}
+
+// The item's registers back to its head row (out = the head's first element, j = the item's first
+// pair): NeoX both halves, GPT-J the interleaved pairs.
+template <int LAYOUT, class RX, class RY, class T>
+__device__ __forceinline__ void store_item(const RX& xa, const RY& ya, T* out, int j, int half) {
+  if constexpr (LAYOUT == kNeox) {
+    xa.store(out + j);
+    ya.store(out + half + j);
+  } else {
+    xa.store(out + 2 * j);
+  }
+}
+
 }  // namespace mlops::rope

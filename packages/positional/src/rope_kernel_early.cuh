@@ -150,46 +150,9 @@ struct Items {
           lds_floats<P, VEC>(cs, cv);
           lds_floats<P, VEC>(cs + half, sv);
         }
-        if constexpr (STAGE && sizeof(T) == 2) {  // two outputs a conversion (Regs::set2: the same bits)
-          if constexpr (LAYOUT == kNeox) {
-#pragma unroll
-            for (int e = 0; e < P; e += 2) {
-              float ox0, oy0, ox1, oy1;
-              rotate(xa[u].get(e), ya[u].get(e), cv[e], sv[e], &ox0, &oy0);
-              rotate(xa[u].get(e + 1), ya[u].get(e + 1), cv[e + 1], sv[e + 1], &ox1, &oy1);
-              xa[u].set2(e, ox0, ox1);
-              ya[u].set2(e, oy0, oy1);
-            }
-          } else {
-#pragma unroll
-            for (int e = 0; e < P; ++e) {
-              float ox, oy;
-              rotate(xa[u].get(2 * e), xa[u].get(2 * e + 1), cv[e], sv[e], &ox, &oy);
-              xa[u].set2(2 * e, ox, oy);
-            }
-          }
-        } else {
-#pragma unroll
-        for (int e = 0; e < P; ++e) {
-          float ox, oy;
-          if constexpr (LAYOUT == kNeox) {
-            rotate(xa[u].get(e), ya[u].get(e), cv[e], sv[e], &ox, &oy);
-            xa[u].set(e, ox);
-            ya[u].set(e, oy);
-          } else {
-            rotate(xa[u].get(2 * e), xa[u].get(2 * e + 1), cv[e], sv[e], &ox, &oy);
-            xa[u].set(2 * e, ox);
-            xa[u].set(2 * e + 1, oy);
-          }
-        }
-        }
+        rotate_item<LAYOUT, P, STAGE && sizeof(T) == 2>(xa[u], ya[u], cv, sv);
       }
-      if constexpr (LAYOUT == kNeox) {
-        xa[u].store(out[u] + j);
-        ya[u].store(out[u] + half + j);
-      } else {
-        xa[u].store(out[u] + 2 * j);
-      }
+      store_item<LAYOUT>(xa[u], ya[u], out[u], j, half);
     }
   }
 };

@@ -143,26 +143,9 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_flat(const Para
             sv[e] = ls[e];
           }
         }
-#pragma unroll
-        for (int e = 0; e < P; ++e) {
-          float ox, oy;
-          if constexpr (LAYOUT == kNeox) {
-            rotate(xa[u].get(e), ya[u].get(e), cv[e], sv[e], &ox, &oy);
-            xa[u].set(e, ox);
-            ya[u].set(e, oy);
-          } else {
-            rotate(xa[u].get(2 * e), xa[u].get(2 * e + 1), cv[e], sv[e], &ox, &oy);
-            xa[u].set(2 * e, ox);
-            xa[u].set(2 * e + 1, oy);
-          }
-        }
+        rotate_item<LAYOUT, P, false>(xa[u], ya[u], cv, sv);
       }
-      if constexpr (LAYOUT == kNeox) {
-        xa[u].store(out[u] + j[u]);
-        ya[u].store(out[u] + half + j[u]);
-      } else {
-        xa[u].store(out[u] + 2 * j[u]);
-      }
+      store_item<LAYOUT>(xa[u], ya[u], out[u], j[u], half);
     }
   }
 }
