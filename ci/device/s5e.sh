@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 5, device run 29 (one H200, the budget's last ~3 min): ci/device/rope_t4096_probe.py alone on
+# Issue 3's open measurements (written in session 5, not run: its device time ran out; one H200, ~2 min): ci/device/rope_t4096_probe.py alone on
 # the machine (run 28 timed decx5 beside two test suites: host-bound events). Wheel: the positional
 # sm90 build of commit eb5b807 (rotate_item refactor: the dec / early SASS byte-identical to run 28's).
 export PYTHONUNBUFFERED=1 MLOPS_BENCH_OUT=$OUT
