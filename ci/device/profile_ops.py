@@ -4,9 +4,10 @@ brackets its measured call(s) in cudaProfilerStart/Stop, so run ncu with --profi
         python3 ci/device/profile_ops.py norm int8 rope attention sample lm_head
 Sections: rope_decode (T=1/32 planned cache / on the fly, mul_ of the same bytes at T=1/32/4096),
 norm2048 (2048x4096 plain / int8 / fp8 / nvfp4 planned), norm (RMSNorm 16384x4096 / 2048x4096 bf16,
-planned), int8 (RMSNorm + INT8 planned and r16lq), rope (T=4096 / 32768, 32 q + 8 kv heads, D=128, fused-qkv views, in place, cache and on the
-fly), attention (FBLA 3+3 exact B=1 L=16K, the planned variant), sample (V=151936, B=1 / 64:
-temperature, top_p 0.9, top_k 50, planned), lm_head (151936x4096 and 32000x4096, M=1 / 8, stats)."""
+planned), int8 (RMSNorm + INT8 planned and r16lq), rope (T=4096 / 32768, 32 q + 8 kv heads, D=128,
+fused-qkv views, in place, cache and on the fly), attention (FBLA 3+3 exact B=1 L=16K, the planned
+variant), sample (V=151936, B=1 / 64: temperature, top_p 0.9, top_k 50, planned), lm_head (151936x4096
+and 32000x4096, M=1 / 8, stats)."""
 
 import sys
 

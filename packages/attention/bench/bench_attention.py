@@ -8,7 +8,8 @@ One JSON line per case (tools/testing/mlops_bench.py); docs/performance.md keeps
 event time, for the random-q cases (peaked q times the same within 1 %: one profiler session a row is
 ~1 s). --targets: only the two target shapes (B1 L16K, B8 L128K), random and peaked q (~60 s). Every
 decode variant (mlops.attention.decode_variants()) is timed side by side: impl "fbla <mode> <kind>
-[<variant>]"; the planner's pick (decode_variants()'s "planner" key) is imma_occ+coarse_imma since session 4 round B (runs 18 / 20).
+[<variant>]"; the planner's pick (decode_variants()'s "planner" key) is imma_occ+coarse_imma since
+session 4 round B (runs 18 / 20).
 
 Cases (issue 6): 32 q heads, 8 kv heads, head_dim 128, B in {1, 8}, L in {4K, 16K, 128K}.
 Targets: B8 L128K <= 450 us, B1 L16K <= 25 us.

@@ -119,5 +119,7 @@ def test_decode_planner_pick():
     picks = [v["name"] for v in A.decode_variants() if v["planner"]]
     assert picks == ["imma_occ+coarse_imma"]
     min_sm = {v["name"]: v["min_sm"] for v in A.decode_variants()}
-    assert min_sm["imma+coarse_warps"] == min_sm["imma+coarse_imma"] == min_sm["imma_occ+coarse_imma"] == 80  # tensor-core MMA (shuffles below sm_80)
-    assert min_sm["stage+coarse_imma"] == min_sm["stage_pipe+coarse_imma"] == min_sm["stage_bf+coarse_imma"] == 90  # cp.async.bulk + mbarrier (plain copies and CTA barriers below sm_90)
+    # tensor-core MMA (shuffles below sm_80)
+    assert min_sm["imma+coarse_warps"] == min_sm["imma+coarse_imma"] == min_sm["imma_occ+coarse_imma"] == 80
+    # cp.async.bulk + mbarrier (plain copies and CTA barriers below sm_90)
+    assert min_sm["stage+coarse_imma"] == min_sm["stage_pipe+coarse_imma"] == min_sm["stage_bf+coarse_imma"] == 90

@@ -1,6 +1,7 @@
 """GPU: the kernels against the host emulation bit for bit (encoder records, append, decode in both
 modes and both output dtypes), GQA 1/2/4/5/8, head dims 64/128, lengths across group boundaries,
-mixed-length batches, every decode variant (decode_variants()); results independent of the CTA count; exact == skip with every block
+mixed-length batches, every decode variant (decode_variants()); results independent of the CTA count;
+exact == skip with every block
 refined; a full cache flagged on the device with nothing written; CUDA-graph replay of append +
 decode_at as the cache grows; a sanitizer subset. Run under each build of nox -s gpu_build (sm_90
 and the compute_61 / 70 / 75 / 80 PTX builds: compute_61 is the DP4A + integer-rounding path, from
