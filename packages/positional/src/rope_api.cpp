@@ -185,13 +185,18 @@ int64_t plan_items(int64_t heads, int64_t rotary_dim) {
 //   dec loses (30.78 against 25.25): each of a token's 10 warps computes its sincos, so its on-the-fly
 //   cost grows with the tokens an SM. Linear between T = 1 and 32 the event gap closes at ~27
 //   tokens; 8 keeps inside the win. stage4 for the rest of decode (run 20), early2x5 above.
+// - from the cache past decode (still within dec's wave bound), decx5 (dec at 5 CTAs an SM, direct-only
+//   code; other calls run dec's kernel): H200 run 29 (ci/device/s5e.sh, the probe alone on the machine)
+//   T = 4096 23.65 / 21.12 us against dec's 25.60 / 22.14 and stage4 on the fly's 24.96 / 21.36; run 28
+//   20.96 us of kernel (its events host-bound). Decode keeps dec (the same kernel below one wave).
 // split_given: the caller set tokens / heads a CTA, so a kernel that uses them (dec's grid ignores a
 // split): early2 for decode from the cache, as before run 27.
 int planner_pick(int on_the_fly, int64_t tokens, int64_t items, int sms, bool split_given) {
   const int64_t n = sms > 0 ? sms : 1;
   const bool decode = tokens * items <= 2 * n * kCtaThreads;
   const int64_t dec_wave = n * kVariants[kDec - 1].ctas_per_sm * kCtaThreads * kVariants[kDec - 1].items_per_thread;
-  if (!split_given && (on_the_fly ? tokens <= kDecWarps : tokens * items <= kDecWaves * dec_wave)) return kDec;
+  if (!split_given && (on_the_fly ? tokens <= kDecWarps : tokens * items <= kDecWaves * dec_wave))
+    return on_the_fly || decode ? kDec : kDecx5;
   return decode ? (on_the_fly ? kStage4 : kEarly2) : kEarly2x5;
 }
 }  // namespace

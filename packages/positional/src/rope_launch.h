@@ -68,10 +68,11 @@ constexpr VariantInfo kVariants[] = {{1, "step2", 2, 0, 0, 4, 0, 0},    {2, "ear
                                      {15, "dec4", 4, 1, 0, 2, 0, 0, 1}, {16, "decx5", 1, 1, 0, 5, 0, 0, 2}};
 constexpr int kNumVariants = int(sizeof(kVariants) / sizeof(kVariants[0]));
 // The planner's kernels (mlops_rope_plan_path, since H200 run 27): dec from the cache up to kDecWaves
-// waves of its grid and on the fly up to kDecWarps tokens; stage4 for the rest of decode on the fly
+// waves of its grid (decx5 there past decode, run 29) and on the fly up to kDecWarps tokens; stage4 for
+// the rest of decode on the fly
 // (run 20); early2x5 for prefill from the cache and on the fly (run 17, run 20, run 27). early2 (the
 // decode pick from the cache before run 27) stays the split kernel for a caller's own split.
-constexpr int kEarly2 = 2, kEarly2x5 = 5, kStage4 = 7, kDec = 13;
+constexpr int kEarly2 = 2, kEarly2x5 = 5, kStage4 = 7, kDec = 13, kDecx5 = 16;
 constexpr int kDecWaves = 10;
 
 // One object a dtype (rope_launch_<dtype>.cu), so the three compile in parallel. variant: 1 ... kNumVariants.

@@ -319,7 +319,7 @@ def test_variant_table_and_names():
 def test_planner_picks_the_measured_fastest():
     """The planner's kernel and split (H200 run 27, 32 + 8 heads x 128 bf16, 132 SMs, CUDA events / CUPTI
     kernel time): from the cache dec (8 tokens a CTA, 4 heads a warp) while its grid is at most 10 waves
-    (one item a lane at 4 CTAs an SM: T <= 4224 here): T = 1 5.76 / 1.82 us against early2's 6.40 / 2.40,
+    (one item a lane at 4 CTAs an SM: T <= 4224 here; decx5 past decode since run 29): T = 1 5.76 / 1.82 us against early2's 6.40 / 2.40,
     T = 32 6.05 / 2.11, T = 4096 (9.7 waves) 25.92 / 22.06 against early2x5's 26.38 / 22.34, but T = 32768
     221.5 against 173.2, so early2x5 at 3 tokens a CTA above. On the fly dec up to 8 tokens (one CTA of
     tokens; T = 1 6.10 / 2.35 against stage4's 6.43 / 2.56), stage4 for the rest of decode (T = 32 a tie:
@@ -328,15 +328,20 @@ def test_planner_picks_the_measured_fastest():
     from mlops.positional._native import C
 
     ids = {v["name"]: v["id"] for v in P.rope_variants()}
-    dec = (8, 4, ids["dec"])
-    for T in (1, 32, 4096, 4224):  # 4224 x 320 items = 10 waves of 132 x 4 x 256 lanes
+    dec, decx5 = (8, 4, ids["dec"]), (8, 4, ids["decx5"])
+    for T in (1, 32, 211):  # decode: 211 x 320 items fill 2 CTAs of 256 an SM
         assert C.plan(T, 40, 128, 132, 0, False) == dec
         assert C.plan(T, 40, 128, 132, 0) == dec
+    # past decode, decx5 (run 29, the probe alone on the machine: T = 4096 23.65 / 21.12 us against dec's
+    # 25.60 / 22.14) up to dec's wave bound
+    for T in (212, 4096, 4224):  # 4224 x 320 items = 10 waves of 132 x 4 x 256 lanes
+        assert C.plan(T, 40, 128, 132, 0, False) == decx5
+        assert C.plan(T, 40, 128, 132, 0) == decx5
     for T in (4225, 32768):
         assert C.plan(T, 40, 128, 132, 0, False) == (3, 40, ids["early2x5"])
         assert C.plan(T, 40, 128, 132, 0) == (3, 40, ids["early2x5"])
     # the waves scale with the SMs: 114 SMs give 10 waves at 3648 tokens
-    assert C.plan(3648, 40, 128, 114, 0) == dec and C.plan(3649, 40, 128, 114, 0)[2] == ids["early2x5"]
+    assert C.plan(3648, 40, 128, 114, 0) == decx5 and C.plan(3649, 40, 128, 114, 0)[2] == ids["early2x5"]
     for T in (1, 8):
         assert C.plan(T, 40, 128, 132, 0, True) == dec
     for T in (9, 32):

@@ -1,0 +1,48 @@
+"""Issue 3's measurements alone on the machine (session 5 wrote it for T = 4096, run 29 ran it; session 6
+made the token counts, the variants and the number of blocks arguments). The bench's shape and harness
+(bench_positional.py: fused-qkv views, in place, read L2 flush, GPU lead): each block is one
+time_interleaved of the rows (events, 300 rounds, medians) plus CUPTI kernel times; several blocks show
+the figures' spread between blocks (run 29's T = 1 empty-kernel row read 3.84 us, its T = 32 one 2.98).
+JSON lines where MLOPS_BENCH_OUT says.
+
+    python3 ci/device/rope_probe.py --tokens 1,32 --blocks 3
+    python3 ci/device/rope_probe.py --tokens 256,1024,4096 --variants decx5,dec,early2x5"""
+import argparse
+
+import torch
+
+import mlops.positional as mp
+from mlops_bench import Bench
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--tokens", default="1,32,4096")
+ap.add_argument("--variants", default="", help="variants from the cache, beside the planner's rows")
+ap.add_argument("--blocks", type=int, default=1)
+args = ap.parse_args()
+
+HQ, HK, D, MAXP = 32, 8, 128, 131072
+b = Bench("positional")
+b.header()
+inv_freq = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})[0].cuda()
+cache = mp.build_cos_sin_cache(inv_freq, MAXP)
+for T in (int(t) for t in args.tokens.split(",")):
+    qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=torch.bfloat16)
+    q, k = qkv[:, : HQ * D].view(T, HQ, D), qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
+    pos = torch.randint(0, MAXP, (T,), device="cuda")
+    qk = qkv[:, : (HQ + HK) * D]
+    fns = {
+        "empty kernel": lambda: torch.cuda._sleep(0),
+        "planner, cache": lambda: mp.apply_rope(q, k, pos, cache, inplace=True),
+        "planner, on the fly": lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq, max_positions=MAXP, inplace=True),
+        "torch mul_(1.0), same bytes": lambda: qk.mul_(1.0),
+    }
+    for v in filter(None, args.variants.split(",")):
+        fns[f"{v}, cache"] = lambda v=v: mp.apply_rope(q, k, pos, cache, inplace=True, variant=v)
+    for block in range(args.blocks):
+        t = b.time_interleaved(fns, reps=300)
+        for key, fn in fns.items():
+            kt = b.kernel_time(fn, reps=30)
+            b.record(case="rope issue-3 probe", shape=f"T={T} {HQ}+{HK}x{D} bf16", impl=key, block=block,
+                     seconds=t[key], bytes=2 * T * (HQ + HK) * D * 2,
+                     kernel_us=None if kt is None else round(kt * 1e6, 2),
+                     over_empty_kernel_us=round((t[key] - t["empty kernel"]) * 1e6, 2))
