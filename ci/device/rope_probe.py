@@ -18,6 +18,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--tokens", default="1,32,4096")
 ap.add_argument("--variants", default="", help="variants from the cache, beside the planner's rows")
 ap.add_argument("--blocks", type=int, default=1)
+ap.add_argument("--positions", default="random", choices=["random", "arange"],
+                help="random positions (a batch of decode requests, the bench's) or 0 ... T-1 (one prefill)")
 args = ap.parse_args()
 
 HQ, HK, D, MAXP = 32, 8, 128, 131072
@@ -25,13 +27,18 @@ b = Bench("positional")
 b.header()
 inv_freq = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})[0].cuda()
 cache = mp.build_cos_sin_cache(inv_freq, MAXP)
+one = torch.zeros(1, device="cuda")
 for T in (int(t) for t in args.tokens.split(",")):
     qkv = torch.randn(T, (HQ + 2 * HK) * D, device="cuda", dtype=torch.bfloat16)
     q, k = qkv[:, : HQ * D].view(T, HQ, D), qkv[:, HQ * D:(HQ + HK) * D].view(T, HK, D)
-    pos = torch.randint(0, MAXP, (T,), device="cuda")
-    qk = qkv[:, : (HQ + HK) * D]
+    pos = torch.randint(0, MAXP, (T,), device="cuda") if args.positions == "random" else torch.arange(T, device="cuda")
+    # mul_ over a contiguous tensor of q and k's bytes, as bench_positional.py's reference row (run 29 /
+    # 30 took the strided qk view of qkv: torch's strided elementwise path, 53 us at T = 4096)
+    qk = torch.randn(T, (HQ + HK) * D, device="cuda", dtype=torch.bfloat16)
     fns = {
         "empty kernel": lambda: torch.cuda._sleep(0),
+        # a near-empty kernel CUPTI can time (the sleep kernels are the harness's markers)
+        "torch fill_ of one element": lambda: one.fill_(0.0),
         "planner, cache": lambda: mp.apply_rope(q, k, pos, cache, inplace=True),
         "planner, on the fly": lambda: mp.apply_rope(q, k, pos, inv_freq=inv_freq, max_positions=MAXP, inplace=True),
         "torch mul_(1.0), same bytes": lambda: qk.mul_(1.0),
@@ -43,6 +50,7 @@ for T in (int(t) for t in args.tokens.split(",")):
         for key, fn in fns.items():
             kt = b.kernel_time(fn, reps=30)
             b.record(case="rope issue-3 probe", shape=f"T={T} {HQ}+{HK}x{D} bf16", impl=key, block=block,
+                     positions=args.positions,
                      seconds=t[key], bytes=2 * T * (HQ + HK) * D * 2,
                      kernel_us=None if kt is None else round(kt * 1e6, 2),
                      over_empty_kernel_us=round((t[key] - t["empty kernel"]) * 1e6, 2))
