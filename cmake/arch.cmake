@@ -1,8 +1,9 @@
 # mlops CUDA architectures: which SASS/PTX targets a build gets, asked from the nvcc in use.
 #
 # mlops supports Maxwell .. Hopper: sm_50 52 53 60 61 62 70 72 75 80 86 87 89 90. No single nvcc
-# covers that range (notes/toolchains.md §1.2): 12.4 builds 50..90, 13.x only 75..121. So the list
-# below is intersected with what `nvcc --list-gpu-arch` reports, never with hard-coded versions.
+# covers that range (notes/toolchains.md §1.2): 11.8 and 12.4 build 50..90 (11.8 also lists 35 and
+# 37, outside the mlops list), 13.x only 75..121. So the list below is intersected with what
+# `nvcc --list-gpu-arch` reports, never with hard-coded versions.
 #
 # Usage (the order matters, see mlops_cuda_preproject):
 #   include(cmake/arch.cmake)
@@ -29,6 +30,8 @@ set_property(GLOBAL PROPERTY MLOPS_CUDA_ARCH_LIST 50 52 53 60 61 62 70 72 75 80 
 # Example:
 #   mlops_nvcc_archs(out /opt/cuda-12.4/bin/nvcc)
 #     out="50;52;53;60;61;62;70;72;75;80;86;87;89;90"
+#   mlops_nvcc_archs(out /opt/cuda-11.8/bin/nvcc)             # 11.8.89
+#     out="35;37;50;52;53;60;61;62;70;72;75;80;86;87;89;90"
 #   mlops_nvcc_archs(out .../nvidia/cu13/bin/nvcc)            # 13.0.2 wheel
 #     out="75;80;86;87;88;89;90;100;103;110;120;121"
 #
@@ -190,7 +193,7 @@ endfunction()
 # Call before project(): CMake's compiler check compiles for CMAKE_CUDA_ARCHITECTURES (also when
 # taken from the CUDAARCHS environment variable), so an arch the nvcc lacks fails configure with
 # "Check for working CUDA compiler ... - broken" (e.g. 50 with 13.0, notes §2.3). When unset, this
-# sets it to 75, which every nvcc mlops uses has (12.4, 13.0, 13.5), and so also overrides
+# sets it to 75, which every nvcc mlops uses has (11.8, 12.4, 13.0, 13.5), and so also overrides
 # CUDAARCHS; ask for archs through MLOPS_CUDA_ARCHS instead. Targets then get their real list
 # from mlops_cuda_archs_for via set_target_properties(... CUDA_ARCHITECTURES ...).
 # (A macro: it sets the variable in the caller's scope.)
@@ -207,10 +210,11 @@ endmacro()
 #
 # nvcc-version quirk flags for CUDA compiles, each wrapped in $<$<COMPILE_LANGUAGE:CUDA>:...> for
 # target_compile_options(). Needs CMAKE_CUDA_COMPILER_VERSION (after project). Every flag below was
-# checked with the real nvcc 12.4.131 and 13.0.88 (tools/cuda_toolkit.py).
+# checked with the real nvcc 12.4.131 and 13.0.88 (tools/cuda_toolkit.py); 11.8.89 takes 12.4's
+# (cmake/tests/test_arch.py builds a nanobind .cu with each and finds no warning).
 #
 # Example:
-#   nvcc 12.4: OUT="$<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=186>;$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-attributes>"
+#   nvcc 11.8, 12.4: OUT="$<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=186>;$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-attributes>"
 #   nvcc 13.0: OUT="$<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=186>;$<$<COMPILE_LANGUAGE:CUDA>:-diag-error=20280>"
 #
 # Not flags, but notes for the same versions:
@@ -219,8 +223,9 @@ endmacro()
 #   defines/instantiates it (e.g. behind a non-template host function); a launch from another .cu
 #   warns #20280 and fails to link ("undefined reference to void fill<float>(...)"). 12.4 has no
 #   such flag (weak stubs, the cross-TU launch links). Defaults of 12.8/12.9 were not checked.
-# - -Wno-deprecated-gpu-targets is not needed: 12.4 prints no deprecation warning for sm_50..sm_72
-#   and 13.0 cannot build them at all. (12.8/12.9 may warn; no such nvcc was available.)
+# - -Wno-deprecated-gpu-targets is not needed: 11.8 and 12.4 print no deprecation warning for
+#   sm_50..sm_72 (11.8 warns for sm_35 / sm_37 only, outside the mlops list) and 13.0 cannot build
+#   them at all. (12.8/12.9 may warn; no such nvcc was available.)
 #
 function(mlops_cuda_quirk_flags OUT)
   if(NOT CMAKE_CUDA_COMPILER_VERSION)

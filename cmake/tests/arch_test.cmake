@@ -1,6 +1,6 @@
 # Tests of cmake/arch.cmake, run as a script:
 #   cmake -P cmake/tests/arch_test.cmake                                   # synthetic lists only
-#   cmake -DNVCC=<nvcc> -DEXPECT_VERSION=12.4|13.0 -P cmake/tests/arch_test.cmake   # + a real nvcc
+#   cmake -DNVCC=<nvcc> -DEXPECT_VERSION=11.8|12.4|13.0 -P cmake/tests/arch_test.cmake   # + a real nvcc
 # Cases that must fail run this file again in a child cmake with -DARCH_TEST_EVAL=<code>
 # (no semicolons in <code>: they would split the child's argument).
 cmake_minimum_required(VERSION 3.18)
@@ -39,6 +39,7 @@ function(expect_fatal name regex code)
   set(passed ${n} PARENT_SCOPE)
 endfunction()
 
+set(S118 35 37 50 52 53 60 61 62 70 72 75 80 86 87 89 90)        # nvcc 11.8.89 --list-gpu-arch
 set(S124 50 52 53 60 61 62 70 72 75 80 86 87 89 90)              # nvcc 12.4 --list-gpu-arch
 set(S130 75 80 86 87 88 89 90 100 103 110 120 121)               # nvcc 13.0.88
 set(ALL124 "50-real;52-real;53-real;60-real;61-real;62-real;70-real;72-real;75-real;80-real;86-real;87-real;89-real;90-real;90-virtual")
@@ -49,6 +50,8 @@ mlops_resolve_archs(r SPEC "" SUPPORTED ${S124})
 expect_eq("default 12.4" "${r}" "${ALL124}")
 mlops_resolve_archs(r SPEC "" MIN 0 SUPPORTED ${S130})
 expect_eq("default 13.0" "${r}" "${ALL130}")
+mlops_resolve_archs(r SPEC all SUPPORTED ${S118})                 # 35 / 37: not mlops archs
+expect_eq("default 11.8" "${r}" "${ALL124}")
 mlops_resolve_archs(r SPEC all MIN 61 SUPPORTED ${S124})
 expect_eq("all MIN 61 12.4" "${r}" "61-real;62-real;70-real;72-real;75-real;80-real;86-real;87-real;89-real;90-real;90-virtual")
 mlops_resolve_archs(r SPEC " ALL " MIN 61 SUPPORTED ${S130})
@@ -102,6 +105,9 @@ expect_eq("preproject keeps a set value" "${CMAKE_CUDA_ARCHITECTURES}" "80-real"
 set(CMAKE_CUDA_COMPILER_VERSION 12.4.131)
 mlops_cuda_quirk_flags(q)
 expect_eq("quirks 12.4" "${q}" "$<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=186>;$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-attributes>")
+set(CMAKE_CUDA_COMPILER_VERSION 11.8.89)
+mlops_cuda_quirk_flags(q)
+expect_eq("quirks 11.8" "${q}" "$<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=186>;$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-attributes>")
 set(CMAKE_CUDA_COMPILER_VERSION 13.0.88)
 mlops_cuda_quirk_flags(q)
 expect_eq("quirks 13.0" "${q}" "$<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=186>;$<$<COMPILE_LANGUAGE:CUDA>:-diag-error=20280>")
@@ -112,11 +118,14 @@ if(DEFINED NVCC)
   if(EXPECT_VERSION STREQUAL "12.4")
     set(want_supported "${S124}")
     set(want_default "${ALL124}")
+  elseif(EXPECT_VERSION STREQUAL "11.8")
+    set(want_supported "${S118}")
+    set(want_default "${ALL124}")                   # the same 14 SASS + compute_90
   elseif(EXPECT_VERSION STREQUAL "13.0")
     set(want_supported "${S130}")
     set(want_default "${ALL130}")
   else()
-    message(FATAL_ERROR "EXPECT_VERSION must be 12.4 or 13.0, not '${EXPECT_VERSION}'")
+    message(FATAL_ERROR "EXPECT_VERSION must be 11.8, 12.4 or 13.0, not '${EXPECT_VERSION}'")
   endif()
   execute_process(COMMAND "${NVCC}" --version OUTPUT_VARIABLE v COMMAND_ERROR_IS_FATAL ANY)
   string(REGEX MATCH "release ([0-9]+\\.[0-9]+)" _ "${v}")
@@ -131,9 +140,9 @@ if(DEFINED NVCC)
 
   mlops_resolve_archs(r SPEC "" SUPPORTED ${sup})
   expect_eq("real default ${EXPECT_VERSION}" "${r}" "${want_default}")
-  if(EXPECT_VERSION STREQUAL "12.4")
+  if(NOT EXPECT_VERSION STREQUAL "13.0")
     mlops_resolve_archs(r SPEC 61-virtual SUPPORTED ${sup})
-    expect_eq("real 61-virtual on 12.4" "${r}" "61-virtual")
+    expect_eq("real 61-virtual on ${EXPECT_VERSION}" "${r}" "61-virtual")
   else()
     expect_fatal("real 61-virtual on 13.0" "no CUDA architecture left.*61-virtual"
                  "mlops_nvcc_archs(s \${NVCC})\nmlops_resolve_archs(r SPEC 61-virtual SUPPORTED \${s})")
