@@ -369,6 +369,7 @@ def matrix(session):
     import time
 
     import matrix as mx
+    from cuda_toolkit import locked
 
     o = _opts(session, full="no", cuda="", python="", torch="", commit="HEAD", archs=CI_ARCHS)
     try:
@@ -384,7 +385,12 @@ def matrix(session):
 
     def save():
         # re-read before writing, so two matrix sessions for different cells keep each other's
-        # entries; the table shows the merged file
+        # entries; the table shows the merged file. The lock makes read-merge-write one step
+        # against another session's save (and the table's rewrite of docs/distribution.md with it).
+        with locked(top / ".results.lock"):
+            _save()
+
+    def _save():
         merged = json.loads(res_file.read_text()) if res_file.exists() else {}
         merged.update(results)
         tmp = res_file.with_suffix(".tmp")
@@ -411,7 +417,8 @@ def matrix(session):
         wheels = top / f"wheels-{commit}-cu{cuda}-py{py}"
         t0 = time.time()
         try:
-            bpy = venv(top / f"venv-build-py{py}", py, PINS["build"])
+            with locked(top / f".venv-build-py{py}.lock"):  # the install; builds share the venv read-only
+                bpy = venv(top / f"venv-build-py{py}", py, PINS["build"])
             nvcc = _toolkit(session, cuda)
             shutil.rmtree(wheels, ignore_errors=True)
             for name in names:
@@ -431,26 +438,29 @@ def matrix(session):
         save()
         for t in [t for c, p, t in cells if (c, p) == (cuda, py)]:
             key = f"{cuda}|{py}|{t}"
-            t0 = time.time()
-            try:
-                tpy = venv(top / f"venv-test-py{py}-torch{t}", py, [MATRIX_TORCH[t], *_test_pins(py)])
-            except Exception:  # noqa: BLE001
-                results[key] = {"ok": False, "commit": commit,
-                                "text": f"not run: {MATRIX_TORCH[t]} not installable for Python {py} here"}
+            # the test venv is one a (Python, torch) for every CUDA: another matrix session testing another
+            # toolkit's wheels there (the --force-reinstall below) would swap the modules under this pytest
+            with locked(top / f".venv-test-py{py}-torch{t}.lock"):
+                t0 = time.time()  # not counting the wait for the lock
+                try:
+                    tpy = venv(top / f"venv-test-py{py}-torch{t}", py, [MATRIX_TORCH[t], *_test_pins(py)])
+                except Exception:  # noqa: BLE001
+                    results[key] = {"ok": False, "commit": commit,
+                                    "text": f"not run: {MATRIX_TORCH[t]} not installable for Python {py} here"}
+                    save()
+                    continue
+                session.run(tpy, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
+                            *[str(p) for p in wheels.glob("*.whl")], external=True)
+                p = subprocess.run([tpy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                    *[f"packages/{n}/tests" for n in names]],
+                                   cwd=src, capture_output=True, text=True, env=dict(os.environ, MLOPS_TEST_CUDA=cuda))
+                (top / f"pytest-{commit}-cu{cuda}-py{py}-torch{t}.log").write_text(p.stdout + p.stderr)
+                last = (p.stdout.strip().splitlines() or ["no output"])[-1].strip("= ")
+                tv = subprocess.run([tpy, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                                    text=True).stdout.strip()
+                verdict = "ok" if p.returncode == 0 else "FAILED"
+                results[key] = {"ok": p.returncode == 0, "commit": commit,
+                                "text": f"{verdict}: {last} (torch {tv}, {time.time() - t0:.0f} s)"}
+                session.log(f"{key}: {results[key]['text']}")
                 save()
-                continue
-            session.run(tpy, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
-                        *[str(p) for p in wheels.glob("*.whl")], external=True)
-            p = subprocess.run([tpy, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                *[f"packages/{n}/tests" for n in names]],
-                               cwd=src, capture_output=True, text=True, env=dict(os.environ, MLOPS_TEST_CUDA=cuda))
-            (top / f"pytest-{commit}-cu{cuda}-py{py}-torch{t}.log").write_text(p.stdout + p.stderr)
-            last = (p.stdout.strip().splitlines() or ["no output"])[-1].strip("= ")
-            tv = subprocess.run([tpy, "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                                text=True).stdout.strip()
-            verdict = "ok" if p.returncode == 0 else "FAILED"
-            results[key] = {"ok": p.returncode == 0, "commit": commit,
-                            "text": f"{verdict}: {last} (torch {tv}, {time.time() - t0:.0f} s)"}
-            session.log(f"{key}: {results[key]['text']}")
-            save()
     save()

@@ -1,7 +1,7 @@
 """The cells of `nox -s matrix` and the source snapshot it builds and tests from.
 
 A cell is (CUDA, Python, torch). The declared set (CELLS) is not the cross product of AXES: that is
-3 x 4 x 2 = 24 cells and 12 builds (one per CUDA x Python), each a build of every package plus a
+4 x 4 x 2 = 32 cells and 16 builds (one per CUDA x Python), each a build of every package plus a
 CPU test run of every package's tests, and each Python but 3.11 needs torch with its CUDA libraries
 from PyPI (~5 GB a venv). On the 2-core machine that is many hours and most of the disk. The
 declared cells cover every CUDA, every Python and both torch releases at least once, and one build
@@ -20,7 +20,9 @@ import pathlib
 import subprocess
 
 AXES = {
-    "cuda": ["12.4", "13.0", "13.5"],  # 13.5: the newest 13.x tools/cuda_toolkit.py provides
+    # 11.8: the oldest, for sm_50 ... sm_90 with an 11.x driver (attention's sm_90 stage variants take the
+    # portable copies there: their TMA PTX needs CUDA 12); 13.5: the newest 13.x tools/cuda_toolkit.py provides
+    "cuda": ["11.8", "12.4", "13.0", "13.5"],
     "python": ["3.10", "3.11", "3.12", "3.13"],
     "torch": ["2.13", "2.14"],
 }
@@ -31,6 +33,7 @@ CELLS = [
     ("13.0", "3.11", "2.14"),  # ... and the same wheels under the other torch release
     ("13.0", "3.12", "2.14"),  # the GPU machine's Python
     ("13.5", "3.13", "2.14"),  # the newest toolkit, Python and torch together
+    ("11.8", "3.11", "2.13"),  # CUDA 11.x: built and tested against CI's Python and torch (on disk)
 ]
 
 
