@@ -179,8 +179,9 @@ MODES = {
 SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024", "cluster8_smem", "cluster16_smem",
                  "cluster8_smem_es", "cluster16_smem_es", "split")
 # kernel_time (one profiler session a row, ~0.5 s) for the planned call (lean / gather since run 21),
-# the lean form and this round's candidates, at the batch sizes of the targets: 54 sessions, not 300
-KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late"), 64: (None, "cluster8_lean", "cluster8_late")}
+# the lean form and this round's candidates, at the batch sizes of the targets: 72 sessions, not 300
+KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide"),
+                64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide")}
 
 
 def torch_top_p(z, p=0.9, t=0.8):
@@ -209,7 +210,7 @@ def stats_of(z: torch.Tensor) -> mv.LmHeadOutput:
     return mv.LmHeadOutput(z, mx, am, hist, best)
 
 
-def bench_sampling(b: Bench, quick: bool):
+def bench_sampling(b: Bench, quick: bool, only_variants: tuple = ()):
     V = 151936
     try:
         import flashinfer  # noqa: F401
@@ -242,7 +243,8 @@ def bench_sampling(b: Bench, quick: bool):
         # those that lost every mode by a margin (run 17: t256 / t512, never faster than t1024 at
         # V = 151936, the unstaged cluster8 / cluster16 and cluster16_smem_t1024; run 21: the staged,
         # early-stop and split forms, behind the lean ones everywhere), so the section stays under 150 s
-        named = [v["name"] for v in mv.sample_variants() if v["name"] not in SKIP_SAMPLERS]
+        named = [v["name"] for v in mv.sample_variants()
+                 if (v["name"] in only_variants if only_variants else v["name"] not in SKIP_SAMPLERS)]
         for mode, cfg in MODES.items():
             for variant in [None] + named:
                 t, planned, kt = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
@@ -286,7 +288,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer shapes and repetitions")
     ap.add_argument("--only", choices=["lm_head", "lm_head_gap", "sampling"], default=None)
+    ap.add_argument("--variants", default="",
+                    help="sampling: only these sampler variants (comma-separated) next to the planned call")
     a = ap.parse_args()
+    only_variants = tuple(v for v in a.variants.split(",") if v)
+    unknown = set(only_variants) - {v["name"] for v in mv.sample_variants()}
+    if unknown:
+        ap.error(f"--variants: unknown sampler variants {sorted(unknown)}")
     b = Bench("vocab")
     b.header()
     if a.only in (None, "lm_head"):
@@ -294,7 +302,7 @@ def main():
     if a.only in (None, "lm_head_gap"):
         bench_lm_head_gap(b)
     if a.only in (None, "sampling"):
-        bench_sampling(b, a.quick)
+        bench_sampling(b, a.quick, only_variants)
 
 
 if __name__ == "__main__":

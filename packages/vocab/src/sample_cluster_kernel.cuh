@@ -115,6 +115,8 @@ struct ClusterShared {
   uint32_t pub_cand_n;      // the gather forms: this CTA's candidate count, published once a call
   uint32_t g_off[33];       // where each CTA's candidates start in the gathered list
   int g_n;                  // the gathered count, -1 when they do not all fit
+  uint32_t pub_bound, g_bound;  // the wide forms: this CTA's list bound, the cluster's largest
+  uint64_t pub_wide;            // the wide forms: the mass of this CTA's portion of the wide bins
   uint32_t b_prefix, b_mask, b_krem;
   int b_done, b_warp, b_token, b_flags;
   // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
@@ -158,8 +160,10 @@ __device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
 
 // Moves the slice's elements with key >= lo to shared memory (unordered: only histograms read
 // them). cand_n ends as their count, larger than kClusterCand when they did not fit.
+// hi (the wide forms): only keys <= hi, the elements of one bin.
 template <int NT, class Z>
-__device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh) {
+__device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh,
+                                 uint32_t hi = 0xffffffffu) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   if (tid == 0) sh.cand_n = 0;
@@ -167,7 +171,8 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
   for (int64_t base = v0 + (tid & ~31); base < v1; base += NT) {  // warp-uniform trip count
     const int64_t i = base + lane;
     const float x = i < v1 ? z(i) : 0.0f;
-    const bool on = i < v1 && key_of(x) >= lo;
+    const uint32_t k = key_of(x);
+    const bool on = i < v1 && k >= lo && k <= hi;
     const unsigned ball = __ballot_sync(kFull, on);
     if (!ball) continue;
     uint32_t at = 0;
@@ -355,7 +360,8 @@ __device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, floa
 // overflowed or the total exceeds kGather: the distributed rounds then go on as before. A CTA's
 // list is never rewritten after it (one gather a call) and no CTA exits before the last barrier.
 
-template <int C, int NT>
+// BOUND (the wide forms): also the largest of the CTAs' published list bounds, into g_bound.
+template <int C, int NT, bool BOUND = false>
 __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -367,6 +373,15 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
     const uint64_t incl = warp_incl_scan(uint64_t(n));
     const uint64_t total = __shfl_sync(kFull, incl, 31);
     if (lane < unsigned(C)) sh.g_off[lane] = uint32_t(incl - n);
+    if constexpr (BOUND) {
+      uint32_t b = lane < unsigned(C) ? remote_load(&sh.pub_bound, lane) : 0u;
+#pragma unroll
+      for (int off = 16; off >= 1; off >>= 1) {
+        const uint32_t o = __shfl_xor_sync(kFull, b, off);
+        b = o > b ? o : b;
+      }
+      if (lane == 0) sh.g_bound = b;
+    }
     if (lane == 0) {
       sh.g_off[C] = uint32_t(total);
       sh.g_n = !over && total <= uint64_t(kGather) ? int(total) : -1;
@@ -397,6 +412,193 @@ __device__ __forceinline__ void late_gather(const Z& zr, int64_t v0, int64_t v1,
   build_candidates<NT>(zr, v0, v1, lo, sh);
   use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
   all_n = gather_candidates<C, NT>(sh, all);
+}
+
+// ---- The wide forms (WIDE, on the late form): a first round on an 11-bit digit of the key (sign,
+// exponent, 2 mantissa bits: 2048 bins, a quarter octave each), so that one pass bounds what can
+// still matter to a few hundred - two thousand elements where the 8-bit first round left ~38 000
+// (top-p 0.9 at T = 0.8 on N(0, 3^2) logits, V = 151936: its crossing bin [2, 8)).
+constexpr int kWideBits = 11, kWideShift = 32 - kWideBits, kWideBins = 1 << kWideBits;
+// the rounds after a wide top-p round: bits 13 - 20, 5 - 12, then 0 - 7 (bits 5 - 7 already fixed
+// by the prefix, so only the bins that match it are non-zero and can be chosen)
+MLOPS_HD constexpr int wide_shift(int level) { return level == 3 ? kWideShift : level == 2 ? 13 : level == 1 ? 5 : 0; }
+
+// An exclusive scan of one value a thread in thread order (exact integers). Every thread calls it.
+template <int NT>
+__device__ __forceinline__ uint64_t block_excl_scan(uint64_t x, ClusterShared<NT>& sh) {
+  constexpr int NW = NT / 32;
+  const unsigned lane = unsigned(threadIdx.x) & 31u;
+  const int warp = int(threadIdx.x) >> 5;
+  const uint64_t incl = warp_incl_scan(x);
+  if (lane == 31) sh.wsum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    uint64_t y = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+    y = warp_incl_scan(y);
+    if (lane < unsigned(NW)) sh.red[lane] = y;
+  }
+  __syncthreads();
+  const uint64_t r = incl - x + (warp ? sh.red[warp - 1] : 0);
+  __syncthreads();
+  return r;
+}
+
+// The highest of n bins (val(i), ascending keys) at which the sum from the top, plus base, reaches
+// (reach(sum), monotone; reach(base) false): sh.b_warp = i, -1 where none does; sh.b_acc = base plus
+// the sum of the bins above it; sh.b_target = val(i). The same bin as a suffix scan of the bins and
+// the existing rounds' choice (the highest bin whose inclusive sum reaches). Thread t takes q =
+// ceil(n / NT) consecutive bins from the top (n <= kWideBins: at most 4 at 512 threads); every
+// thread calls it.
+template <int NT, class Val, class Reach>
+__device__ void find_from_top(int n, uint64_t base, const Val& val, const Reach& reach, ClusterShared<NT>& sh) {
+  constexpr int kQ = (kWideBins + NT - 1) / NT;
+  const int tid = threadIdx.x;
+  const int q = (n + NT - 1) / NT;
+  uint64_t v[kQ], x = 0;
+#pragma unroll
+  for (int j = 0; j < kQ; ++j) {
+    const int i = n - 1 - (tid * q + j);
+    v[j] = j < q && i >= 0 ? uint64_t(val(i)) : 0;
+    x += v[j];
+  }
+  if (tid == 0) sh.b_warp = -1;
+  uint64_t run = base + block_excl_scan<NT>(x, sh);  // syncs before the writes below
+#pragma unroll
+  for (int j = 0; j < kQ; ++j) {
+    const uint64_t next = run + v[j];
+    if (j < q && !reach(run) && reach(next)) {
+      sh.b_warp = n - 1 - (tid * q + j);
+      sh.b_acc = run;
+      sh.b_target = v[j];
+    }
+    run = next;
+  }
+  __syncthreads();
+}
+
+// Top-k's first round, wide, in each CTA alone: the global k-th largest key K is at or above each
+// CTA's own k-th largest, so each CTA lists its elements at or above the lower bound of the wide bin
+// of its own k-th largest key (all of its slice where it holds fewer than k), no cluster barrier,
+// and one gather joins the lists. Every element with key >= K is in the joined list (an element of
+// CTA r below r's bound has k larger elements in r alone, so its key is below K), so the list's
+// k-th largest key is K and its count at or above any key >= K is the row's: the rounds on it
+// (levels 3 .. 0, in each CTA) find K and top-p after it sees every kept element. A bin of the list
+// holds all of the row's elements of that bin only at or above every CTA's bound (g_bound, returned
+// in `bound`): a round's early stop (the bin's lower bound as the threshold) is taken only there.
+// Where the gather fails (a list over kClusterCand, or over kGather joined) all_n = -1 in every CTA
+// and use_cand is false: the distributed rounds read the slice from level 3 on, as the late form.
+template <int C, int NT, class Z>
+__device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k, ClusterShared<NT>& sh, float* all,
+                                 bool& use_cand, int& all_n, uint32_t& bound) {
+  const int tid = threadIdx.x;
+  for (int i = tid; i < kWideBins; i += NT) sh.hlo[i] = 0;  // hlo: 256 * kRep = 2048 words
+  __syncthreads();
+#pragma unroll 4
+  for (int64_t v = v0 + tid; v < v1; v += NT) atomicAdd(&sh.hlo[key_of(zr(v)) >> kWideShift], 1u);
+  __syncthreads();
+  find_from_top<NT>(
+      kWideBins, 0, [&](int i) { return uint64_t(sh.hlo[i]); }, [&](uint64_t s) { return s >= uint64_t(k); }, sh);
+  const int b = sh.b_warp;
+  const uint32_t lo = b < 0 ? 0u : uint32_t(b) << kWideShift;
+  if (tid == 0) sh.pub_bound = lo;  // read after the gather's barrier
+  build_candidates<NT>(zr, v0, v1, lo, sh);
+  all_n = gather_candidates<C, NT, true>(sh, all);
+  bound = all_n >= 0 ? sh.g_bound : 0u;
+  use_cand = false;
+}
+
+// Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
+// (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
+// barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
+// cnt / mass (6 KB of 64-bit words, free here: no round has used them) and publishes the portion's
+// mass; a barrier; every CTA reads the C portion masses (S is their sum: the mass of every key, as
+// the first round's), finds the portion and, reading that portion's P bins from its CTA, the bin
+// where the mass from the top reaches p * S: the same integers, the same crossing bin and mass
+// above it (acc) as a round over bytes would reach over the same keys. Its elements only (those
+// above it are all kept and weigh acc) are listed and gathered; the rounds on bits 13 - 20, 5 - 12
+// and 0 - 4 run on the list (or distributed where it does not fit). Returns whether no bin reaches
+// (prefix and mask stay 0: every key kept, as the rounds' own "no bin reaches").
+template <int C, int NT>
+__device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
+                           int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
+                           uint32_t& mask, uint64_t& acc, double& thr) {
+  static_assert(C >= 3, "a portion of the wide bins fits cnt / mass (768 words)");
+  constexpr int P = (kWideBins + C - 1) / C;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+  for (int i = tid; i < kWideBins; i += NT) {
+    sh.hlo[i] = 0;
+    sh.hhi[i] = 0;
+  }
+  __syncthreads();
+  LeanRow lm = lean_row(cfg, m, T);
+  lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
+  lm.min_w = 0;
+  const int n = int(v1 - v0);
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? zs[i] : 0.0f;
+      on[j] = i < n;
+    }
+    lean_weights4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = key_of(x[j]) >> kWideShift;
+        add_mass_of<true>(&sh.hlo[b], &sh.hhi[b], w[j]);
+      }
+  }
+  cluster_sync_smem();  // every CTA's bins complete
+  uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // cnt then mass: 768 words
+  uint64_t part = 0;
+  for (int t = tid; t < P; t += NT) {
+    const int b = int(rank) * P + t;
+    uint64_t s = 0;
+    if (b < kWideBins)
+      for (int r = 0; r < C; ++r)
+        s += mass_of<true>(remote_load(&sh.hlo[b], unsigned(r)), remote_load(&sh.hhi[b], unsigned(r)));
+    red[t] = s;
+    part += s;
+  }
+  part = block_sum_u64<NT>(part, sh);
+  if (tid == 0) sh.pub_wide = part;
+  cluster_sync_smem();  // every portion published
+  if (tid < 32) {  // lane j: the portion of CTA C - 1 - j (from the top)
+    const uint64_t t = lane < unsigned(C) ? remote_load(&sh.pub_wide, unsigned(C - 1) - lane) : uint64_t(0);
+    const uint64_t incl = warp_incl_scan(t);
+    const uint64_t S = __shfl_sync(kFull, incl, 31);
+    const double th = top_p_threshold(cfg.top_p, S);
+    const unsigned hit = __ballot_sync(kFull, lane < unsigned(C) && double(incl) >= th);
+    const int h = hit ? __ffs(hit) - 1 : 0;
+    const uint64_t above = __shfl_sync(kFull, incl - t, h);
+    if (lane == 0) {
+      sh.b_total = S;
+      sh.b_krem = hit ? uint32_t(C - 1 - h) : ~0u;
+      sh.b_acc = above;
+    }
+  }
+  __syncthreads();
+  thr = top_p_threshold(cfg.top_p, sh.b_total);
+  const uint32_t rp = sh.b_krem;
+  const uint64_t above = sh.b_acc;  // find_from_top writes it only after a barrier
+  if (rp == ~0u) return true;
+  find_from_top<NT>(
+      P, above,
+      [&](int i) { return int(rp) * P + i < kWideBins ? remote_load(&red[i], rp) : uint64_t(0); },
+      [&](uint64_t s) { return double(s) >= thr; }, sh);
+  prefix = uint32_t(int(rp) * P + sh.b_warp) << kWideShift;  // b_warp >= 0: the portion reaches
+  mask = ~0u << kWideShift;
+  acc = sh.b_acc;
+  auto zr = [&](int64_t v) { return zs[v - v0]; };
+  build_candidates<NT>(zr, v0, v1, prefix, sh, prefix | ~mask);
+  use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+  all_n = gather_candidates<C, NT>(sh, all);  // its barrier: every CTA's last read of this one's red is behind it
+  return false;
 }
 
 // The lean forms' draw. Thread t takes the contiguous chunk [t q, (t + 1) q) of the staged slice (q
@@ -491,14 +693,19 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // same kept weights, the same S, the same token and log-probability. The first round (over the
 // whole slice, where few bins take most elements) counts nothing: one un-replicated atomic an
 // element there would serialise; later rounds see only the prefix's elements.
+// WIDE (the *_wide variants, on the late form): top-k's first round in each CTA alone on a wide
+// digit, then one gather (wide_topk_gather); top-p without top-k: a first round on the wide digit
+// across the cluster and a gather of the crossing bin's elements (wide_top_p).
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false>
+          bool LATE = false, bool WIDE = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
   static_assert(!LEAN || (STAGE && !ES && C <= 32), "the lean draw rewrites the staged slice; one warp reads the cluster");
   static_assert(!GATHER || LEAN, "the gathered rounds are a lean form's");
   static_assert(!LATE || GATHER, "the second gather is a gather form's");
+  static_assert(!WIDE || LATE, "the wide rounds are a late form's");
+  static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
 #else
@@ -656,8 +863,16 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     bool use_cand = false;  // later rounds read sh.cand instead of the slice
     uint32_t tau = 0;
     // ---- top-k: the k-th largest key (ties at it are kept), one byte a round
-    if (cfg.top_k > 0 && int64_t(cfg.top_k) < V) {
+    const bool has_top_k = cfg.top_k > 0 && int64_t(cfg.top_k) < V;
+    if (has_top_k) {
       uint32_t prefix = 0, mask = 0, k_rem = uint32_t(cfg.top_k);
+      uint32_t bound = 0;  // WIDE: a bin of the gathered list is the row's at or above it
+      if constexpr (WIDE) {
+        if (!(stats && p.stats_key_hist)) {
+          wide_topk_gather<C, NT>(zr, v0, v1, k_rem, sh, all, use_cand, all_n, bound);
+          gather_tried = true;
+        }
+      }
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
@@ -721,7 +936,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           const uint32_t bin = uint32_t(255 - tid), cum = uint32_t(incl - c);
           sh.b_prefix = prefix | (bin << sh_bits);
           sh.b_mask = mask | (255u << sh_bits);
-          sh.b_done = c == k_rem - cum;  // every key of the bin is kept
+          // every key of the bin is kept (WIDE: and the list holds all of the bin)
+          sh.b_done = c == k_rem - cum && (prefix | (bin << sh_bits)) >= bound;
           sh.b_krem = k_rem - cum;
         }
         __syncthreads();
@@ -731,7 +947,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         const int done = sh.b_done;
         __syncthreads();
         if (done) break;
-        if (level == 3 && mask) {  // the keys in the chosen bin and above, when they fit
+        if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
           build_candidates<NT>(zr, v0, v1, prefix, sh);
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
           if constexpr (GATHER) {
@@ -749,9 +965,18 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       uint32_t prefix = 0, mask = 0;
       uint64_t acc = 0;
       double thr = 0.0;
+      int top = 3;  // the first level of the rounds below
+      bool wide = false;
+      if constexpr (WIDE) {
+        if (!has_top_k) {
+          wide = true;
+          gather_tried = true;
+          top = wide_top_p<C, NT>(cfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+        }
+      }
 #pragma unroll 1
-      for (int level = 3; level >= 0; --level) {
-        const int sh_bits = 8 * level;
+      for (int level = top; level >= 0; --level) {
+        const int sh_bits = wide ? wide_shift(level) : 8 * level;
         const int buf = rnd & 1;
         // ES, below the first round: cnt[buf] counts this CTA's weighted elements a bin (zeroed
         // here: the other CTAs read buffer buf of round rnd - 2 before round rnd - 1's barrier)

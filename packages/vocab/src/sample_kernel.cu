@@ -80,7 +80,8 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
 // (once a device), and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
-template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false>
+template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
+          bool WIDE = false>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
   static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
@@ -90,7 +91,7 @@ bool staged_ok(size_t bytes) {
     cudaGetLastError();
     return false;
   }
-  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE>;
+  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE>;
   std::lock_guard<std::mutex> g(mu);
   if (max_dyn[dev] == 0) {
     int optin = 0;
@@ -118,10 +119,11 @@ bool staged_ok(size_t bytes) {
   return ok_bytes[dev] == bytes;
 }
 
-template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false>
+template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
+          bool WIDE = false>
 cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
-  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE>, p);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE>, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -153,6 +155,10 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
   if (staged == 4)  // the gather forms: the gathered list after the slice
     return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true>(b16 + kGatherBytes)) ||
            ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true>(b8 + kGatherBytes));
+  if (staged == 6)  // the wide forms: as the gather forms
+    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true, true>(b16 + kGatherBytes)) ||
+           ((cluster == 8 || !cluster16_ok()) &&
+            staged_ok<8, kClusterThreads, false, true, true, true, true>(b8 + kGatherBytes));
   if (staged == 5)  // the late forms: as the gather forms
     return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true>(b16 + kGatherBytes)) ||
            ((cluster == 8 || !cluster16_ok()) &&
@@ -167,7 +173,14 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
 
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
-  if (staged == 5) {  // the late forms (512 threads); the unstaged form where they do not fit
+  if (staged == 6) {  // the wide forms (512 threads); the unstaged form where they do not fit
+    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
+    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
+    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true, true>(b16))
+      return launch_cluster_staged<16, kClusterThreads, false, true, true, true, true>(p, s, b16);
+    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true, true, true>(b8))
+      return launch_cluster_staged<8, kClusterThreads, false, true, true, true, true>(p, s, b8);
+  } else if (staged == 5) {  // the late forms (512 threads); the unstaged form where they do not fit
     const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
     const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
     if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true>(b16))

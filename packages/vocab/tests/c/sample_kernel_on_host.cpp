@@ -31,6 +31,10 @@ struct Case {
   float scale;
   bool history, specials;
   bool stats = false;  // feed the LM head's statistics (max / lowest argmax, key-byte counts)
+  // the row's last 1000 logits: 40 in [40.5, 40.9] above 960 in [33, 37.8] (the last CTA's, at 3 or 4
+  // CTAs): a top-k 40 whose wide list holds all of the top byte's bin [32, 128) that is listed, but
+  // not the bin (the wide forms' early stop must not take that bin's lower bound)
+  bool crowd = false;
 };
 
 // What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D;
@@ -41,7 +45,11 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
     if (staged) {  // the slice in (poisoned) dynamic shared memory: every read after staging comes from it
       set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged >= 4 ? 4 * kGather : 0));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
-      if (staged == 5 && cluster == 4)
+      if (staged == 6 && cluster == 4)
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, true, true>(p); });
+      else if (staged == 6)
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, true, true>(p); });
+      else if (staged == 5 && cluster == 4)
         run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, true>(p); });
       else if (staged == 5)
         run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, true>(p); });
@@ -113,6 +121,11 @@ int main() {
       // the bench's top-p row, scaled down: the first round's bin ([2, 8): ~3000 elements) overflows
       // the gathered list, the second's fits (the late forms gather there); history: the penalties
       {"top_p 0.9 (late gather)", 2, 12000, cfg(0.8f, 0, 0.9f, 0.0f, 1.1f), 3.0f, true, false},
+      // integer logits at a high temperature: the wide forms' crossing bin (the logit 0, ~4600
+      // elements) overflows the gathered list, so their rounds below go on distributed
+      {"top_p ties (wide bin over the list)", 2, 12000, cfg(50.0f, 0, 0.5f, 0.0f), 0.0f, false, false},
+      {"top_k 40, the top in one CTA", 2, 5000, cfg(30.0f, 40, 1.0f, 0.0f), 3.0f, false, false, false, true},
+      {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -121,6 +134,9 @@ int main() {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> z(size_t(c.B * c.V));
     for (auto& v : z) v = c.scale == 0.0f ? float(int(nd(gen) * 2.0f)) : nd(gen) * c.scale;  // ties: integers
+    for (int64_t r = 0; r < c.B && c.crowd; ++r)
+      for (int64_t i = 0; i < 1000; ++i)
+        z[r * c.V + c.V - 1000 + i] = i >= 960 ? 40.5f + float(i - 960) * 0.01f : 33.0f + float(i) * 0.005f;
     if (c.specials) {
       z[5] = std::nanf("");
       z[c.V + 9] = INFINITY;
@@ -146,8 +162,8 @@ int main() {
     }
     // t256, t1024, split, cluster 4 x 256, cluster 3 x 256, the staged (slice in shared memory)
     // clusters 4 x 256 and 3 x 256, the staged early-stop form, the lean form, the gather form and
-    // the late form (4 x 256 or 3 x 256 by case)
-    for (int variant = 0; variant < 11; ++variant) {
+    // the late form and the wide form (4 x 256 or 3 x 256 by case)
+    for (int variant = 0; variant < 12; ++variant) {
       if (const char* only = std::getenv("SAMPLE_ON_HOST_VARIANT"); only && std::atoi(only) != variant) continue;
       // 1024 and 768 host threads a block / cluster are slow on two shared cores: t1024 takes every
       // other case, the 3-CTA cluster the others (t256 and the 4-CTA cluster run the same code on all)
@@ -156,7 +172,7 @@ int main() {
         continue;
       if (c.V > 5000 && variant != 0 && variant < 9) continue;  // the gather and late forms' case (slow here)
       const bool split = variant == 2;
-      const int staged = variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
+      const int staged = variant == 11 ? 6 : variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
       const int cluster = variant == 3 || variant == 5 ? 4
                           : variant == 4 || variant == 6 ? 3
                           : variant >= 7 ? (case_no % 2 ? 4 : 3) : 0;
@@ -186,7 +202,7 @@ int main() {
         emulate(p, threads, split, cluster, staged, ws);
         const char* names[] = {"t256",     "t1024",         "split",         "cluster4",
                                "cluster3", "cluster4_smem", "cluster3_smem", "cluster_smem_es",
-                               "cluster_lean", "cluster_gather", "cluster_late"};
+                               "cluster_lean", "cluster_gather", "cluster_late", "cluster_wide"};
         const char* vn = names[variant];
         CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
               tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
