@@ -25,6 +25,16 @@ namespace mlops::fbla {
 // by every thread and a CTA barrier at issue time, the wait a no-op (correct everywhere; fast on sm_90
 // only, hence the variants' min_sm 90). Waits need not be uniform over the CTA, but every thread keeps
 // every barrier's phase: it calls stage_wait once for each completion of each barrier.
+// The sm_90 path's cp.async.bulk, mbarrier expect_tx / try_wait and fence.proxy.async are PTX ISA 8.0
+// (CUDA 12.0): nvcc 11.8's ptxas rejects them ("Unknown modifier '.mbarrier_init'"). An 11.8 build takes
+// the copies and CTA barrier of the path below sm_90 on sm_90 as well: the same values in shared memory,
+// so the same results, only without the TMA engine. With nvcc >= 12 this is the sm_90 test it always was.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDACC_VER_MAJOR__ >= 12
+#define MLOPS_FBLA_STAGE_TMA 1
+#else
+#define MLOPS_FBLA_STAGE_TMA 0
+#endif
+
 __device__ __forceinline__ uint8_t* dyn_smem() {
 #if defined(MLOPS_FBLA_ON_HOST)
   return emu_dyn_smem();
@@ -34,7 +44,7 @@ __device__ __forceinline__ uint8_t* dyn_smem() {
 #endif
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if MLOPS_FBLA_STAGE_TMA
 __device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }
@@ -42,7 +52,7 @@ __device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
 
 // Every thread calls it once, before the first stage_issue (one arrival a phase: thread 0's expect_tx).
 __device__ __forceinline__ void stage_init(uint64_t* bars, int n) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if MLOPS_FBLA_STAGE_TMA
   if (threadIdx.x == 0) {
     for (int i = 0; i < n; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bars[i])) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -57,7 +67,7 @@ __device__ __forceinline__ void stage_init(uint64_t* bars, int n) {
 // completing on *bar. Every thread calls it (uniformly), after a CTA barrier that ends every access to dst.
 __device__ __forceinline__ void stage_issue(uint64_t* bar, uint8_t* dst, long long dstride, const uint8_t* src,
                                             long long sstride, int bytes, int ng) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if MLOPS_FBLA_STAGE_TMA
   if (threadIdx.x == 0) {
     // the threads' (generic proxy) accesses to dst, ordered by the caller's barrier, before the async proxy's writes
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -83,7 +93,7 @@ __device__ __forceinline__ void stage_issue(uint64_t* bar, uint8_t* dst, long lo
 // completing on it is visible to the calling thread.
 __device__ __forceinline__ void stage_wait(uint64_t* bars, int i, uint32_t& phases) {
   const uint32_t phase = (phases >> i) & 1u;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if MLOPS_FBLA_STAGE_TMA
   uint32_t done = 0;
   while (!done)
     asm volatile(
