@@ -159,11 +159,13 @@ KernelFn kernel_for(int variant) {
 
 // The kernel a launch runs for its variant: decx5's kernel holds the direct cache path only (a 16-byte
 // aligned cache, no mrope: rope_kernel_dec's ROW = false); any other call of decx5 runs dec's kernel.
+// dec_direct: the dec kernels read cos / sin straight from the cache row (a 16-byte aligned cache, no mrope).
+inline bool dec_direct(const Params& p, bool vec) {
+  return p.cache && !p.mrope && (!vec || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0);
+}
+
 inline int kernel_variant(const Params& p, bool vec, int variant) {
-  if (variant >= 1 && variant <= kNumVariants && kVariants[variant - 1].dec == 2) {
-    const bool direct = p.cache && !p.mrope && (!vec || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0);
-    if (!direct) return kDec;
-  }
+  if (variant >= 1 && variant <= kNumVariants && kVariants[variant - 1].dec == 2 && !dec_direct(p, vec)) return kDec;
   return variant;
 }
 
@@ -172,7 +174,10 @@ template <class T>
 size_t smem_for(const Params& p, bool vec, int layout, int variant) {
   const VariantInfo& v = kVariants[(variant >= 1 && variant <= kNumVariants ? variant : 1) - 1];
   if (v.flat) return 0;  // no shared memory
-  if (v.dec) return sizeof(float) * size_t(kDecWarps) * p.rotary_dim;  // a row a warp (used on the fly / mrope)
+  // a row a warp, used on the fly / mrope only; none on the direct cache path (session 6: a launch that asks
+  // for shared memory may make the SM change its L1 / shared carveout after the caller's kernels, which ask
+  // for none; decode calls are ~2 us, so the direct path asks for none either: run 33 measures it)
+  if (v.dec) return dec_direct(p, vec) ? 0 : sizeof(float) * size_t(kDecWarps) * p.rotary_dim;
   if (!v.stage) return smem_bytes(p);
   const int P = !vec ? 1 : (layout == kNeox ? Geometry<T, kNeox, true>::P : Geometry<T, kGptj, true>::P);
   const int TE = vec ? Geometry<T, kNeox, true>::TE : 1;

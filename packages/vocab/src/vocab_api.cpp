@@ -545,13 +545,14 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
                               int has_stats, int has_history) {
   const int base = mlops_sample_plan(rows, vocab, sm, sms);
   if (!configs || !kSampleVariants[base].cluster) return base;
-  bool all_greedy = true, any_top_k = false, any_top_k_top_p = false;
+  bool all_greedy = true, any_top_k = false, any_top_p = false, any_top_k_top_p = false;
   for (int64_t i = 0; i < rows; ++i) {
     const mlops_sample_config c = sanitize(configs[i]);
     const bool greedy = config_greedy(c);
     const bool top_k = !greedy && c.top_k > 0 && int64_t(c.top_k) < vocab, top_p = !greedy && c.top_p < 1.0f;
     all_greedy = all_greedy && greedy;
     any_top_k = any_top_k || top_k;
+    any_top_p = any_top_p || top_p;
     any_top_k_top_p = any_top_k_top_p || (top_k && top_p);
   }
   // Measured on the H200 (GPU run 21, V = 151936, CUDA-graph replay, logits in L2; docs/vocab.md,
@@ -570,9 +571,15 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   //    112.9); otherwise cluster8_lean (B = 64: greedy 27.1, temperature 56.2, min-p 48.5, top-k 85.3,
   //    top-p 175.2, penalties + top-p 184.0, top-k with the statistics 62.5; the split variant,
   //    planned for temperature / min-p since run 15, takes 77.6 / 77.7). B = 9 .. 63 unmeasured.
+  // GPU run 31 (session 6, the same bench): the wide forms (an 11-bit first digit; top-p's masses per
+  // wide bin, then only the crossing bin's elements gathered) where a row has top-p and the batch no
+  // row that takes the gather form above: B = 1 top-p 27.4 us (cluster16_wide) vs cluster16_lean's 36.5,
+  // penalties + top-p 30.0 vs 38.9; B = 8 36.7 / 39.3 vs 50.5 / 53.6; B = 64 (cluster8_wide) 123.6 /
+  // 127.1 vs cluster8_lean's 167.0 / 174.9. Elsewhere they tie or lose a little (top-k alone B = 1 21.8
+  // vs 20.5, greedy 7.9 vs 7.1), so top-k rows keep the gather / lean picks.
   if (all_greedy && has_stats && !has_history) return 2;
-  if (rows <= 8) return any_top_k ? 14 : 12;
-  return any_top_k_top_p ? 13 : 11;
+  if (rows <= 8) return any_top_k ? 14 : any_top_p ? 18 : 12;
+  return any_top_k_top_p ? 13 : any_top_p && !any_top_k ? 17 : 11;
 }
 
 int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant) {

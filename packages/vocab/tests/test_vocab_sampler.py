@@ -179,7 +179,8 @@ def test_mode_aware_plan():
         return mv.sample_variants()[C.sample_plan_configs(rows, V, sm, 132, packed.data_ptr(), stats, history)]["name"]
 
     # GPU run 21 (H200): the lean cluster variants, the gather forms where a row has top-k (B <= 8)
-    # or top-k and top-p (B > 8), t1024 for greedy with the statistics; split no longer planned
+    # or top-k and top-p (B > 8), t1024 for greedy with the statistics; split no longer planned;
+    # run 31: the wide forms for top-p without top-k
     for rows in (1, 8, 64):
         lean = "cluster16_lean" if rows <= 8 else "cluster8_lean"
         gather = "cluster16_gather" if rows <= 8 else "cluster8_gather"
@@ -188,8 +189,10 @@ def test_mode_aware_plan():
         assert plan(rows, dict(temperature=0.0)) == lean
         assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
         assert plan(rows, dict(temperature=0.0), stats=True, history=True) == lean
-        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == lean
-        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == lean
+        # GPU run 31: the wide forms where a row has top-p and none takes the gather form
+        wide = "cluster16_wide" if rows <= 8 else "cluster8_wide"
+        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == wide
+        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
         assert plan(rows, dict(temperature=0.8, top_k=50)) == ("cluster16_gather" if rows <= 8 else lean)
         assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == ("cluster16_gather" if rows <= 8 else lean)
         assert plan(rows, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == gather
@@ -197,13 +200,17 @@ def test_mode_aware_plan():
         assert mv.sample_variants()[C.sample_plan(rows, V, 90, 132)]["name"] == (gather if rows <= 8 else lean)
     # the unmeasured batch sizes between follow B = 64 from B = 9 on
     assert plan(9, dict(temperature=0.8)) == "cluster8_lean"
-    assert plan(4, dict(temperature=0.8, top_p=0.9)) == "cluster16_lean"
+    assert plan(4, dict(temperature=0.8, top_p=0.9)) == "cluster16_wide"
+    assert plan(9, dict(temperature=0.8, top_p=0.9)) == "cluster8_wide"
     # a mixed batch: one top-k row moves a small batch to the gather form; a large one needs a row
     # with top-k and top-p; greedy rows (top_k = 1) count as neither
     assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=50)]) == "cluster16_gather"
     assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=1, top_p=0.9)]) == "cluster16_lean"
+    assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16_wide"
     assert plan(2, [dict(temperature=0.0), dict(temperature=0.8)], stats=True) == "cluster16_lean"
+    # a large batch with top-k rows and top-p rows apart: the lean form (the wide one's top-k is not measured better)
     assert plan(64, [dict(temperature=0.8, top_k=50)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
+    assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
     assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_gather"
     # below sm_90, and below V = 16384, nothing changes
     assert plan(1, dict(temperature=0.8), sm=80) == "t1024"
