@@ -81,7 +81,9 @@ function(mlops_add_package)
   install(TARGETS ${lib} EXPORT mlops-${A_NAME}-targets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT c)
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT c)
-  install(DIRECTORY ${MLOPS_COMMON_INCLUDE}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT c)
+  # mlops/common/testing/: the test programs' helpers (CHECK), not part of the installed API
+  install(DIRECTORY ${MLOPS_COMMON_INCLUDE}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT c
+          PATTERN "testing" EXCLUDE)
   install(EXPORT mlops-${A_NAME}-targets NAMESPACE mlops::
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mlops COMPONENT c)
   configure_package_config_file(${MLOPS_CMAKE_DIR}/mlopsConfig.cmake.in

@@ -231,18 +231,7 @@ cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t) {
 }  // namespace mlops::fbla
 
 // ---------------------------------------------------------------------------------------------
-static int passed, failed;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (cond) {                                   \
-      ++passed;                                   \
-    } else {                                      \
-      ++failed;                                   \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::printf(__VA_ARGS__);                   \
-      std::printf("\n");                          \
-    }                                             \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 static uint16_t bf16(float f) { return mlops::f32_to_bf16(f); }
 

@@ -11,18 +11,7 @@
 
 #include "mlops/fbla.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (cond) {                                   \
-      ++passed;                                   \
-    } else {                                      \
-      ++failed;                                   \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 enum { B = 1, HK = 2, HQ = 4, D = 64, CAP = 512, T = 420 };
 

@@ -11,18 +11,7 @@
 
 #include "mlops/optimizers.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (cond) {                                   \
-      ++passed;                                   \
-    } else {                                      \
-      ++failed;                                   \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 enum { N0 = 1000, N1 = 20000, STEPS = 10 };
 

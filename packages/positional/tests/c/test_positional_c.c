@@ -10,18 +10,7 @@
 
 #include "mlops/rope.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (cond) {                                   \
-      ++passed;                                   \
-    } else {                                      \
-      ++failed;                                   \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 enum { T = 6, HQ = 4, HK = 2, D = 128, RD = 128, HALF = RD / 2, MAXPOS = 64 };
 

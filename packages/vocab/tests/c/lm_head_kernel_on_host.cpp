@@ -10,18 +10,7 @@
 
 using namespace mlops::vocab;
 
-static int passed, failed;
-#define CHECK(cond, ...)                               \
-  do {                                                 \
-    if (cond) {                                        \
-      ++passed;                                        \
-    } else {                                           \
-      ++failed;                                        \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::printf(__VA_ARGS__);                        \
-      std::printf("\n");                               \
-    }                                                  \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 static uint16_t bf16_of(float f) { return mlops::f32_to_bf16_int(f); }
 

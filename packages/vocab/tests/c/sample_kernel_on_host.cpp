@@ -11,18 +11,7 @@
 
 using namespace mlops::vocab;
 
-static int passed, failed;
-#define CHECK(cond, ...)                                  \
-  do {                                                    \
-    if (cond) {                                           \
-      ++passed;                                           \
-    } else {                                              \
-      ++failed;                                           \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-      std::printf(__VA_ARGS__);                           \
-      std::printf("\n");                                  \
-    }                                                     \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 struct Case {
   const char* name;

@@ -9,18 +9,7 @@
 
 #include "mlops/vocab.h"
 
-static int passed, failed;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (cond) {                                   \
-      ++passed;                                   \
-    } else {                                      \
-      ++failed;                                   \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
+#include "mlops/common/testing/check.h"  // CHECK, passed, failed
 
 enum { V = 1001, H = 512, M = 3, B = 2 };
 
