@@ -95,6 +95,7 @@ PINS = {
             "suite": "bookworm",
             "component": "non-free",
             "package": "nvidia-cuda-dev",
+            "source": "nvidia-cuda-toolkit",
             "version": "11.8.89~11.8.0-5~deb12u1",
             "sha256": "dc63bf2fb94aaaf903e9bad0c35f631266077d016b34329ec7af456bd7fed5ec",
             "files": {"usr/lib/x86_64-linux-gnu/libcudart_static.a": "lib64/libcudart_static.a",
@@ -106,6 +107,7 @@ PINS = {
         "host_gcc": {
             "suite": "bookworm",
             "component": "main",
+            "source": "gcc-11",
             "version": "11.3.0-12",
             "sha256": {
                 "cpp-11": "2fffa4164a7d4103c410fce5b76fae2cb9508e6f0095c99a6f91f686566a22a1",
@@ -215,7 +217,10 @@ def _fetch_deb(work: pathlib.Path, pin: dict) -> pathlib.Path:
         got[0].rename(deb)
         dl.rmdir()
     else:
-        url = f"{uri}/pool/{pin['component']}/{pin['package'][0]}/{pin['package']}/{name}"
+        # the pool directory is the *source* package's (gcc-11 for g++-11, nvidia-cuda-toolkit for
+        # nvidia-cuda-dev); a "lib..." source would sit under pool/<component>/lib<x>/, none here
+        src = pin.get("source", pin["package"])
+        url = f"{uri}/pool/{pin['component']}/{src[0]}/{src}/{name}"
         url = url.replace("~", "%7E")
         log(f"no apt-get: GET {url}")
         with urllib.request.urlopen(url) as r, open(deb, "wb") as f:
@@ -432,7 +437,8 @@ def _assemble_118(root: pathlib.Path, work: pathlib.Path) -> None:
     dev = _fetch_deb(work, pin["dev_deb"])
     g = pin["host_gcc"]
     gcc_debs = [_fetch_deb(work, {"suite": g["suite"], "component": g["component"], "package": name,
-                                  "version": g["version"], "sha256": sha}) for name, sha in g["sha256"].items()]
+                                  "source": g["source"], "version": g["version"], "sha256": sha})
+                for name, sha in g["sha256"].items()]
     log(f".debs ok ({time.monotonic() - t0:.0f} s)")
     t0 = time.monotonic()
     whl = _pip_download(work, pin["wheels"])
