@@ -319,7 +319,8 @@ def test_variant_table_and_names():
 def test_planner_picks_the_measured_fastest():
     """The planner's kernel and split (H200 run 27, 32 + 8 heads x 128 bf16, 132 SMs, CUDA events / CUPTI
     kernel time): from the cache dec (8 tokens a CTA, 4 heads a warp) while its grid is at most 10 waves
-    (one item a lane at 4 CTAs an SM: T <= 4224 here; decx5 past decode since run 29): T = 1 5.76 / 1.82 us against early2's 6.40 / 2.40,
+    (one item a lane at 4 CTAs an SM: T <= 4224 here; decx5 past decode since run 29):
+    T = 1 5.76 / 1.82 us against early2's 6.40 / 2.40,
     T = 32 6.05 / 2.11, T = 4096 (9.7 waves) 25.92 / 22.06 against early2x5's 26.38 / 22.34, but T = 32768
     221.5 against 173.2, so early2x5 at 3 tokens a CTA above. On the fly dec up to 8 tokens (one CTA of
     tokens; T = 1 6.10 / 2.35 against stage4's 6.43 / 2.56), stage4 for the rest of decode (T = 32 a tie:
