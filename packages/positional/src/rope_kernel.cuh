@@ -159,11 +159,6 @@ KernelFn kernel_for(int variant) {
 
 // The kernel a launch runs for its variant: decx5's kernel holds the direct cache path only (a 16-byte
 // aligned cache, no mrope: rope_kernel_dec's ROW = false); any other call of decx5 runs dec's kernel.
-// dec_direct: the dec kernels read cos / sin straight from the cache row (a 16-byte aligned cache, no mrope).
-inline bool dec_direct(const Params& p, bool vec) {
-  return p.cache && !p.mrope && (!vec || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0);
-}
-
 inline int kernel_variant(const Params& p, bool vec, int variant) {
   if (variant >= 1 && variant <= kNumVariants && kVariants[variant - 1].dec == 2 && !dec_direct(p, vec)) return kDec;
   return variant;

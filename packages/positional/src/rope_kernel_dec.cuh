@@ -139,6 +139,13 @@ __device__ __forceinline__ void dec_row(const Params& p, long long t, long long 
   }
 }
 
+// dec_direct: the dec kernels read cos / sin straight from the cache row (a 16-byte aligned cache, no
+// mrope; the cache is a caller's tensor: its alignment is checked, not assumed). One predicate for the
+// kernel's path and the launch's choices (kernel_variant, smem_for in rope_kernel.cuh).
+__host__ __device__ __forceinline__ bool dec_direct(const Params& p, bool vec) {
+  return p.cache && !p.mrope && (!vec || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0);
+}
+
 // ROW = false (decx5 / decx6): the direct cache path only, without the shared-row code (sincos, mrope
 // rows): the launch gives such a kernel only calls with a 16-byte aligned cache and no mrope
 // (dec_direct), so it holds ~48 / 40 registers for 5 / 6 CTAs an SM where the full kernel spills its
@@ -171,9 +178,8 @@ __global__ void __launch_bounds__(kCtaThreads, MINB) rope_kernel_dec(const Param
   it.load(p, lane, n, cph, lg, rot_chunks, h0, b, s);  // q / k in flight with the position
   const bool ok = ROW && p.mrope ? token_in_range(p, t) : pos_in_range(p, pos0);
   if (!ok && lane == 0 && blockIdx.y == 0 && p.flag) *p.flag = 1;
-  // cos / sin straight from the cache row: one address, no frequency routing (the cache is a caller's
-  // tensor: its 16-byte alignment is checked, not assumed)
-  const bool direct = !ROW || (p.cache && !p.mrope && (!VEC || (reinterpret_cast<unsigned long long>(p.cache) & 15) == 0));
+  // cos / sin straight from the cache row: one address, no frequency routing
+  const bool direct = !ROW || dec_direct(p, VEC);
   const float* cs = direct ? p.cache + (ok ? pos0 : 0) * (2 * half) : smem + w * p.rotary_dim;
   if (!direct) {
     if (ok) dec_row(p, t, pos0, lane, f0, f1, smem + w * p.rotary_dim);
