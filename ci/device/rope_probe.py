@@ -6,7 +6,12 @@ the figures' spread between blocks (run 29's T = 1 empty-kernel row read 3.84 us
 JSON lines where MLOPS_BENCH_OUT says.
 
     python3 ci/device/rope_probe.py --tokens 1,32 --blocks 3
-    python3 ci/device/rope_probe.py --tokens 256,1024,4096 --variants decx5,dec,early2x5"""
+    python3 ci/device/rope_probe.py --tokens 256,1024,4096 --variants decx5,dec,early2x5
+    python3 ci/device/rope_probe.py --tokens 1,32 --graph --max-positions 8192
+
+Session 7 added --max-positions (the cache's rows; the positions are drawn below it) and --graph: each
+row also captured alone in a CUDA graph and timed by replay (the way serving engines run decode), the
+L2 flush and the lead spin outside the graph, beside its eager row."""
 import argparse
 
 import torch
@@ -20,9 +25,11 @@ ap.add_argument("--variants", default="", help="variants from the cache, beside 
 ap.add_argument("--blocks", type=int, default=1)
 ap.add_argument("--positions", default="random", choices=["random", "arange"],
                 help="random positions (a batch of decode requests, the bench's) or 0 ... T-1 (one prefill)")
+ap.add_argument("--max-positions", type=int, default=131072)
+ap.add_argument("--graph", action="store_true", help="also time each row replayed from a CUDA graph")
 args = ap.parse_args()
 
-HQ, HK, D, MAXP = 32, 8, 128, 131072
+HQ, HK, D, MAXP = 32, 8, 128, args.max_positions
 b = Bench("positional")
 b.header()
 inv_freq = mp.rope_parameters({"head_dim": D, "rope_theta": 500000.0})[0].cuda()
@@ -45,12 +52,23 @@ for T in (int(t) for t in args.tokens.split(",")):
     }
     for v in filter(None, args.variants.split(",")):
         fns[f"{v}, cache"] = lambda v=v: mp.apply_rope(q, k, pos, cache, inplace=True, variant=v)
+    if args.graph:
+        for key, fn in list(fns.items()):
+            fn()  # warm: the op's first call loads the module and plans outside the capture
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn()
+            fns[f"{key} [graph]"] = g.replay
+    def base(key):  # a graph row against the empty kernel's graph, an eager row against its launch
+        return "empty kernel [graph]" if key.endswith("[graph]") else "empty kernel"
+
     for block in range(args.blocks):
         t = b.time_interleaved(fns, reps=300)
         for key, fn in fns.items():
             kt = b.kernel_time(fn, reps=30)
             b.record(case="rope issue-3 probe", shape=f"T={T} {HQ}+{HK}x{D} bf16", impl=key, block=block,
-                     positions=args.positions,
+                     positions=args.positions, max_positions=MAXP,
                      seconds=t[key], bytes=2 * T * (HQ + HK) * D * 2,
                      kernel_us=None if kt is None else round(kt * 1e6, 2),
-                     over_empty_kernel_us=round((t[key] - t["empty kernel"]) * 1e6, 2))
+                     over_empty_kernel_us=round((t[key] - t[base(key)]) * 1e6, 2))
