@@ -276,6 +276,65 @@ __device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const
   }
 }
 
+// The pass setup of a refine_warps item (heads hq0 .. hq0 + nh - 1): the q rows (sm.qf), the refine flags
+// (sm.ref: every block of the ng groups for BF16 items and exact; else the blocks whose bound ub reaches the
+// threshold sm.thr, max of lbmax - gap), the closed groups' q digits (setup_group_warp), and with kImma the
+// scores into sm.pw (imma_scores).
+template <int D, bool kImma>
+__device__ __forceinline__ void warps_pass_setup(const DecodeParams& p, const Layout& l, WarpSmem& sm, const Item& it,
+                                                 const uint8_t* rec, int hq0, int nh, int ng, int ch, int nch,
+                                                 bool bf16, int tid, int g, int lane) {
+  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
+  for (int i = tid; i < nh * D; i += kWarpThreads) {
+    const int hi = i / D, d = i % D;
+    sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+  }
+  // the refine flags (uniform per 16-token block)
+  for (int i = tid; i < kWarpHeads * kRef; i += kWarpThreads) {
+    const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
+    bool r = hi < nh && gg < ng;
+    if (r && !bf16 && !p.exact) r = false;  // set below from the bounds
+    sm.ref[hi][rb] = r;
+  }
+  if (!bf16 && !p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
+    for (int hi = 0; hi < nh; ++hi) {
+      const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
+      float M = neg_inf();
+      for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
+#pragma unroll
+      for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+      if (lane == 0) sm.thr[hi] = M - p.gap;
+    }
+  }
+  __syncthreads();
+  if (!bf16 && !p.exact) {
+    for (int i = tid; i < nh * kRef; i += kWarpThreads) {
+      const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
+      if (gg < ng) {
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+      }
+    }
+  }
+  if (rec)
+    for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, rec, hi, g);
+  __syncthreads();
+  if constexpr (kImma) {
+    if (rec) imma_scores<D>(l, sm, rec, g, nh, p.scale);
+    __syncwarp();  // lane t reads the scores of token t below
+  }
+}
+
+// The partial of a refine_warps pass: groups in order (as refine_kernel).
+template <int D>
+__device__ __forceinline__ void warps_partial(const DecodeParams& p, const WarpSmem& sm, const Item& it, int hq0,
+                                              int nh, int ng, bool bf16, int tid) {
+  write_partial<D, kWarpThreads>(
+      p, it, sm.m, hq0, nh, ng, tid,
+      [&](int gg, int hi, int d) { return bf16 ? sm.gv[gg][hi][d] : sm.gv[gg][hi][d] + sm.bs[gg][hi]; },
+      [&](int gg, int hi) { return sm.lg[gg][hi]; });
+}
+
 // One refine item of the "warps" layout for refine_stage_kernel's BF16 items (slot 0), on a WarpSmem laid over
 // its dynamic shared memory: refine_warps_kernel's item with the BF16 rows' loads batched (the same chains in
 // the same order). The BF16 item is the longest of a B1 L16K round: refine_warps_kernel's SASS (sm_90) waits
@@ -290,7 +349,6 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
   const Layout l = layout(D, c.mode);
   const int tid = threadIdx.x, g = tid / 32, lane = tid & 31;
   const size_t tile = static_cast<size_t>(kGroup) * D;
-  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
   const Item it = item_of(item, c.batch, c.kv_heads);
   const int L = len_of(p, it.b);
   const int nq = closed_groups(L), nch = chunks_of(nq);
@@ -316,44 +374,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
     const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
     const int hq0 = it.kh * p.Gq + h0;
     __syncthreads();  // the previous pass / item is done with sm
-    for (int i = tid; i < nh * D; i += kWarpThreads) {
-      const int hi = i / D, d = i % D;
-      sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
-    }
-    // the refine flags (uniform per 16-token block)
-    for (int i = tid; i < kWarpHeads * kRef; i += kWarpThreads) {
-      const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
-      bool r = hi < nh && gg < ng;
-      if (r && !bf16 && !p.exact) r = false;  // set below from the bounds
-      sm.ref[hi][rb] = r;
-    }
-    if (!bf16 && !p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
-      for (int hi = 0; hi < nh; ++hi) {
-        const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
-        float M = neg_inf();
-        for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
-        if (lane == 0) sm.thr[hi] = M - p.gap;
-      }
-    }
-    __syncthreads();
-    if (!bf16 && !p.exact) {
-      for (int i = tid; i < nh * kRef; i += kWarpThreads) {
-        const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
-        if (gg < ng) {
-          const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-          sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
-        }
-      }
-    }
-    if (rec)
-      for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, rec, hi, g);
-    __syncthreads();
-    if constexpr (kImma) {
-      if (rec) imma_scores<D>(l, sm, rec, g, nh, p.scale);
-      __syncwarp();  // lane t reads the scores of token t below
-    }
+    warps_pass_setup<D, kImma>(p, l, sm, it, rec, hq0, nh, ng, ch, nch, bf16, tid, g, lane);
     // ---- scores: lane a token, 4 passes of 32 tokens; the warp's max a head
     float s[4][kWarpHeads];
     float wmax[kWarpHeads];
@@ -546,23 +567,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
       }
     }
     __syncthreads();
-    // ---- the partial: groups in order (as refine_kernel)
-    for (int i = tid; i < nh * D; i += kWarpThreads) {
-      const int hi = i / D, d = i % D;
-      const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-      float a = 0.0f;
-      const bool any_tok = sm.m[hi] != neg_inf();
-      if (any_tok)
-        for (int gg = 0; gg < ng; ++gg) a = a + (bf16 ? sm.gv[gg][hi][d] : sm.gv[gg][hi][d] + sm.bs[gg][hi]);
-      p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
-      if (d == 0) {
-        float lt = 0.0f;
-        if (any_tok)
-          for (int gg = 0; gg < ng; ++gg) lt = lt + sm.lg[gg][hi];
-        p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
-        p.s.pl[row * p.s.P + it.slot] = lt;
-      }
-    }
+    warps_partial<D>(p, sm, it, hq0, nh, ng, bf16, tid);
   }
 }
 
@@ -570,7 +575,8 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
 // 128 registers, 8+ CTAs (16+ warps) an SM. Its own body, not refine_warps_item: round A ran it through
 // that function and ptxas (sm_90, nvcc 13.0) then spilled (52 bytes here, 84 in imma_occ, against 0 / 16)
 // and issued the BF16 V rows one at a time instead of 4: +33 us at B1 L16K, +150 us imma_occ at B8 L128K
-// (run 20 against run 18). This is the body of before round A, unchanged.
+// (run 20 against run 18). This is the body of before round A; its pass setup and partial are the item's
+// (warps_pass_setup, warps_partial: sm_90 SASS byte-identical to the inline code they replaced).
 // kImma: the closed groups' scores by imma_scores (variant imma+coarse_warps), the rest the same code.
 // kMinCtas: CTAs an SM asked of ptxas (8: the 128-register cap; kImmaOccCtas for variant imma_occ+coarse_imma).
 template <int D, bool kImma = false, int kMinCtas = 8>
@@ -581,7 +587,6 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
   const Layout l = layout(D, c.mode);
   const int tid = threadIdx.x, g = tid / 32, lane = tid & 31;
   const size_t tile = static_cast<size_t>(kGroup) * D;
-  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const Item it = item_of(item, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);
@@ -600,44 +605,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
       const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
       const int hq0 = it.kh * p.Gq + h0;
       __syncthreads();  // the previous pass / item is done with sm
-      for (int i = tid; i < nh * D; i += kWarpThreads) {
-        const int hi = i / D, d = i % D;
-        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
-      }
-      // the refine flags (uniform per 16-token block)
-      for (int i = tid; i < kWarpHeads * kRef; i += kWarpThreads) {
-        const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
-        bool r = hi < nh && gg < ng;
-        if (r && !bf16 && !p.exact) r = false;  // set below from the bounds
-        sm.ref[hi][rb] = r;
-      }
-      if (!bf16 && !p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
-        for (int hi = 0; hi < nh; ++hi) {
-          const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
-          float M = neg_inf();
-          for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
-#pragma unroll
-          for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
-          if (lane == 0) sm.thr[hi] = M - p.gap;
-        }
-      }
-      __syncthreads();
-      if (!bf16 && !p.exact) {
-        for (int i = tid; i < nh * kRef; i += kWarpThreads) {
-          const int hi = i / kRef, rb = i % kRef, gg = rb / kBlocksPerGroup;
-          if (gg < ng) {
-            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-            sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
-          }
-        }
-      }
-      if (rec)
-        for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, rec, hi, g);
-      __syncthreads();
-      if constexpr (kImma) {
-        if (rec) imma_scores<D>(l, sm, rec, g, nh, p.scale);
-        __syncwarp();  // lane t reads the scores of token t below
-      }
+      warps_pass_setup<D, kImma>(p, l, sm, it, rec, hq0, nh, ng, ch, nch, bf16, tid, g, lane);
       // ---- scores: lane a token, 4 passes of 32 tokens; the warp's max a head
       float s[4][kWarpHeads];
       float wmax[kWarpHeads];
@@ -805,23 +773,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
         }
       }
       __syncthreads();
-      // ---- the partial: groups in order (as refine_kernel)
-      for (int i = tid; i < nh * D; i += kWarpThreads) {
-        const int hi = i / D, d = i % D;
-        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-        float a = 0.0f;
-        const bool any_tok = sm.m[hi] != neg_inf();
-        if (any_tok)
-          for (int gg = 0; gg < ng; ++gg) a = a + (bf16 ? sm.gv[gg][hi][d] : sm.gv[gg][hi][d] + sm.bs[gg][hi]);
-        p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
-        if (d == 0) {
-          float lt = 0.0f;
-          if (any_tok)
-            for (int gg = 0; gg < ng; ++gg) lt = lt + sm.lg[gg][hi];
-          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
-          p.s.pl[row * p.s.P + it.slot] = lt;
-        }
-      }
+      warps_partial<D>(p, sm, it, hq0, nh, ng, bf16, tid);
     }
   }
 }

@@ -374,6 +374,30 @@ __device__ __forceinline__ void cta_max(DecodeSmem& sm, float (&v)[kHeadBatch], 
   __syncthreads();
 }
 
+// The partial of a refine pass's heads hq0 .. hq0 + nh - 1 (kN threads): per channel the ng groups' P V in
+// group order (group_pv(gg, hi, d)), per head m and the groups' l (group_l(gg, hi)); acc and l are 0 where no
+// token of the row was scored (m = -inf).
+template <int D, int kN, class GroupPv, class GroupL>
+__device__ __forceinline__ void write_partial(const DecodeParams& p, const Item& it, const float* m, int hq0, int nh,
+                                              int ng, int tid, GroupPv group_pv, GroupL group_l) {
+  for (int i = tid; i < nh * D; i += kN) {
+    const int hi = i / D, d = i % D;
+    const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+    float acc = 0.0f;
+    const bool any_tok = m[hi] != neg_inf();
+    if (any_tok)
+      for (int gg = 0; gg < ng; ++gg) acc = acc + group_pv(gg, hi, d);
+    p.s.pacc[(row * p.s.P + it.slot) * D + d] = acc;
+    if (d == 0) {
+      float lt = 0.0f;
+      if (any_tok)
+        for (int gg = 0; gg < ng; ++gg) lt = lt + group_l(gg, hi);
+      p.s.pm[row * p.s.P + it.slot] = m[hi];
+      p.s.pl[row * p.s.P + it.slot] = lt;
+    }
+  }
+}
+
 // Coarse pass: item (ch, b, kh): a bound a 16-token block (ub) and the chunk's largest lower bound.
 template <int D>
 __global__ void __launch_bounds__(kThreads) coarse_kernel(DecodeParams p, int items) {
@@ -681,22 +705,10 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
       }
       __syncthreads();
       // ---- the partial: groups in order
-      for (int i = tid; i < nh * D; i += kThreads) {
-        const int hi = i / D, d = i % D;
-        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-        float acc = 0.0f;
-        const bool any_tok = sm.m[hi] != neg_inf();
-        if (any_tok)
-          for (int g = 0; g < ng; ++g) acc = acc + (it.slot == 0 ? sm.gv[hi][g][d] : sm.gv[hi][g][d] + sm.bs[hi][g]);
-        p.s.pacc[(row * p.s.P + it.slot) * D + d] = acc;
-        if (d == 0) {
-          float lt = 0.0f;
-          if (any_tok)
-            for (int g = 0; g < ng; ++g) lt = lt + sm.lg[hi][g];
-          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
-          p.s.pl[row * p.s.P + it.slot] = lt;
-        }
-      }
+      write_partial<D, kThreads>(
+          p, it, sm.m, hq0, nh, ng, tid,
+          [&](int gg, int hi, int d) { return it.slot == 0 ? sm.gv[hi][gg][d] : sm.gv[hi][gg][d] + sm.bs[hi][gg]; },
+          [&](int gg, int hi) { return sm.lg[hi][gg]; });
     }
   }
 }
