@@ -56,6 +56,12 @@ const mlops_norm_variant kVariants[] = {
     // every unit, the divisions, the codes, the scales) instead of unit pair by unit pair, at
     // 8 CTAs an SM (64 registers; at 10 it spilled); other outputs as r16lx4we.
     {24, 4, 1, 4, "r16lx4wb"},
+    // Session 7 candidates (issue 2, NVFP4 issue bound): r16lx2e / r16lx4we whose NVFP4
+    // epilogue takes the E2M1 binade's magic by one IMAD (e2m1_nibble_f), the scale inverses
+    // from a table staged once a CTA instead of a division a block pair, one clamp less a
+    // value where no scale of the warp's blocks is clamped at 448 (e2m1_nibble_near), and
+    // each lane of a pair storing one scale; other outputs as r16lx2e / r16lx4we.
+    {25, 2, 2, 8, "r16lx2f"}, {26, 4, 1, 4, "r16lx4wf"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

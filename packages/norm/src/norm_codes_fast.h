@@ -90,6 +90,45 @@ MLOPS_HD uint32_t e2m1_nibble(float p) {
 #endif
 }
 
+// e2m1_nibble with the binade's magic from one IMAD (the "f" variants): m = 2^e' comes from
+// max(|v|, 1) >= 1, whose bits >> 23 are its biased exponent E = 127 + e' alone (sign 0, the
+// mantissa shifted out), and the magic's bits (E + 22) << 23 plus 2e' are E * (2^23 + 2) +
+// (22 << 23) - 254: SHF + IMAD instead of LOP3 (mask) + LEA.HI + VIADD. The same integer as
+// e2m1_nibble's m + ((22 << 23) - 254) + (m >> 22) for m = E << 23, so the same nibble for
+// every p (tests/c/codes_fast_exhaustive.cpp: every float against e2m1_nibble).
+MLOPS_HD uint32_t e2m1_magic(float b) { return (f32_bits(b) >> 23) * ((1u << 23) + 2u) + ((22u << 23) - 254u); }
+
+MLOPS_HD uint32_t e2m1_merge_sign(uint32_t s, uint32_t sh) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;  // (s & 7) | (sh & ~7) as one LOP3 (see e2m1_nibble)
+  asm("lop3.b32 %0, %1, 7, %2, 0xe2;" : "=r"(r) : "r"(s), "r"(sh));
+  return r;
+#else
+  return (s & 7u) | (sh & ~7u);
+#endif
+}
+
+MLOPS_HD uint32_t e2m1_nibble_f(float p) {
+  const float v = fmaxf(p, -6.0f);
+  const float a = fminf(fabsf(v), 6.0f);
+  const uint32_t s = f32_bits(a + bits_f32(e2m1_magic(fmaxf(a, 1.0f))));
+  return e2m1_merge_sign(s, f32_bits(v) >> 28);
+}
+
+// e2m1_nibble_f without the clamp to +6, for p NaN or |p| < 7: e2m1_nibble(p) there. A
+// magnitude a in (6, 7) is in [4, 8)'s binade (step 2): a + 2^24 rounds to 6's count (a / 2 <
+// 3.5), which is the clamp's code 7; -6's lower clamp stays (it turns a NaN into -6, 0xF).
+// Why: NVFP4 blocks whose scale is not clamped at 448 (amax / 6 <= 448, and no global
+// factor) have |y * mul| <= 6 / ((1 - 2^-4)(1 - 2^-24)) (1 + 2^-24)^2 < 6.41: the E4M3 scale
+// is amax / 6 rounded to 3 mantissa bits (relative error <= 2^-4), mul its rounded inverse,
+// so one FMNMX an element less on every such block (tested for every float with |p| < 7 and
+// every NaN pattern sampled).
+MLOPS_HD uint32_t e2m1_nibble_near(float p) {
+  const float v = fmaxf(p, -6.0f);
+  const uint32_t s = f32_bits(fabsf(v) + bits_f32(e2m1_magic(fmaxf(fabsf(v), 1.0f))));
+  return e2m1_merge_sign(s, f32_bits(v) >> 28);
+}
+
 // e4m3_to_f32 for a code of a positive normal E4M3 value (nvfp4 block scales are clamped to
 // [2^-6, 448]: always normal): exponent rebias and shift, no branch.
 MLOPS_HD float e4m3_normal_to_f32(uint32_t code) { return bits_f32(((code & 0x7fu) << 20) + (120u << 23)); }

@@ -128,9 +128,11 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // N warps a row at MINB CTAs (of 4 / N rows) an SM; 8-unit rows and the rest as r16lx.
 // E ("e" variants r16lx2e / r16lx4we): NVFP4 and FP8 by the kE instances (e2m1_nibble, FP8
 // with one clamp); y alone and INT8 run the plain instances (r16lx2's / r16lx4w's: nothing
-// more to compile). B (r16lx4wb): INT8 by the kB instance (the epilogue in phases, 8 CTAs an
-// SM); the rest as the E instances.
-template <class XT, int MINB, int N = 2, bool E = false, bool B = false>
+// more to compile). E = 2 ("f" variants r16lx2f / r16lx4wf): NVFP4 by the kE = 2 instance
+// (e2m1_nibble_f / _near, the scale inverses from a table), FP8 by the "e" instances. B
+// (r16lx4wb): INT8 by the kB instance (the epilogue in phases, 8 CTAs an SM); the rest as the
+// E instances.
+template <class XT, int MINB, int N = 2, int E = 0, bool B = false>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (leanq_call<XT>(p) && p.units == 16) {
@@ -141,10 +143,10 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
     norm_row_leanq2_kernel<XT, 16, MINB, Q, N><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                  \
   }
-#define MLOPS_NORM_LX2E(Q)                                                          \
-  if (p.quant == Q) {                                                              \
-    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, E><<<grid, kRowThreads, 0, s>>>(p);  \
-    return cudaGetLastError();                                                     \
+#define MLOPS_NORM_LX2E(Q, EQ)                                                       \
+  if (p.quant == Q) {                                                               \
+    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, EQ><<<grid, kRowThreads, 0, s>>>(p);  \
+    return cudaGetLastError();                                                      \
   }
       MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
       // 8 CTAs an SM, not MINB's 10: at 10 (48 registers) ptxas 13.0 spilled 48 bytes of the
@@ -156,9 +158,9 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
         }
       }
       MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
-      MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4)
-      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC)
-      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_DYNAMIC)
+      MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4, E)
+      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC, (E > 0 ? 1 : 0))
+      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_DYNAMIC, (E > 0 ? 1 : 0))
 #undef MLOPS_NORM_LX2E
 #undef MLOPS_NORM_LX2
     }
@@ -192,9 +194,11 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 19: return launch_lx<XT, 3, 6, true, 4, true>(p, s);
     case 20: return launch_lx2<XT, 8>(p, s);
     case 21: return launch_lx2<XT, 10, 4>(p, s);
-    case 22: return launch_lx2<XT, 8, 2, true>(p, s);
-    case 23: return launch_lx2<XT, 10, 4, true>(p, s);
-    case 24: return launch_lx2<XT, 10, 4, true, true>(p, s);
+    case 22: return launch_lx2<XT, 8, 2, 1>(p, s);
+    case 23: return launch_lx2<XT, 10, 4, 1>(p, s);
+    case 24: return launch_lx2<XT, 10, 4, 1, true>(p, s);
+    case 25: return launch_lx2<XT, 8, 2, 2>(p, s);
+    case 26: return launch_lx2<XT, 10, 4, 2>(p, s);
   }
   return cudaErrorInvalidValue;
 }

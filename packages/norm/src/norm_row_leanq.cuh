@@ -182,18 +182,32 @@ __device__ __forceinline__ uint2 fp8_codes8(const float y[8], float inv) {
   return make_uint2(e4m3x2(v[0], v[1]) | (e4m3x2(v[2], v[3]) << 16), e4m3x2(v[4], v[5]) | (e4m3x2(v[6], v[7]) << 16));
 }
 
-// NVFP4 codes of 8 values (two a byte, even index low): nvfp4_code(y, mul)'s bits. kE:
-// e2m1_nibble (the "e" variants: the clamp inside, the code left in the magic sum's low bits),
-// else the clamp and e2m1_code_fast. The nibbles join by + (disjoint bits: one LEA each).
-template <bool kE = false>
+// NVFP4 codes of 8 values (two a byte, even index low): nvfp4_code(y, mul)'s bits. kEnc 1:
+// e2m1_nibble (the "e" variants: the clamp inside, the code left in the magic sum's low bits);
+// 2: e2m1_nibble_f (the "f" variants: the magic by one IMAD); 3: e2m1_nibble_near (only for
+// |y * mul| < 7, see there); 0: the clamp and e2m1_code_fast. The nibbles join by + (disjoint
+// bits: one LEA each).
+template <int kEnc = 0>
 __device__ __forceinline__ uint32_t nvfp4_codes8(const float y[8], float mul) {
   uint32_t c = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    if constexpr (kE) c += e2m1_nibble(y[i] * mul) << (4 * i);
+    if constexpr (kEnc == 1) c += e2m1_nibble(y[i] * mul) << (4 * i);
+    else if constexpr (kEnc == 2) c += e2m1_nibble_f(y[i] * mul) << (4 * i);
+    else if constexpr (kEnc == 3) c += e2m1_nibble_near(y[i] * mul) << (4 * i);
     else c |= e2m1_code_fast(fminf(fmaxf(y[i] * mul, -kE2M1Max), kE2M1Max)) << (4 * i);
   }
   return c;
+}
+
+// The "f" NVFP4 epilogue's table, staged once a CTA: 1.0f / e4m3_normal_to_f32(c) for every
+// code c, which is nvfp4_block's (1.0f / g) / scale with no global factor (1.0f / g hoisted as
+// 1.0f): the same division, so the same bits (codes 0-7 and 127 are never a block scale).
+// Why: the division of each pair of blocks (pair_div2: div.rn's ~10 instructions, its slow-path
+// region, a SHFL and two selects a lane) becomes two LDS.
+__device__ __forceinline__ void nvfp4_rtab(float* t) {
+  static_assert(kRowThreads == 128, "one E4M3 code a thread");
+  t[threadIdx.x] = 1.0f / e4m3_normal_to_f32(threadIdx.x);
 }
 
 // The row reductions of a warp that holds a whole row: the unit values folded in order from
@@ -212,12 +226,14 @@ struct WholeRow {
 
 // Units k0 .. k0 + U - 1 of a row (all of it, or the half a warp holds) from its loaded units:
 // the sum (Red::fold of the unit values: the whole row's, in unit order), y and the quantized
-// output. Red::max gives the row's amax from this warp's (FP8 dynamic). kE (the "e"
-// variants): NVFP4 codes by e2m1_nibble, FP8 codes with one clamp (same bits). kB (r16lx4wb):
-// INT8 in phases (see there).
-template <class XT, int U, bool kAgain, int kQuant, bool kWs, bool kE, bool kB = false, class Red>
+// output. Red::max gives the row's amax from this warp's (FP8 dynamic). kE (1: the "e"
+// variants, 2: the "f" variants): NVFP4 codes by e2m1_nibble (e) or the NVFP4 epilogue of
+// "f" below, FP8 codes with one clamp (same bits). kB (r16lx4wb): INT8 in phases (see there).
+// rtab ("f", NVFP4): the CTA's table of 1 / e4m3 value by scale code (nvfp4_rtab).
+template <class XT, int U, bool kAgain, int kQuant, bool kWs, int kE, bool kB = false, class Red>
 __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k0, Raw8<XT> (&raw)[U],
-                                             const WeightEff<XT, U, kWs>& wf, const Red& red) {
+                                             const WeightEff<XT, U, kWs>& wf, const Red& red,
+                                             const float* rtab = nullptr) {
   const int lane = threadIdx.x & 31;
   const bool odd = lane & 1;
   XT* yr = p.y ? static_cast<XT*>(p.y) + row * p.y_stride + k0 * kUnit + lane * 8 : nullptr;
@@ -255,7 +271,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         if (yr) st16<false>(yr + k * kUnit, o.q[0]);
         float y[8];
         unpack8_pairs(o, y);
-        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<kE>(y, inv);
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<(kE > 0)>(y, inv);
       }
     } else {  // the row's amax first: y of every unit kept packed in raw (x is not needed again)
       float amax = 0.0f;
@@ -278,7 +294,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       for (int k = 0; k < U; ++k) {
         float y[8];
         unpack8_pairs(raw[k], y);
-        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<kE>(y, inv);
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = fp8_codes8<(kE > 0)>(y, inv);
       }
     }
   } else if constexpr (kQuant == MLOPS_QUANT_INT8 && kB) {
@@ -333,6 +349,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
     const float* g = kQuant == MLOPS_QUANT_NVFP4 ? p.quant_scale : nullptr;
     const float gv = g ? *g : 1.0f;
     const float ginv = g ? 1.0f / gv : 1.0f;  // nvfp4_block's (1.0f / g), hoisted: the same bits
+    // "f": this lane's scale byte of a unit pair (block 2j + odd of the pair's first unit)
+    uint8_t* const sr1 = static_cast<uint8_t*>(p.q_scale) + sb + (odd ? 16 : 0);
 #pragma unroll
     for (int k = 0; k < U; k += 2) {
       const Raw8<XT> o0 = y_unit(k);
@@ -357,6 +375,29 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
           sr[k * 16] = div127_bf16(a0);  // int8_scale
           sr[(k + 1) * 16] = div127_bf16(a1);
         }
+      } else if constexpr (kE == 2) {  // "f": nvfp4_block for the two blocks, then the codes
+        float sb0 = div6_bf16(a0), sb1 = div6_bf16(a1);  // amax / 6
+        if (g) pair_div2(sb0, gv, sb1, gv, odd, sb0, sb1);
+        // No global factor and no scale of the warp's blocks clamped at 448: every |y * mul|
+        // is < 6.41 (e2m1_nibble_near), warp-uniform so that the codes are one path.
+        const bool near = __all_sync(0xffffffffu, !g && fmaxf(sb0, sb1) <= kE4M3Max);
+        sb0 = fminf(fmaxf(sb0, kE4M3Tiny), kE4M3Max);
+        sb1 = fminf(fmaxf(sb1, kE4M3Tiny), kE4M3Max);
+        const uint32_t sc = e4m3x2(sb0, sb1);  // two positive normal codes
+        float m0 = rtab[sc & 0xffu], m1 = rtab[sc >> 8];  // 1.0f / scale, the same division
+        if (g) pair_div2(ginv, e4m3_normal_to_f32(sc & 0xffu), ginv, e4m3_normal_to_f32(sc >> 8), odd, m0, m1);
+        uint32_t c0, c1;
+        if (near) {
+          c0 = nvfp4_codes8<3>(y0, m0);
+          c1 = nvfp4_codes8<3>(y1, m1);
+        } else {
+          c0 = nvfp4_codes8<2>(y0, m0);
+          c1 = nvfp4_codes8<2>(y1, m1);
+        }
+        *reinterpret_cast<uint32_t*>(qr + k * (kUnit / 2)) = c0;
+        *reinterpret_cast<uint32_t*>(qr + (k + 1) * (kUnit / 2)) = c1;
+        // each lane of the pair stores one block's scale (the even lane both before): no branch
+        sr1[k * 16] = uint8_t(odd ? sc >> 8 : sc);
       } else {  // nvfp4_block for the two blocks, then the codes
         float sb0 = div6_bf16(a0), sb1 = div6_bf16(a1);  // amax / 6
         if (g) pair_div2(sb0, gv, sb1, gv, odd, sb0, sb1);
@@ -410,7 +451,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq_kernel(P
   }
   const WeightEff<XT, U, kWs> wf{static_cast<const XT*>(p.weight) + lane * 8, ws_smem, p.weight_offset};
   for (;;) {
-    leanq_finish<XT, U, kAgain, kQuant, kWs, false>(p, row, 0, raw, wf, WholeRow<U>{});
+    leanq_finish<XT, U, kAgain, kQuant, kWs, 0>(p, row, 0, raw, wf, WholeRow<U>{});
     if constexpr (!kPersist) break;
     row += int64_t(gridDim.x) * kRowWarps;
     if (row >= p.rows) break;
@@ -466,9 +507,10 @@ struct PartRow {
 // N warps a row (PartRow): r16lx2 (N = 2, 8 CTAs an SM, 64 registers), r16lx4w (N = 4, one
 // row a CTA, 4 units a warp, 10 CTAs an SM: ptxas 13.0 sm_90, 48 registers, no spills in the 5
 // bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
-// dynamic spilled). kE: NVFP4 codes by e2m1_nibble, FP8 with one clamp (r16lx2e / r16lx4we).
-// kB: INT8 in phases (r16lx4wb).
-template <class XT, int U, int kMinCtas, int kQuant, int N = 2, bool kE = false, bool kB = false>
+// dynamic spilled). kE 1: NVFP4 codes by e2m1_nibble, FP8 with one clamp (r16lx2e / r16lx4we);
+// 2: the "f" NVFP4 epilogue (r16lx2f / r16lx4wf: its table staged here). kB: INT8 in phases
+// (r16lx4wb).
+template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
   static_assert(kRowWarps == 4 && (N == 2 || N == 4), "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
@@ -478,16 +520,28 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int slot = warp / N, part = warp % N;
   const int64_t row = int64_t(blockIdx.x) * kSlots + slot;
-  if (row >= p.rows) return;  // all warps of the row leave: no barrier or shuffle waits on them
+  // kTab: the whole CTA stages the table and meets once, so a warp past the last row leaves
+  // only after that barrier; else all warps of the row leave here (no barrier or shuffle waits)
+  constexpr bool kTab = kE == 2 && kQuant == MLOPS_QUANT_NVFP4;
+  const bool valid = row < p.rows;
+  if (!kTab && !valid) return;
   const int k0 = part * H;
   const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8;
   Raw8<XT> raw[H];
+  if (valid) {
 #pragma unroll
-  for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+    for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+  }
   __shared__ float us[kSlots][N * H];
   __shared__ float am[kSlots][N];
+  __shared__ float rtab[kTab ? 128 : 1];
+  if constexpr (kTab) {
+    nvfp4_rtab(rtab);
+    __syncthreads();
+    if (!valid) return;
+  }
   const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
-  leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part});
+  leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part}, rtab);
 }
 
 }  // namespace mlops::norm
