@@ -129,6 +129,15 @@ MLOPS_HD uint32_t e2m1_nibble_near(float p) {
   return e2m1_merge_sign(s, f32_bits(v) >> 28);
 }
 
+// e2m1_nibble_near without the clamp at -6, for finite p with |p| < 7: e2m1_nibble(p) there
+// (p in (-7, -6) rounds to 6's code 7 with the sign, as the clamp's -6). The NaN that the clamp
+// handles is the caller's to exclude (the "f" kernel's NaN-propagating block amax and its vote).
+// Tested for every float with |p| < 7.
+MLOPS_HD uint32_t e2m1_nibble_finite(float p) {
+  const uint32_t s = f32_bits(fabsf(p) + bits_f32(e2m1_magic(fmaxf(fabsf(p), 1.0f))));
+  return e2m1_merge_sign(s, f32_bits(p) >> 28);
+}
+
 // e4m3_to_f32 for a code of a positive normal E4M3 value (nvfp4 block scales are clamped to
 // [2^-6, 448]: always normal): exponent rebias and shift, no branch.
 MLOPS_HD float e4m3_normal_to_f32(uint32_t code) { return bits_f32(((code & 0x7fu) << 20) + (120u << 23)); }

@@ -185,7 +185,8 @@ __device__ __forceinline__ uint2 fp8_codes8(const float y[8], float inv) {
 // NVFP4 codes of 8 values (two a byte, even index low): nvfp4_code(y, mul)'s bits. kEnc 1:
 // e2m1_nibble (the "e" variants: the clamp inside, the code left in the magic sum's low bits);
 // 2: e2m1_nibble_f (the "f" variants: the magic by one IMAD); 3: e2m1_nibble_near (only for
-// |y * mul| < 7, see there); 0: the clamp and e2m1_code_fast. The nibbles join by + (disjoint
+// |y * mul| < 7, see there); 4: e2m1_nibble_finite (finite and < 7); 0: the clamp and
+// e2m1_code_fast. The nibbles join by + (disjoint
 // bits: one LEA each).
 template <int kEnc = 0>
 __device__ __forceinline__ uint32_t nvfp4_codes8(const float y[8], float mul) {
@@ -195,9 +196,51 @@ __device__ __forceinline__ uint32_t nvfp4_codes8(const float y[8], float mul) {
     if constexpr (kEnc == 1) c += e2m1_nibble(y[i] * mul) << (4 * i);
     else if constexpr (kEnc == 2) c += e2m1_nibble_f(y[i] * mul) << (4 * i);
     else if constexpr (kEnc == 3) c += e2m1_nibble_near(y[i] * mul) << (4 * i);
+    else if constexpr (kEnc == 4) c += e2m1_nibble_finite(y[i] * mul) << (4 * i);
     else c |= e2m1_code_fast(fminf(fmaxf(y[i] * mul, -kE2M1Max), kE2M1Max)) << (4 * i);
   }
   return c;
+}
+
+// The block amax of amax16 from y packed (this lane's 4 words and its pair lane's), but NaN
+// if any of the 16 values is NaN (max.NaN / min.NaN: sm_80+): max(max, -min) of the values is
+// the largest magnitude, and the largest magnitude of bf16 / fp16 values converts to fp32
+// exactly, so without a NaN it is amax16's value (a zero block may give -0: the scale clamps
+// it to E4M3's tiny either way). Why ("f" variants): a NaN amax fails the near vote's
+// amax / 6 <= 448, so the near path knows its products are finite and drops fmaxf(p, -6) (one
+// FMNMX an element); ptxas 13.0 (sm_90) makes the reductions 3-input VHMNMX, ~the 8 FMNMX of
+// amax16. Other blocks recompute amax16.
+template <class XT>
+__device__ __forceinline__ float amax16_nan(const Raw8<XT>& o) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t* u = reinterpret_cast<const uint32_t*>(&o);
+  uint32_t m;
+#define MLOPS_NORM_AMAX_NAN(T)                                                                   \
+  asm("{.reg .b32 a, b, c, d;\n\t"                                                             \
+      "max.NaN." T " a, %1, %2;\n\tmax.NaN." T " b, %3, %4;\n\tmax.NaN." T " a, a, b;\n\t"   \
+      "min.NaN." T " c, %1, %2;\n\tmin.NaN." T " d, %3, %4;\n\tmin.NaN." T " c, c, d;\n\t"   \
+      "neg." T " c, c;\n\tmax.NaN." T " %0, a, c;}"                                              \
+      : "=r"(m) : "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]))
+#define MLOPS_NORM_MAX_NAN(T, d, a, b) asm("max.NaN." T " %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+  if constexpr (std::is_same_v<XT, bf16>) {
+    MLOPS_NORM_AMAX_NAN("bf16x2");
+    MLOPS_NORM_MAX_NAN("bf16x2", m, m, __shfl_xor_sync(0xffffffffu, m, 1));
+    MLOPS_NORM_MAX_NAN("bf16x2", m, m, __byte_perm(m, 0, 0x1032));
+    return __uint_as_float(m << 16);
+  } else {
+    MLOPS_NORM_AMAX_NAN("f16x2");
+    MLOPS_NORM_MAX_NAN("f16x2", m, m, __shfl_xor_sync(0xffffffffu, m, 1));
+    MLOPS_NORM_MAX_NAN("f16x2", m, m, __byte_perm(m, 0, 0x1032));
+    return f16_to_f32(uint16_t(m));
+  }
+#undef MLOPS_NORM_MAX_NAN
+#undef MLOPS_NORM_AMAX_NAN
+#else
+  float y[8];
+  unpack8_pairs(o, y);
+  float a = amax16(y);
+  return a;  // below sm_80 the "f" kernel never calls this (kNanAmax is off)
+#endif
 }
 
 // The "f" NVFP4 epilogue's table, staged once a CTA: 1.0f / e4m3_normal_to_f32(c) for every
@@ -241,6 +284,11 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
   // codes (8 a lane a unit: 8 bytes, NVFP4 4) and the block scale of lanes 2j, 2j+1 (block j
   // of a unit: 16 a unit).
   constexpr int kCodeBytes = kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr bool kNanAmax = kE == 2 && kQuant == MLOPS_QUANT_NVFP4;  // amax16_nan: max.NaN is sm_80+
+#else
+  constexpr bool kNanAmax = false;
+#endif
   uint8_t* qr = static_cast<uint8_t*>(p.q) + row * p.q_stride + (k0 * 32 + lane) * kCodeBytes;
   const int64_t sb = row * p.q_scale_stride + k0 * 16 + (lane >> 1);
   float u[U];
@@ -362,7 +410,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       float y0[8], y1[8];
       unpack8_pairs(o0, y0);
       unpack8_pairs(o1, y1);
-      const float a0 = amax16(y0), a1 = amax16(y1);
+      float a0 = 0.0f, a1 = 0.0f;  // kNanAmax: the "f" branch takes its amaxes itself
+      if constexpr (!kNanAmax) a0 = amax16(y0), a1 = amax16(y1);
       if constexpr (kQuant == MLOPS_QUANT_INT8) {
         float inv0, inv1;
         pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
@@ -376,11 +425,24 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
           sr[(k + 1) * 16] = div127_bf16(a1);
         }
       } else if constexpr (kE == 2) {  // "f": nvfp4_block for the two blocks, then the codes
+        // kNanAmax: the amaxes NaN-propagating first (amax16_nan), amax16's where a block of
+        // the warp holds a NaN (or has a global factor: no near path then)
+        if constexpr (kNanAmax) {
+          if (g) a0 = amax16(y0), a1 = amax16(y1);
+          else a0 = amax16_nan(o0), a1 = amax16_nan(o1);
+        }
         float sb0 = div6_bf16(a0), sb1 = div6_bf16(a1);  // amax / 6
         if (g) pair_div2(sb0, gv, sb1, gv, odd, sb0, sb1);
         // No global factor and no scale of the warp's blocks clamped at 448: every |y * mul|
-        // is < 6.41 (e2m1_nibble_near), warp-uniform so that the codes are one path.
+        // is < 6.41 (e2m1_nibble_near), warp-uniform so that the codes are one path; with
+        // kNanAmax a NaN amax fails the test too, so there every product is also finite.
         const bool near = __all_sync(0xffffffffu, !g && fmaxf(sb0, sb1) <= kE4M3Max);
+        if constexpr (kNanAmax) {
+          if (!near && !g) {  // a NaN or a scale past 448 in the warp: amax16's amaxes
+            sb0 = div6_bf16(amax16(y0));
+            sb1 = div6_bf16(amax16(y1));
+          }
+        }
         sb0 = fminf(fmaxf(sb0, kE4M3Tiny), kE4M3Max);
         sb1 = fminf(fmaxf(sb1, kE4M3Tiny), kE4M3Max);
         const uint32_t sc = e4m3x2(sb0, sb1);  // two positive normal codes
@@ -388,8 +450,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         if (g) pair_div2(ginv, e4m3_normal_to_f32(sc & 0xffu), ginv, e4m3_normal_to_f32(sc >> 8), odd, m0, m1);
         uint32_t c0, c1;
         if (near) {
-          c0 = nvfp4_codes8<3>(y0, m0);
-          c1 = nvfp4_codes8<3>(y1, m1);
+          c0 = nvfp4_codes8<kNanAmax ? 4 : 3>(y0, m0);
+          c1 = nvfp4_codes8<kNanAmax ? 4 : 3>(y1, m1);
         } else {
           c0 = nvfp4_codes8<2>(y0, m0);
           c1 = nvfp4_codes8<2>(y1, m1);

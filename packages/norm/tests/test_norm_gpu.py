@@ -233,3 +233,27 @@ def test_lean_quant_every_value(xdt, variant):
             kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
             g = mn.rms_norm(xc, wc, eps=0.0, variant=variant, **y, **kwc)
             check(g, c, f"{variant} {xdt} every value, w row {j}, {kw} [{gpu_arch_tag()}]")
+
+
+@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean_nvfp4_nonfinite(xdt, variant):
+    """NVFP4 codes and scales of the lx kernels where y holds NaN or inf, or blocks whose scale is
+    clamped at 448: a NaN product codes as -6 (0xF) and the block amax ignores NaN, as in the
+    host emulation. The "f" variants' near path (no clamps, a NaN-propagating packed block amax
+    on sm_80+, a warp vote) must hand every such warp to the clamped encoder and amax16; the
+    every-value test above has no NaN y. Codes and scales only (no y: a NaN y's bits are the
+    element path's)."""
+    x, w = randn((64, 4096), xdt, 50), randn(4096, xdt, 51)
+    x[3, 100] = float("nan")  # the row's sum is NaN: every y of row 3 NaN
+    x[5, 7] = float("inf")  # the sum is inf, r = 0: y = +-0, NaN at column 7
+    x[11, 3000:3016] = 40.0  # t ~ 15 there: with w = 500, amax / 6 > 448 (scale clamped)
+    w[1000] = float("nan")  # one NaN y a row (block 62)
+    w[2000] = float("inf")  # +-inf y a row: block 125's scale clamped at 448
+    w[3000:3016] = 500.0
+    s = torch.tensor(0.0173, dtype=torch.float32)
+    xc, wc, sc = x.cuda(), w.cuda(), s.cuda()
+    for i, kw in enumerate(({"quant": "nvfp4"}, {"quant": "nvfp4", "scale": s})):
+        c = _host(("nonfinite", xdt, i), mn.rms_norm, x, w, **kw)
+        kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
+        check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")

@@ -7,9 +7,10 @@
 //   * e2m1_code_fast: every float within 2^16 ulps of each E2M1 rounding boundary and grid
 //     point, and every 61st float pattern in [0, 6], both signs;
 //   * e2m1_nibble (the clamp included): every float in [0, 8], a sample of the rest;
-//   * e2m1_nibble_f / e2m1_nibble_near (the "f" variants) against e2m1_nibble: every 7th float
+//   * e2m1_nibble_f / _near / _finite (the "f" variants) against e2m1_nibble: every 7th float
 //     in [0, 8], every float within 2^12 ulps of each E2M1 boundary and grid point, 6, 7 and 8,
-//     a sample of the rest, both signs; near only where its precondition holds (|p| < 7, NaN);
+//     a sample of the rest, both signs; near / finite only where their preconditions hold
+//     (|p| < 7 or NaN / |p| < 7);
 //   * the bound e2m1_nibble_near relies on: amax * mul < 6.5 for every bf16 / fp16 amax whose
 //     amax / 6 is not clamped at 448 (mul: nvfp4_block's, no global factor);
 //   * e4m3_normal_to_f32: every positive normal E4M3 code.
@@ -101,17 +102,19 @@ int main() {
     for (uint32_t u : {0x7fc00000u, 0xffc00000u, 0x7fffffffu, 0xffffffffu, 0x7f800000u, 0xff800000u}) check(u);
     report(bad == 0, "e2m1_nibble", bad);
   }
-  {  // e2m1_nibble_f == e2m1_nibble on every float (the same integer magic, one IMAD), and
-     // e2m1_nibble_near == e2m1_nibble where |p| < 7 or p is NaN. Run once over all 2^32
-     // patterns by hand (session 7): f 0 mismatches; near 0 on every |p| < 7 and quiet NaN.
+  {  // e2m1_nibble_f == e2m1_nibble on every float (the same integer magic, one IMAD),
+     // e2m1_nibble_near == e2m1_nibble where |p| < 7 or p is NaN, e2m1_nibble_finite where
+     // |p| < 7. Run once over all 2^32 patterns by hand (session 7): f 0 mismatches; near 0 on
+     // every |p| < 7 and quiet NaN; finite 0 on every |p| < 7 (2 176 843 776 floats).
      // Signaling NaNs are skipped as above (the host's fmaxf keeps them).
-    long bf = 0, bn = 0;
+    long bf = 0, bn = 0, bi = 0;
     auto check = [&](uint32_t u) {
       const float p = bits_f32(u);
       if ((u & 0x7fc00000u) == 0x7f800000u && (u & 0x003fffffu)) return;  // signaling NaN
       const uint32_t ref = e2m1_nibble(p);
       if (e2m1_nibble_f(p) != ref) ++bf;
       if ((p != p || fabsf(p) < 7.0f) && e2m1_nibble_near(p) != ref) ++bn;
+      if (fabsf(p) < 7.0f && e2m1_nibble_finite(p) != ref) ++bi;
     };
     for (uint32_t u = 0; u <= 0x41000000u; u += 7) { check(u); check(u | 0x80000000u); }
     for (float c : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f,
@@ -125,6 +128,7 @@ int main() {
     for (uint32_t u : {0x7fc00000u, 0xffc00000u, 0x7fffffffu, 0xffffffffu, 0x7f800000u, 0xff800000u}) check(u);
     report(bf == 0, "e2m1_nibble_f", bf);
     report(bn == 0, "e2m1_nibble_near", bn);
+    report(bi == 0, "e2m1_nibble_finite", bi);
   }
   {  // e2m1_nibble_near's precondition on the kernel's blocks: |y| <= amax and RN is monotone,
      // so |y * mul| <= amax * mul; every bf16 / fp16 amax with amax / 6 <= 448 (no clamp at 448)
