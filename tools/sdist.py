@@ -73,7 +73,8 @@ def make_sdist(name: str, out_dir) -> pathlib.Path:
     top = names[0].split("/")[0]
     needs = ["pyproject.toml", "PKG-INFO"]
     if (ROOT / "packages" / name / "CMakeLists.txt").is_file():
-        needs += ["CMakeLists.txt", "cmake/mlops.cmake", "cmake/arch.cmake", "common/include/mlops/common/status.h"]
+        needs += ["CMakeLists.txt", "cmake/prelude.cmake", "cmake/mlops.cmake", "cmake/arch.cmake",
+                  "common/include/mlops/common/status.h"]
     for need in needs:
         if f"{top}/{need}" not in names:
             raise RuntimeError(f"{path.name}: {need} is missing from the sdist")
