@@ -1,5 +1,5 @@
 """CPU (CI): device code compiled by the host C++ compiler and run with one host thread an emulated GPU
-thread (tests/c/cuda_on_host.h) against the host emulations, bit for bit.
+thread (packages/common/include/mlops/common/testing/cuda_on_host.h) against the host emulations, bit for bit.
 
 The embed kernels (src/embed_kernel.cuh, tests/c/embed_kernel_on_host.cpp): every variant, 16-byte
 and scalar paths, partial units, OOV rows, bf16(x * w), the unit sums and r; a reversed unit fold is

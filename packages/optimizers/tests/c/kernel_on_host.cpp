@@ -2,81 +2,18 @@
 // layout, 4-wide vector loads and stores, ragged tails, unaligned rows, stochastic-rounding
 // indices, 8-bit blocks, the norm's summation order) compiled by the host compiler and run with
 // one host thread an emulated GPU thread, against the host emulation (optim_host.cpp), bit for
-// bit. Device intrinsics are replaced by their host meaning (below). Prints "N passed, M failed".
-#include <cuda_runtime.h>
-#include <device_launch_parameters.h>  // declares threadIdx and friends before the macros below rename them
+// bit. Device intrinsics are replaced by their host meaning (mlops/common/testing/cuda_on_host.h).
+// Prints "N passed, M failed".
+#include "mlops/common/testing/cuda_on_host.h"  // threads, barriers, shuffles, atomics on the host
 
-#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <memory>
-#include <thread>
 #include <vector>
 
-#define __launch_bounds__(...)
-// Each emulated GPU thread is a host thread: its threadIdx is thread-local, blockIdx is set
-// before a block's threads start, __shared__ arrays are function statics (one a block: blocks
-// run one after another), __syncthreads is a barrier of the block's threads, and a shuffle
-// meets the 32 threads of its warp at a barrier.
-static thread_local uint3 tl_threadIdx;
-static uint3 g_blockIdx;
-static dim3 g_blockDim, g_gridDim;
-#define threadIdx tl_threadIdx
-#define blockIdx g_blockIdx
-#define blockDim g_blockDim
-#define gridDim g_gridDim
-#undef __shared__
-#define __shared__ static
-template <class T>
-static inline T __ldg(const T* p) {
-  return *p;
-}
-static std::barrier<>* g_block_barrier = nullptr;
-static std::barrier<>* g_warp_barrier[8] = {};
-static float g_slots[8][32];
-static inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
 static inline int __syncthreads_and(int) { std::abort(); }  // named by step_kernel's 8-bit prologue (not run here)
-static inline float __shfl_xor_sync(unsigned, float v, int off) {
-  const unsigned w = tl_threadIdx.x / 32, l = tl_threadIdx.x % 32;
-  if (!g_warp_barrier[w]) std::abort();
-  g_slots[w][l] = v;
-  g_warp_barrier[w]->arrive_and_wait();
-  const float r = g_slots[w][l ^ unsigned(off)];
-  g_warp_barrier[w]->arrive_and_wait();
-  return r;
-}
-// mlops/common/fixed_sum.h defines the device butterfly only under nvcc: the same code here.
-namespace mlops {
-static inline float warp_butterfly32(float v) {
-  for (int off = 16; off >= 1; off >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-}  // namespace mlops
-
-// Runs fn(thread index) for `threads` host threads as one CTA (threads a multiple of 32).
-template <class F>
-static void run_block(unsigned block, int threads, F fn) {
-  g_blockIdx = uint3{block, 0, 0};
-  std::barrier<> block_bar(threads);
-  std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
-  for (int w = 0; w < threads / 32; ++w) {
-    warp_bars.emplace_back(new std::barrier<>(32));
-    g_warp_barrier[w] = warp_bars.back().get();
-  }
-  g_block_barrier = &block_bar;
-  std::vector<std::thread> ts;
-  for (int i = 0; i < threads; ++i)
-    ts.emplace_back([&, i] {
-      tl_threadIdx = uint3{unsigned(i), 0, 0};
-      fn(i);
-    });
-  for (auto& t : ts) t.join();
-  for (auto& b : g_warp_barrier) b = nullptr;
-  g_block_barrier = nullptr;
-}
 
 #include "optim_host.h"
 #include "optim_kernel.cuh"
@@ -139,7 +76,8 @@ static void emulate_kernel_q8(const mlops_optim_args& a) {
   const auto* tab = static_cast<const mlops_optim_tensor*>(a.table);
   for (int64_t i = 0; i < a.num_tensors; ++i) *tab[i].step = *tab[i].step + 1.0f;
   const int32_t* chunk_map = chunk_map_of(a.table, a.num_tensors);
-  run_block(0, 32, [&](int lane) {
+  run_block(uint3{0, 0, 0}, dim3(1), 32, [&] {
+    const int lane = int(threadIdx.x);
     for (int64_t c = 0; c < a.num_chunks; ++c) {
       const mlops_optim_tensor t = tab[chunk_map[c]];
       const Scalars s = make_scalars(a, a.lr, double(*t.step));
@@ -162,11 +100,11 @@ static void emulate_norm(const void* table, int64_t num_tensors, int64_t num_chu
                          float* coef) {
   std::vector<float> partials(size_t(num_chunks) + 1);
   for (int64_t c = 0; c < num_chunks; ++c)
-    run_block(unsigned(c), kThreads, [&](int) {
+    run_block(uint3{unsigned(c), 0, 0}, dim3(unsigned(num_chunks)), kThreads, [&] {
       norm_partials_kernel(static_cast<const mlops_optim_tensor*>(table), num_tensors, partials.data());
     });
-  run_block(0, kFinalizeThreads,
-            [&](int) { norm_finalize_kernel(partials.data(), num_chunks, max_norm, nullptr, norm, coef); });
+  run_block(uint3{0, 0, 0}, dim3(1), kFinalizeThreads,
+            [&] { norm_finalize_kernel(partials.data(), num_chunks, max_norm, nullptr, norm, coef); });
 }
 
 struct Tensors {

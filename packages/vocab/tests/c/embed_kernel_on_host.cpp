@@ -1,10 +1,10 @@
 // The embed kernels' device code (src/embed_kernel.cuh: tokens and units over warps for every
 // variant, 16-byte and scalar paths, partial units, OOV rows, bf16(x * w), the per-unit sums by the
 // warp butterfly and the fold into r) run with one host thread an emulated GPU thread
-// (cuda_on_host.h) against the host emulation (src/embed_host.cpp), bit for bit. The sm_80
+// (mlops/common/testing/cuda_on_host.h) against the host emulation (src/embed_host.cpp), bit for bit. The sm_80
 // cvt.rn.bf16x2 path is the GPU suite's (here the integer rounding runs, as below sm_80).
 // Prints "N passed, M failed".
-#include "cuda_on_host.h"
+#include "mlops/common/testing/cuda_on_host.h"
 #define MLOPS_VOCAB_EXTERN_SHARED(type, name) static type name[8 * 512]
 #include "embed_kernel.cuh"
 

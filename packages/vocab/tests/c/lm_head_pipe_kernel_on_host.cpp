@@ -2,7 +2,7 @@
 // streams across tiles, the stage rotation and wait counts, the swizzled shared layout, the k
 // permutation of the fragments, the zero fill past V and H, the segment fold and the epilogue with
 // its statistics) compiled by the host compiler and run with one host thread an emulated GPU thread
-// (cuda_on_host.h; the header's host primitives: cp.async copies deferred to the wait that needs
+// (mlops/common/testing/cuda_on_host.h; the header's host primitives: cp.async copies deferred to the wait that needs
 // them, the MMA gathered over the warp and summed in double). Checked bit for bit against a mirror
 // of the order the kernel must follow (per segment: for each 32-k step the two k16 MMAs over
 // k0 + 8t + {0..3} and k0 + 8t + {4..7}, t = 0..3, each rounded to float once; segments added in
@@ -10,7 +10,7 @@
 // written, and nothing written past the logits' columns; for M = 1, 3, 8, stages 2, 3, 4, 6, grids of 1,
 // 2 and every tile, H with partial chunks and empty segments, V not a multiple of 32.
 // Prints "N passed, M failed".
-#include "cuda_on_host.h"
+#include "mlops/common/testing/cuda_on_host.h"
 #ifndef MLOPS_CUDA_ON_HOST
 #define MLOPS_CUDA_ON_HOST 1
 #endif
@@ -30,30 +30,13 @@ int main() {
   const Shape shapes[] = {{37, 8}, {45, 264}, {300, 520}, {29, 2056}, {161, 1024}};
   for (const Shape sh : shapes) {
     for (int M : {1, 3, 8}) {
-      const int64_t xs = sh.H + 8, ws = sh.H + 16, ls = sh.V + 3;  // padded strides
-      std::vector<uint16_t> x(size_t(M * xs)), w(size_t(sh.V * ws));
-      for (auto& v : x) v = bf16_of(nd(gen));
-      for (auto& v : w) v = bf16_of(nd(gen) * 0.1f);
-      // the padding holds huge values: a read past H would show
-      for (int m = 0; m < M; ++m)
-        for (int64_t k = sh.H; k < xs; ++k) x[size_t(m * xs + k)] = bf16_of(1e30f);
-      for (int64_t v = 0; v < sh.V; ++v)
-        for (int64_t k = sh.H; k < ws; ++k) w[size_t(v * ws + k)] = bf16_of(-1e30f);
-      std::vector<float> rs(static_cast<size_t>(M));
-      for (auto& v : rs) v = 0.5f + std::fabs(nd(gen));
-      LmHeadParams p{};
-      p.tokens = M; p.hidden = sh.H; p.vocab = sh.V; p.units = int((sh.H + 255) / 256);
-      p.x = x.data(); p.x_stride = xs; p.weight = w.data(); p.weight_stride = ws;
-      p.logits_stride = ls; p.row_scale = rs.data(); p.logit_scale = 0.75f;
-      std::vector<float> want(size_t(M * ls), -1.0f);
-      for (int m = 0; m < M; ++m)
-        for (int64_t v = 0; v < sh.V; ++v)
-          want[size_t(m * ls + v)] = lm_head_epilogue(mirror_dot(p, m, v), p.row_scale, m, p.logit_scale);
+      const Problem pr(sh.V, sh.H, M, gen, nd);
+      LmHeadParams p = pr.p;  // the launch's outputs set below
       const int64_t tiles = (sh.V + kTileRows - 1) / kTileRows;
       for (int stages : {2, 3, 4, 6}) {
         for (int64_t grid : {int64_t(1), int64_t(2), tiles}) {
           if ((stages == 3 || stages == 6) && grid != 2) continue;  // time: 3 and 6 stages on one grid
-          std::vector<float> got(size_t(M * ls), -1.0f);
+          std::vector<float> got(size_t(M * pr.ls), -1.0f);
           std::vector<uint64_t> best(static_cast<size_t>(M), 0);
           std::vector<uint32_t> hist(size_t(M * 256), 0);
           p.logits = got.data(); p.best = best.data(); p.key_hist = hist.data();
@@ -62,7 +45,7 @@ int main() {
           run_grid(dim3(unsigned(grid)), kThreads, [&] { lm_head_pipe_kernel(p, stages, agg); });
           const char* f = "M=%d V=%lld H=%lld stages=%d grid=%lld";
           const long long V = sh.V, H = sh.H, G = grid;
-          CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0, "logits (mirror order, padding) " "M=%d V=%lld H=%lld stages=%d grid=%lld", M, V, H, stages, G);
+          CHECK(std::memcmp(pr.want.data(), got.data(), pr.want.size() * 4) == 0, "logits (mirror order, padding) " "M=%d V=%lld H=%lld stages=%d grid=%lld", M, V, H, stages, G);
           double worst = 0.0;
           std::vector<uint64_t> best_want(static_cast<size_t>(M), 0);
           std::vector<uint32_t> hist_want(size_t(M * 256), 0);
@@ -70,11 +53,11 @@ int main() {
             for (int64_t v = 0; v < sh.V; ++v) {
               double ref = 0.0, mag = 0.0;
               for (int64_t k = 0; k < sh.H; ++k) {
-                ref += bf(x[size_t(m * xs + k)]) * bf(w[size_t(v * ws + k)]);
-                mag += std::fabs(bf(x[size_t(m * xs + k)]) * bf(w[size_t(v * ws + k)]));
+                ref += bf(pr.x[size_t(m * pr.xs + k)]) * bf(pr.w[size_t(v * pr.ws + k)]);
+                mag += std::fabs(bf(pr.x[size_t(m * pr.xs + k)]) * bf(pr.w[size_t(v * pr.ws + k)]));
               }
-              const double scale = double(rs[size_t(m)]) * 0.75;
-              const float g = got[size_t(m * ls + v)];
+              const double scale = double(pr.rs[size_t(m)]) * 0.75;
+              const float g = got[size_t(m * pr.ls + v)];
               const double bound = 2.0 * (double(sh.H) / 8 + 8) * std::ldexp(1.0, -24) * mag * scale + 1e-30;
               worst = std::max(worst, std::fabs(double(g) - ref * scale) / bound);
               const uint32_t key = key_of(g);

@@ -3,7 +3,7 @@
 // rotation and wait counts, the swizzled shared layout, x held in registers, the zero fill past the
 // CTA's rows, the segment and H, the half-empty MMA of 8-row chunks, the segment fold, the epilogue
 // and its statistics) compiled by the host compiler and run with one host thread an emulated GPU
-// thread (cuda_on_host.h, and the primitives of lm_head_pipe_kernel.cuh: cp.async copies deferred to
+// thread (mlops/common/testing/cuda_on_host.h, and the primitives of lm_head_pipe_kernel.cuh: cp.async copies deferred to
 // the wait that needs them, the MMA gathered over the warp and summed in double). The stage memory
 // is poisoned (0xff bytes: bf16 NaNs) before every launch, so a read of a stage no copy filled shows.
 // Checked bit for bit against a mirror of the order (that of the pipe kernel: per segment, for each
@@ -14,7 +14,7 @@
 // that split V unevenly (1 row a CTA included), row blocks in turn (rr: several a CTA, or none),
 // H with partial chunks and empty segments.
 // Prints "N passed, M failed".
-#include "cuda_on_host.h"
+#include "mlops/common/testing/cuda_on_host.h"
 #ifndef MLOPS_CUDA_ON_HOST
 #define MLOPS_CUDA_ON_HOST 1
 #endif
@@ -41,30 +41,13 @@ int main() {
   const Shape shapes[] = {{37, 8}, {45, 264}, {300, 520}, {29, 2056}, {70, 4096}};
   for (const Shape sh : shapes) {
     for (int M : {1, 3, 8}) {
-      const int64_t xs = sh.H + 8, ws = sh.H + 16, ls = sh.V + 3;  // padded strides
-      std::vector<uint16_t> x(size_t(M * xs)), w(size_t(sh.V * ws));
-      for (auto& v : x) v = bf16_of(nd(gen));
-      for (auto& v : w) v = bf16_of(nd(gen) * 0.1f);
-      // the padding holds huge values: a read past H would show
-      for (int m = 0; m < M; ++m)
-        for (int64_t k = sh.H; k < xs; ++k) x[size_t(m * xs + k)] = bf16_of(1e30f);
-      for (int64_t v = 0; v < sh.V; ++v)
-        for (int64_t k = sh.H; k < ws; ++k) w[size_t(v * ws + k)] = bf16_of(-1e30f);
-      std::vector<float> rs(static_cast<size_t>(M));
-      for (auto& v : rs) v = 0.5f + std::fabs(nd(gen));
-      LmHeadParams p{};
-      p.tokens = M; p.hidden = sh.H; p.vocab = sh.V; p.units = int((sh.H + 255) / 256);
-      p.x = x.data(); p.x_stride = xs; p.weight = w.data(); p.weight_stride = ws;
-      p.logits_stride = ls; p.row_scale = rs.data(); p.logit_scale = 0.75f;
-      std::vector<float> want(size_t(M * ls), -1.0f);
-      for (int m = 0; m < M; ++m)
-        for (int64_t v = 0; v < sh.V; ++v)
-          want[size_t(m * ls + v)] = lm_head_epilogue(mirror_dot(p, m, v), p.row_scale, m, p.logit_scale);
+      const Problem pr(sh.V, sh.H, M, gen, nd);
+      LmHeadParams p = pr.p;  // the launch's outputs set below
       std::vector<double> ref(size_t(M * sh.V)), mag(size_t(M * sh.V));
       for (int m = 0; m < M; ++m)
         for (int64_t v = 0; v < sh.V; ++v)
           for (int64_t k = 0; k < sh.H; ++k) {
-            const double prod = bf(x[size_t(m * xs + k)]) * bf(w[size_t(v * ws + k)]);
+            const double prod = bf(pr.x[size_t(m * pr.xs + k)]) * bf(pr.w[size_t(v * pr.ws + k)]);
             ref[size_t(m * sh.V + v)] += prod;
             mag[size_t(m * sh.V + v)] += std::fabs(prod);
           }
@@ -82,7 +65,7 @@ int main() {
             // (CTAs past the last block take none)
             if (rr && grid != 3 && grid != sh.V) continue;
             const bool tlb = grid == 7;
-            std::vector<float> got(size_t(M * ls), -1.0f);
+            std::vector<float> got(size_t(M * pr.ls), -1.0f);
             std::vector<uint64_t> best(static_cast<size_t>(M), 0);
             std::vector<uint32_t> hist(size_t(M * 256), 0);
             p.logits = got.data(); p.best = best.data(); p.key_hist = hist.data();
@@ -91,7 +74,7 @@ int main() {
             if (rows == 32) launch<32>(p, grid, stages, tlb, rr);
             if (rows == 0) launch<16, 4096>(p, grid, stages, tlb, rr);
             const long long V = sh.V, H = sh.H, G = rr ? -grid : grid;  // a negative grid: rr
-            CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0,
+            CHECK(std::memcmp(pr.want.data(), got.data(), pr.want.size() * 4) == 0,
                   "logits (mirror order, padding) M=%d V=%lld H=%lld rows=%d stages=%d grid=%lld", M, V, H, rows,
                   stages, G);
             double worst = 0.0;
@@ -99,8 +82,8 @@ int main() {
             std::vector<uint32_t> hist_want(size_t(M * 256), 0);
             for (int m = 0; m < M; ++m)
               for (int64_t v = 0; v < sh.V; ++v) {
-                const double scale = double(rs[size_t(m)]) * 0.75;
-                const float g = got[size_t(m * ls + v)];
+                const double scale = double(pr.rs[size_t(m)]) * 0.75;
+                const float g = got[size_t(m * pr.ls + v)];
                 const double bound = 2.0 * (double(sh.H) / 8 + 8) * std::ldexp(1.0, -24) * mag[size_t(m * sh.V + v)] * scale + 1e-30;
                 worst = std::max(worst, std::fabs(double(g) - ref[size_t(m * sh.V + v)] * scale) / bound);
                 const uint32_t key = key_of(g);

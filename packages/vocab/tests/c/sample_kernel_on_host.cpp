@@ -6,7 +6,7 @@
 // barrier of the block's threads, a shuffle meets the 32 threads of its warp at a barrier,
 // __shared__ arrays are statics (blocks run one after another), atomics take one lock.
 // Prints "N passed, M failed".
-#include "cuda_on_host.h"
+#include "mlops/common/testing/cuda_on_host.h"
 #include "sample_cluster_kernel.cuh"
 
 using namespace mlops::vocab;

@@ -1,30 +1,18 @@
 // Stand-in for <cuda_runtime.h> when tests/c/fbla_kernel_emulation.cpp compiles the FBLA kernels
-// as host C++: the runtime names the library uses, CUDA's qualifiers as nothing, and the warp /
+// as host C++: the runtime names the library uses, CUDA's qualifiers as nothing (mlops/common/testing/
+// cuda_runtime_stub.h, shared with positional's stand-in), and the warp /
 // block intrinsics the kernels call, run by one std::thread per CUDA thread (fbla_kernel_emulation.cpp
 // defines the functions). __shared__ is `static`: CTAs run one after another, so a kernel's shared
 // variable is shared by the running CTA's threads.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 
-typedef int cudaError_t;
-typedef void* cudaStream_t;
-enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorInvalidDevice = 101 };
-struct dim3 {
-  unsigned x = 1, y = 1, z = 1;
-};
+#include "mlops/common/testing/cuda_runtime_stub.h"
 
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
 #define __shared__ static
-#define __launch_bounds__(...)
 
-extern thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
-void __syncthreads();
-void __syncwarp(unsigned mask = 0xffffffffu);  // every lane of the warp must call it (the kernels do)
+extern thread_local dim3 blockDim, gridDim;
 int __syncthreads_or(int pred);
 uint32_t emu_shfl_xor(uint32_t bits, int off);
 uint32_t __ballot_sync(uint32_t mask, int pred);
@@ -69,7 +57,3 @@ inline int __dp4a(int a, int b, int c) {
   for (int i = 0; i < 4; ++i) c += int(int8_t(a >> (8 * i))) * int(int8_t(b >> (8 * i)));
   return c;
 }
-
-inline int atomicOr(int* p, int v) { return std::atomic_ref<int>(*p).fetch_or(v); }
-inline cudaError_t cudaGetLastError() { return cudaSuccess; }
-inline const char* cudaGetErrorString(cudaError_t) { return "emulated"; }

@@ -4,7 +4,8 @@
 // shared memory from host_block_shared<T>(), one instance a block of the cluster), __syncthreads is a
 // barrier of the block's threads, a shuffle / ballot meets the 32 threads of its warp at a barrier,
 // cluster_sync() is a barrier of the cluster's threads, atomics take one lock. Include before the
-// kernel header.
+// kernel header. Used by the kernel-on-host runners of vocab (tests/c/*_kernel_on_host.cpp) and
+// optimizers (tests/c/kernel_on_host.cpp); like check.h it is not installed (cmake/mlops.cmake).
 #pragma once
 #include <cuda_runtime.h>
 #include <device_launch_parameters.h>
