@@ -435,8 +435,10 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         if (g) pair_div2(sb0, gv, sb1, gv, odd, sb0, sb1);
         // No global factor and no scale of the warp's blocks clamped at 448: every |y * mul|
         // is < 6.41 (e2m1_nibble_near), warp-uniform so that the codes are one path; with
-        // kNanAmax a NaN amax fails the test too, so there every product is also finite.
-        const bool near = __all_sync(0xffffffffu, !g && fmaxf(sb0, sb1) <= kE4M3Max);
+        // kNanAmax a NaN amax fails the test too, so there every product is also finite. Two
+        // compares, not fmaxf(sb0, sb1) <= 448: fmaxf drops a NaN operand, so a NaN block beside a
+        // finite one passed (run 37: 465 wrong codes under compute_80, test_lean_nvfp4_nonfinite).
+        const bool near = __all_sync(0xffffffffu, !g && sb0 <= kE4M3Max && sb1 <= kE4M3Max);
         if constexpr (kNanAmax) {
           if (!near && !g) {  // a NaN or a scale past 448 in the warp: amax16's amaxes
             sb0 = div6_bf16(amax16(y0));
