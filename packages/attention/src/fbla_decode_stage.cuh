@@ -249,11 +249,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
       }
       if (!p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
         for (int hi = 0; hi < nh; ++hi) {
-          const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
-          float M = neg_inf();
-          for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
-#pragma unroll
-          for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+          const float M = row_lbmax(p, it.b, hq0, hi, nch, lane);
           if (lane == 0) sm.thr[hi] = M - p.gap;
         }
       }

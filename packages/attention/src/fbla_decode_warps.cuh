@@ -298,11 +298,7 @@ __device__ __forceinline__ void warps_pass_setup(const DecodeParams& p, const La
   }
   if (!bf16 && !p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
     for (int hi = 0; hi < nh; ++hi) {
-      const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
-      float M = neg_inf();
-      for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
-#pragma unroll
-      for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+      const float M = row_lbmax(p, it.b, hq0, hi, nch, lane);
       if (lane == 0) sm.thr[hi] = M - p.gap;
     }
   }
@@ -322,6 +318,48 @@ __device__ __forceinline__ void warps_pass_setup(const DecodeParams& p, const La
   if constexpr (kImma) {
     if (rec) imma_scores<D>(l, sm, rec, g, nh, p.scale);
     __syncwarp();  // lane t reads the scores of token t below
+  }
+}
+
+// The row maxima of a refine_warps pass: warp g's maxima wmax (every lane) by butterflies, then sm.m over
+// both warps (maxima: exact in any order).
+__device__ __forceinline__ void warps_row_max(WarpSmem& sm, float (&wmax)[kWarpHeads], int tid, int g, int lane) {
+#pragma unroll
+  for (int hi = 0; hi < kWarpHeads; ++hi) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) wmax[hi] = fmax_step(wmax[hi], __shfl_xor_sync(0xffffffffu, wmax[hi], off));
+    if (lane == 0) sm.red[g][hi] = wmax[hi];
+  }
+  __syncthreads();
+  if (tid < kWarpHeads) {
+    float x = neg_inf();
+    for (int gg = 0; gg < kChunkGroups; ++gg) x = fmax_step(x, sm.red[gg][tid]);
+    sm.m[tid] = x;
+  }
+  __syncthreads();
+}
+
+// l and the V-min term of a refine_warps pass: lane hi of warp g, in token order over the refined blocks
+// (sm.lg, sm.bs of group g).
+__device__ __forceinline__ void warps_lv(WarpSmem& sm, const uint8_t* rec, int cnt, int nh, bool bf16, int g,
+                                         int lane) {
+  if (lane < nh) {
+    const int hi = lane;
+    float lg = 0.0f, bs = 0.0f;
+    if (bf16) {
+      for (int u = 0; u < cnt; ++u) lg = lg + f4_at(sm.pw[g][u], hi);
+    } else if (rec) {
+      for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
+        if (!sm.ref[hi][g * kBlocksPerGroup + blk]) continue;
+        for (int u = blk * kBlock; u < (blk + 1) * kBlock; ++u) {
+          const float pu = f4_at(sm.pw[g][u], hi);
+          lg = lg + pu;
+          bs = bs + pu * sm.vmn[g][u];
+        }
+      }
+    }
+    sm.lg[g][hi] = lg;
+    sm.bs[g][hi] = bs;
   }
 }
 
@@ -440,19 +478,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
 #pragma unroll
       for (int hi = 0; hi < kWarpHeads; ++hi) wmax[hi] = fmax_step(wmax[hi], s[r][hi]);
     }
-#pragma unroll
-    for (int hi = 0; hi < kWarpHeads; ++hi) {
-#pragma unroll
-      for (int off = 16; off >= 1; off >>= 1) wmax[hi] = fmax_step(wmax[hi], __shfl_xor_sync(0xffffffffu, wmax[hi], off));
-      if (lane == 0) sm.red[g][hi] = wmax[hi];
-    }
-    __syncthreads();
-    if (tid < kWarpHeads) {
-      float x = neg_inf();
-      for (int gg = 0; gg < kChunkGroups; ++gg) x = fmax_step(x, sm.red[gg][tid]);
-      sm.m[tid] = x;
-    }
-    __syncthreads();
+    warps_row_max(sm, wmax, tid, g, lane);
     // ---- probabilities, P V weights, V min of this warp's tokens
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -471,25 +497,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
       }
     }
     __syncwarp();
-    // ---- l and the V-min term: lane hi of warp g, in token order over the refined blocks
-    if (lane < nh) {
-      const int hi = lane;
-      float lg = 0.0f, bs = 0.0f;
-      if (bf16) {
-        for (int u = 0; u < cnt; ++u) lg = lg + f4_at(sm.pw[g][u], hi);
-      } else if (rec) {
-        for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
-          if (!sm.ref[hi][g * kBlocksPerGroup + blk]) continue;
-          for (int u = blk * kBlock; u < (blk + 1) * kBlock; ++u) {
-            const float pu = f4_at(sm.pw[g][u], hi);
-            lg = lg + pu;
-            bs = bs + pu * sm.vmn[g][u];
-          }
-        }
-      }
-      sm.lg[g][hi] = lg;
-      sm.bs[g][hi] = bs;
-    }
+    warps_lv(sm, rec, cnt, nh, bf16, g, lane);
     // ---- P V: 4 channels x 4 heads a lane, chains in token order
     float acc[kWarpHeads][4];
 #pragma unroll
@@ -575,8 +583,9 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
 // 128 registers, 8+ CTAs (16+ warps) an SM. Its own body, not refine_warps_item: round A ran it through
 // that function and ptxas (sm_90, nvcc 13.0) then spilled (52 bytes here, 84 in imma_occ, against 0 / 16)
 // and issued the BF16 V rows one at a time instead of 4: +33 us at B1 L16K, +150 us imma_occ at B8 L128K
-// (run 20 against run 18). This is the body of before round A; its pass setup and partial are the item's
-// (warps_pass_setup, warps_partial: sm_90 SASS byte-identical to the inline code they replaced).
+// (run 20 against run 18). This is the body of before round A; its pass setup, row maxima, l / V-min term and
+// partial are the item's (warps_pass_setup, warps_row_max, warps_lv, warps_partial: sm_90 SASS byte-identical
+// to the inline code they replaced; the probabilities and the closed groups' P V as helpers were not).
 // kImma: the closed groups' scores by imma_scores (variant imma+coarse_warps), the rest the same code.
 // kMinCtas: CTAs an SM asked of ptxas (8: the 128-register cap; kImmaOccCtas for variant imma_occ+coarse_imma).
 template <int D, bool kImma = false, int kMinCtas = 8>
@@ -654,19 +663,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
 #pragma unroll
         for (int hi = 0; hi < kWarpHeads; ++hi) wmax[hi] = fmax_step(wmax[hi], s[r][hi]);
       }
-#pragma unroll
-      for (int hi = 0; hi < kWarpHeads; ++hi) {
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) wmax[hi] = fmax_step(wmax[hi], __shfl_xor_sync(0xffffffffu, wmax[hi], off));
-        if (lane == 0) sm.red[g][hi] = wmax[hi];
-      }
-      __syncthreads();
-      if (tid < kWarpHeads) {
-        float x = neg_inf();
-        for (int gg = 0; gg < kChunkGroups; ++gg) x = fmax_step(x, sm.red[gg][tid]);
-        sm.m[tid] = x;
-      }
-      __syncthreads();
+      warps_row_max(sm, wmax, tid, g, lane);
       // ---- probabilities, P V weights, V min of this warp's tokens
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
@@ -685,25 +682,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
         }
       }
       __syncwarp();
-      // ---- l and the V-min term: lane hi of warp g, in token order over the refined blocks
-      if (lane < nh) {
-        const int hi = lane;
-        float lg = 0.0f, bs = 0.0f;
-        if (bf16) {
-          for (int u = 0; u < cnt; ++u) lg = lg + f4_at(sm.pw[g][u], hi);
-        } else if (rec) {
-          for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
-            if (!sm.ref[hi][g * kBlocksPerGroup + blk]) continue;
-            for (int u = blk * kBlock; u < (blk + 1) * kBlock; ++u) {
-              const float pu = f4_at(sm.pw[g][u], hi);
-              lg = lg + pu;
-              bs = bs + pu * sm.vmn[g][u];
-            }
-          }
-        }
-        sm.lg[g][hi] = lg;
-        sm.bs[g][hi] = bs;
-      }
+      warps_lv(sm, rec, cnt, nh, bf16, g, lane);
       // ---- P V: 4 channels x 4 heads a lane, chains in token order
       float acc[kWarpHeads][4];
 #pragma unroll

@@ -374,6 +374,17 @@ __device__ __forceinline__ void cta_max(DecodeSmem& sm, float (&v)[kHeadBatch], 
   __syncthreads();
 }
 
+// The max over the row's nch chunks of lbmax for head hq0 + hi of batch row b, by one warp (every lane gets
+// it; maxima: exact in any order): the refine passes' skip threshold is it - gap.
+__device__ __forceinline__ float row_lbmax(const DecodeParams& p, int b, int hq0, int hi, int nch, int lane) {
+  const float* lbm = p.s.lbmax + (static_cast<size_t>(b) * p.Hq + hq0 + hi) * p.s.nch;
+  float M = neg_inf();
+  for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+  return M;
+}
+
 // The partial of a refine pass's heads hq0 .. hq0 + nh - 1 (kN threads): per channel the ng groups' P V in
 // group order (group_pv(gg, hi, d)), per head m and the groups' l (group_l(gg, hi)); acc and l are 0 where no
 // token of the row was scored (m = -inf).
@@ -526,11 +537,7 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
         // the skip threshold of each head: max over the row's chunks of the lower bounds, - gap
         if (!p.exact) {
           for (int hi = warp; hi < nh; hi += kThreads / 32) {
-            const float* lbm = p.s.lbmax + (static_cast<size_t>(it.b) * p.Hq + hq0 + hi) * p.s.nch;
-            float M = neg_inf();
-            for (int i = lane; i < nch; i += 32) M = fmax_step(M, lbm[i]);
-#pragma unroll
-            for (int off = 16; off >= 1; off >>= 1) M = fmax_step(M, __shfl_xor_sync(0xffffffffu, M, off));
+            const float M = row_lbmax(p, it.b, hq0, hi, nch, lane);
             if (lane == 0) sm.thr[hi] = M - p.gap;
           }
         }
