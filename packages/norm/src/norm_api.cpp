@@ -313,12 +313,16 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // static 54.18 -> r16lx2e 53.36 [50.10 vs r16lx2 51.04]; INT8 keeps r16lx2 (61.12; r16lx2e's
   // same instance 61.28, r16lx4we 66.34); FP8 dynamic keeps r16lx4 (57.47; r16lx4we 60.19,
   // r16lx2e 69.02). y alone unchanged (2048: r16lx2 12.03; 16384: r16l4 67.10).
+  // Session 7, GPU run 37 (bf16, --variants, events [CUPTI]): NVFP4 takes the "f" twins:
+  // few rows r16lx4we 15.33 [12.48] -> r16lx4wf 14.30 [11.38] (r16lx2f 14.54); many rows
+  // r16lx2e 76.19 [74.03] -> r16lx2f 71.07 [68.35] (r16lx4wf 71.87); the same bits (runs 37 / 38:
+  // sm_90, compute_80, compute_61). Their other outputs are the e twins' instances.
   if (lean && a.hidden == 4096) {
     const bool few = a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1);
     switch (a.quant) {
       case MLOPS_QUANT_NONE: return few ? 20 : 12;                                     // r16lx2 : r16l4
       case MLOPS_QUANT_FP8_STATIC: return 22;                                          // r16lx2e
-      case MLOPS_QUANT_NVFP4: return few ? 23 : 22;                                    // r16lx4we : r16lx2e
+      case MLOPS_QUANT_NVFP4: return few ? 26 : 25;                                    // r16lx4wf : r16lx2f
       case MLOPS_QUANT_FP8_DYNAMIC: return few ? 23 : 17;                              // r16lx4we : r16lx4
       default: return few ? 23 : 20;                                                   // INT8: r16lx4we : r16lx2
     }
