@@ -9,21 +9,13 @@
 # per-SASS-instruction source page) and from the cache (details): why on the fly (one DRAM round trip and
 # an fp64 sincos) runs ~0.45 us longer than the cache path's two round trips. Phases bounded by SECONDS.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system CUDA_CACHE_MAXSIZE=4294967296
-R=$OUT/r; mkdir -p $R; export MLOPS_BENCH_OUT=$R
-inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
+R=$OUT/r; mkdir -p $R; source ci/device/lib.sh; export MLOPS_BENCH_OUT=$R
 for p in norm positional; do inst ".carry/gpu/sm90/mlops_$p-*.whl" /tmp/t-$p; done
 for p in norm vocab optimizers; do inst ".carry/gpu/sm90cu118/mlops_$p-*.whl" /tmp/u-$p; done
 inst ".carry/gpu/c80/mlops_positional-*.whl" /tmp/c80-positional
 TT=$PWD/tools/testing
 PYTHONPATH=/tmp/t-norm:$TT timeout 90 python3 packages/norm/bench/bench_norm.py --overhead-only > $R/overhead.log 2>&1
 echo "norm overhead rc=$? at ${SECONDS}s" >> $R/phases.txt
-shards() {  # tag pkg target n limit
-  for ((i = 0; i < $4; i++)); do
-    ( PYTHONPATH=$3:$TT MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$4 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $5 python3 -m pytest -q --tb=short \
-        -p no:cacheprovider -p mlops_shard packages/$2/tests/test_$2_gpu.py > $R/$1-$2-$i.log 2>&1
-      echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
-  done
-}
 shards sm90cu118 norm /tmp/u-norm 3 220
 shards sm90cu118 vocab /tmp/u-vocab 6 220
 shards sm90cu118 optimizers /tmp/u-optimizers 2 220

@@ -6,19 +6,11 @@
 #    packed NaN-propagating amax on sm_80+, the first commit's path below);
 # C: alone, bench_norm --variants for the four NVFP4 candidates at 2048x4096 and 16384x4096 with CUPTI times.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system CUDA_CACHE_MAXSIZE=4294967296
-R=$OUT/r; mkdir -p $R; export MLOPS_BENCH_OUT=$R
-inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
+R=$OUT/r; mkdir -p $R; source ci/device/lib.sh; export MLOPS_BENCH_OUT=$R
 inst ".carry/gpu/sm90/mlops_norm-*.whl" /tmp/t-norm
 for t in c80 c61; do inst ".carry/gpu/$t/mlops_norm-*.whl" /tmp/$t-norm; done
 inst ".carry/gpu/c80/mlops_positional-*.whl" /tmp/c80-positional
 TT=$PWD/tools/testing
-shards() {  # tag pkg target n limit [-k expr]
-  for ((i = 0; i < $4; i++)); do
-    ( PYTHONPATH=$3:$TT MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$4 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $5 python3 -m pytest -q --tb=short \
-        -p no:cacheprovider -p mlops_shard packages/$2/tests/test_$2_gpu.py "${@:6}" > $R/$1-$2-$i.log 2>&1
-      echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
-  done
-}
 shards sm90 norm /tmp/t-norm 4 170
 shards c80 positional /tmp/c80-positional 6 170
 wait; echo "A done at ${SECONDS}s" >> $R/phases.txt

@@ -3,19 +3,11 @@
 # scales) on sm_90 and compute_80: the two f variants' tests and the non-finite test (4 shards each); then
 # positional's GPU file under compute_80 alone in 8 shards (run 37 ran it beside norm and hit the limit).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system CUDA_CACHE_MAXSIZE=4294967296
-R=$OUT/r; mkdir -p $R
-inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
+R=$OUT/r; mkdir -p $R; source ci/device/lib.sh
 inst ".carry/gpu/sm90/mlops_norm-*.whl" /tmp/t-norm
 inst ".carry/gpu/c80/mlops_norm-*.whl" /tmp/c80-norm
 inst ".carry/gpu/c80/mlops_positional-*.whl" /tmp/c80-positional
 TT=$PWD/tools/testing
-shards() {  # tag pkg target n limit [-k expr]
-  for ((i = 0; i < $4; i++)); do
-    ( PYTHONPATH=$3:$TT MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$4 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $5 python3 -m pytest -q --tb=short \
-        -p no:cacheprovider -p mlops_shard packages/$2/tests/test_$2_gpu.py "${@:6}" > $R/$1-$2-$i.log 2>&1
-      echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
-  done
-}
 K="r16lx2f or r16lx4wf or nonfinite"
 shards sm90 norm /tmp/t-norm 4 120 -k "$K"
 shards c80 norm /tmp/c80-norm 4 120 -k "$K"

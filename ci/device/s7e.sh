@@ -3,20 +3,12 @@
 # (the planner of 4148d5f takes r16lx4wf / r16lx2f for NVFP4). (2) The whole GPU files of the CUDA 11.8 builds
 # (sm_90 SASS) of norm (4148d5f), vocab and optimizers (416f9ea), fewer shards than run 36 and no JIT beside.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
-R=$OUT/r; mkdir -p $R; export MLOPS_BENCH_OUT=$R
-inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
+R=$OUT/r; mkdir -p $R; source ci/device/lib.sh; export MLOPS_BENCH_OUT=$R
 inst ".carry/gpu/sm90/mlops_norm-*.whl" /tmp/t-norm
 for p in norm vocab optimizers; do inst ".carry/gpu/sm90cu118/mlops_$p-*.whl" /tmp/u-$p; done
 TT=$PWD/tools/testing
 PYTHONPATH=/tmp/t-norm:$TT timeout 120 python3 packages/norm/bench/bench_norm.py --shapes 2048x4096,16384x4096 > $R/bench.log 2>&1
 echo "bench rc=$? at ${SECONDS}s" >> $R/phases.txt
-shards() {  # tag pkg target n limit
-  for ((i = 0; i < $4; i++)); do
-    ( PYTHONPATH=$3:$TT MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$4 timeout $5 python3 -m pytest -q --tb=short \
-        -p no:cacheprovider -p mlops_shard packages/$2/tests/test_$2_gpu.py > $R/$1-$2-$i.log 2>&1
-      echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
-  done
-}
 L=$((420 - SECONDS)); [ $L -gt 300 ] && L=300
 shards sm90cu118 vocab /tmp/u-vocab 8 $L
 shards sm90cu118 norm /tmp/u-norm 4 $L
