@@ -200,16 +200,18 @@ GPU_BUILDS = {
     "c70": ("12.4", "70-virtual"),
     "c61": ("12.4", "61-virtual"),
     # CUDA 11.8 SASS for the H200 (issue 7: a GPU run of an 11.8 build; attention's TMA staging is
-    # compiled out below CUDA 12, so this runs its portable copies). Not in the default tag list.
+    # compiled out below CUDA 12, so this runs its portable copies). Not in GPU_DEFAULT_TAGS.
     "sm90cu118": ("11.8", "90-real"),
 }
+# what `nox -s gpu_build` builds without --tags (and ci/gpu_tests.py runs): the GPU suite's targets
+GPU_DEFAULT_TAGS = ("sm90", "c80", "c75", "c70", "c61")
 
 
 @nox.session(python="3.12")
 def gpu_build(session):
     """Wheels of every GPU_BUILDS entry for Python 3.12 (the GPU machine's), into .carry/gpu/<tag>/:
     nox -s gpu_build [-- --tags sm90,c61]. Build here, run there with ci/gpu_tests.py."""
-    o = _opts(session, tags=",".join(t for t in GPU_BUILDS if t != "sm90cu118"), package="all")
+    o = _opts(session, tags=",".join(GPU_DEFAULT_TAGS), package="all")
     names = packages() if o["package"] == "all" else o["package"].split(",")
     session.install(*PINS["build"])
     for tag in o["tags"].split(","):

@@ -136,6 +136,24 @@ def main():
     overhead(b)
 
 
+def wall_and_kernel(b, fn, n):
+    """(wall seconds a call of n back-to-back calls, GPU seconds a call of 100 calls replayed from
+    a CUDA graph) of one eager call."""
+    for _ in range(100):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) / n
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(100):
+            fn()
+    return wall, b.time(lambda: g.replay(), flush=False, reps=50) / 100
+
+
 def overhead(b):
     """Python call overhead of a 1x4096 call: wall time per call of back-to-back calls minus the
     kernel's own time (CUDA-graph replay of the same call)."""
@@ -143,19 +161,7 @@ def overhead(b):
     w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
     out = torch.empty_like(x)
     n = 20000
-    for _ in range(100):
-        mn.rms_norm(x, w, out=out)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        mn.rms_norm(x, w, out=out)
-    torch.cuda.synchronize()
-    wall = (time.perf_counter() - t0) / n
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(100):
-            mn.rms_norm(x, w, out=out)
-    kernel = b.time(lambda: g.replay(), flush=False, reps=50) / 100
+    wall, kernel = wall_and_kernel(b, lambda: mn.rms_norm(x, w, out=out), n)
     t0 = time.perf_counter()
     for _ in range(n):
         torch.nn.functional.rms_norm(x, (4096,), w, 1e-6)
@@ -178,17 +184,7 @@ def overhead(b):
     # eager call costs there; session 5 saw the native call alone at 5.3 ... 12.3 us on a busy host)
     ref = {}
     for name, fn in (("torch_mul_", lambda: out.mul_(1.0)), ("torch_sleep0", lambda: torch.cuda._sleep(0))):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(100):
-                fn()
-        k = b.time(lambda: g.replay(), flush=False, reps=50) / 100
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        w_ = (time.perf_counter() - t0) / n
+        w_, k = wall_and_kernel(b, fn, n)
         ref[f"{name}_wall_us"], ref[f"{name}_kernel_us"] = round(w_ * 1e6, 2), round(k * 1e6, 2)
         ref[f"{name}_overhead_us"] = round((w_ - k) * 1e6, 2)
     b.record(case="python_overhead", shape="1x4096", impl="mlops", seconds=wall, kernel_us=round(kernel * 1e6, 2),
