@@ -98,8 +98,16 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (a->variant < 0 || a->variant > kDecodeVariantCount)
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
                 a->variant);
+  if (a->pv != MLOPS_FBLA_PV_DIGITS && a->pv != MLOPS_FBLA_PV_CHAINS)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "pv: expected MLOPS_FBLA_PV_DIGITS (0) or MLOPS_FBLA_PV_CHAINS (1), got %d", a->pv);
+  if (a->variant > 0 && variant_pv(a->variant - 1) != a->pv)
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: entry %d computes pv %s, args.pv is %s", a->variant - 1,
+                variant_pv(a->variant - 1) == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains",
+                a->pv == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains");
   if (a->variant > 0 && warps_refine(a->variant - 1) && !rows_aligned16(*c))  // 16-byte loads of the BF16 rows
     return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
+  if (a->variant == 0 && a->pv == MLOPS_FBLA_PV_DIGITS && !rows_aligned16(*c))  // mma_pv: the only digits variant
+    return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (pv digits)");
   const size_t need = mlops_fbla_decode_scratch_bytes(c, a->q_heads);
   if (!scratch) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
   if (reinterpret_cast<uintptr_t>(scratch) & 15u)
@@ -122,8 +130,15 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
   p.scale = a.scale;
   p.gap = a.gap;
   p.exact = a.exact;
-  // the planner: its pick, or items+combine_warps where the BF16 rows are not 16-byte aligned
-  p.variant = a.variant > 0 ? a.variant - 1 : rows_aligned16(c) ? kPlannerVariant : kItemsCombineWarps;
+  p.pv = a.pv;
+  // the planner: pv digits: mma_pv; pv chains: its pick, or items+combine_warps where the BF16 rows are not
+  // 16-byte aligned
+  if (a.variant > 0)
+    p.variant = a.variant - 1;
+  else if (a.pv == MLOPS_FBLA_PV_DIGITS)
+    p.variant = kPlannerDigits;
+  else
+    p.variant = rows_aligned16(c) ? kPlannerVariant : kItemsCombineWarps;
   p.planned = a.variant == 0 && p.variant == kPlannerVariant;
   scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
   return p;
@@ -204,22 +219,27 @@ mlops_status mlops_fbla_decode_host(const mlops_fbla_cache* cache, const mlops_f
 
 int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capacity) {
   static const mlops_fbla_decode_variant kList[kDecodeVariantCount] = {
-      {"items", 61},                // refine: a CTA of 256 an item; combine: a CTA a row
-      {"items+combine_warps", 61},  // the same refine; combine: a warp a (row, 32 channels)
-      {"warps", 61},                // refine: 2 warps an item (lane a token, lane 4 channels); combine_warps
-      {"warps+coarse_warps", 61},   // warps, and the coarse pass (skip mode) in the same layout
-      {"imma+coarse_warps", 80},    // warps+coarse_warps, the closed groups' scores by mma.sync m16n8k32 s8
-      {"imma+coarse_imma", 80},     // imma+coarse_warps, the coarse pass's integer dots by mma.sync too
-      {"imma_occ+coarse_imma", 80}, // imma+coarse_imma, the refine at kImmaOccCtas CTAs an SM
-      {"stage+coarse_imma", 90},    // the chunk staged in shared memory by cp.async.bulk; IMMA scores; PDL combine
-      {"stage_pipe+coarse_imma", 90},  // stage+coarse_imma, the V planes in 4 pieces (P V starts on the first)
-      {"stage_bf+coarse_imma", 90},    // stage+coarse_imma, the BF16 item's loads batched + L2-prefetched
+      {"items", 61, MLOPS_FBLA_PV_CHAINS},                // refine: a CTA of 256 an item; combine: a CTA a row
+      {"items+combine_warps", 61, MLOPS_FBLA_PV_CHAINS},  // the same refine; combine: a warp a (row, 32 channels)
+      {"warps", 61, MLOPS_FBLA_PV_CHAINS},  // refine: 2 warps an item (lane a token, lane 4 channels); combine_warps
+      {"warps+coarse_warps", 61, MLOPS_FBLA_PV_CHAINS},   // warps, and the coarse pass (skip mode) in the same layout
+      {"imma+coarse_warps", 80, MLOPS_FBLA_PV_CHAINS},    // warps+coarse_warps, the closed groups' scores by mma.sync
+      {"imma+coarse_imma", 80, MLOPS_FBLA_PV_CHAINS},     // imma+coarse_warps, the coarse pass's dots by mma.sync too
+      {"imma_occ+coarse_imma", 80, MLOPS_FBLA_PV_CHAINS}, // imma+coarse_imma, the refine at kImmaOccCtas CTAs an SM
+      {"stage+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},    // the chunk staged by cp.async.bulk; IMMA scores; PDL combine
+      {"stage_pipe+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},  // stage+coarse_imma, the V planes in 4 pieces
+      {"stage_bf+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},    // stage+coarse_imma, the BF16 item's loads batched
+      {"mma_pv+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS},   // pv digits: 8 warps an item, scores and P V by mma.sync
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;
 }
 
-int32_t mlops_fbla_decode_planner_variant(void) { return kPlannerVariant; }
+int32_t mlops_fbla_decode_planner_variant(void) { return kPlannerDigits; }
+
+int32_t mlops_fbla_decode_planner_variant_for(int32_t pv) {
+  return pv == MLOPS_FBLA_PV_DIGITS ? kPlannerDigits : pv == MLOPS_FBLA_PV_CHAINS ? kPlannerVariant : -1;
+}
 
 const char* mlops_fbla_last_error(void) { return g_last_error.c_str(); }
 

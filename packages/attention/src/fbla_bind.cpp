@@ -59,7 +59,7 @@ void append(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t k, 
 
 void decode(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t q, int64_t qbs, int64_t qhs, int32_t q_heads,
             uintptr_t out, int out_dtype, float scale, int exact, float gap, int ctas, uintptr_t scratch,
-            size_t scratch_bytes, int variant) {
+            size_t scratch_bytes, int variant, int pv) {
   const mlops_fbla_cache c = cache_of(cache);
   mlops_fbla_decode_args a{};
   a.q = ptr<const uint16_t>(q);
@@ -73,6 +73,7 @@ void decode(bool device, uintptr_t stream, const nb::tuple& cache, uintptr_t q, 
   a.gap = gap;
   a.ctas = ctas;
   a.variant = variant;
+  a.pv = pv;
   mlops_status st = device ? mlops_fbla_decode(&c, &a, ptr<void>(scratch), scratch_bytes, ptr<void>(stream))
                            : mlops_fbla_decode_host(&c, &a, ptr<void>(scratch), scratch_bytes);
   if (st != MLOPS_OK) raise(st);
@@ -127,7 +128,8 @@ NB_MODULE(_C, m) {
       d["index"] = i;
       d["name"] = v[i].name;
       d["min_sm"] = v[i].min_sm;
-      d["planner"] = i == mlops_fbla_decode_planner_variant();
+      d["pv"] = v[i].pv == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains";
+      d["planner"] = i == mlops_fbla_decode_planner_variant_for(v[i].pv);  // the planner's pick for its form
       out.append(d);
     }
     return out;

@@ -132,11 +132,12 @@ MLOPS_HD constexpr int stage_smem_bytes(int D) { return kStageFront + kChunkGrou
 static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && stage_smem_bytes(64) >= static_cast<int>(sizeof(WarpSmem)),
               "the BF16 item's WarpSmem fits the buffer");
 
-// imma_scores with the scores left in registers: sc[m][r] = the score of token 16 m + gid + 8 r, head tig,
-// or -inf (block not refined for the head, or head >= nh). rec: the staged record (shared memory).
-template <int D, class Smem>
+// imma_scores with the scores left in registers: sc[m][r] = the score of token 16 (m0 + m) + gid + 8 r, head tig,
+// or -inf (block not refined for the head, or head >= nh), for kNB blocks from block m0 (mma_pv: a slice's 2).
+// rec: the staged record (shared memory).
+template <int D, class Smem, int kNB = kBlocksPerGroup>
 __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm, const uint8_t* rec, int g, int nh,
-                                                 float scale, float (&sc)[kBlocksPerGroup][2]) {
+                                                 float scale, float (&sc)[kNB][2], int m0 = 0) {
   constexpr int S = D / 32, W = D / 32;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
@@ -149,18 +150,18 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
   const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
   const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf);
 #pragma unroll
-  for (int m = 0; m < kBlocksPerGroup; ++m) {
+  for (int m = 0; m < kNB; ++m) {
     bool any = false;
 #pragma unroll
-    for (int hi = 0; hi < kWarpHeads; ++hi) any = any || (hi < nh && sm.ref[hi][g * kBlocksPerGroup + m]);
-    const bool mine = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m];
+    for (int hi = 0; hi < kWarpHeads; ++hi) any = any || (hi < nh && sm.ref[hi][g * kBlocksPerGroup + m0 + m]);
+    const bool mine = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m0 + m];
     sc[m][0] = neg_inf();
     sc[m][1] = neg_inf();
     if (!any) continue;  // uniform over the warp
     uint32_t x[2][6];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int t = kBlock * m + gid + 8 * r;
+      const int t = kBlock * (m0 + m) + gid + 8 * r;
 #pragma unroll
       for (int j = 0; j < 6; ++j)
         x[r][j] = j < l.cb ? kc[(t * l.cb + j) * W + w] : kf[(t * l.fb + (j - l.cb)) * W + w];

@@ -237,7 +237,21 @@ void decode_host(const DecodeParams& p) {
           }
         float lt = 0.0f;
         for (int d = 0; d < D; ++d) acc[d] = 0.0f;
-        if (m != neg_inf()) {
+        if (m != neg_inf() && p.pv == MLOPS_FBLA_PV_DIGITS) {  // slices of 32 tokens: chains in token order, then
+          for (int sl = 0; sl < kSlicesPerChunk; ++sl) {       // the 8 slices' sums in slice order
+            const int gi = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
+            const int t1 = cnt[gi] < t0 + kSlice ? cnt[gi] : t0 + kSlice;
+            float ls = 0.0f;
+            for (int d = 0; d < D; ++d) val[d] = 0.0f;
+            for (int t = t0; t < t1; ++t) {
+              const float pt = exp_det(sc[gi * kGroup + t] - m);
+              ls = ls + pt;
+              for (int d = 0; d < D; ++d) val[d] = fmaf(pt, bf16_to_f32(vv[gi][size_t(t) * D + d]), val[d]);
+            }
+            lt = lt + ls;
+            for (int d = 0; d < D; ++d) acc[d] = acc[d] + val[d];
+          }
+        } else if (m != neg_inf()) {
           for (int gi = 0; gi < 2; ++gi) {
             float lg = 0.0f;
             for (int d = 0; d < D; ++d) val[d] = 0.0f;
@@ -278,7 +292,37 @@ void decode_host(const DecodeParams& p) {
         }
         float lt = 0.0f;
         for (int d = 0; d < D; ++d) acc[d] = 0.0f;
-        if (m != neg_inf()) {
+        if (m != neg_inf() && p.pv == MLOPS_FBLA_PV_DIGITS) {
+          for (int sl = 0; sl < ng * kSlicesPerGroup; ++sl) {
+            const int gi = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
+            const uint8_t* rec = record(c, b, kh, ch * kChunkGroups + gi);
+            const float* vmin = reinterpret_cast<const float*>(rec + l.vmin);
+            const float* vscale = reinterpret_cast<const float*>(rec + l.vscale);
+            float ls = 0.0f, bs = 0.0f, wmax = 0.0f;
+            float pt[kSlice], wt[kSlice];
+            for (int i = 0; i < kSlice; ++i) {  // p of a block not refined: 0 (adds nothing below)
+              const int t = t0 + i;
+              pt[i] = refined[gi * kBlocksPerGroup + t / kBlock] ? exp_det(sc[gi * kGroup + t] - m) : 0.0f;
+              ls = ls + pt[i];
+              bs = bs + pt[i] * vmin[t];
+              wt[i] = pt[i] * vscale[t];
+              wmax = fmax_step(wmax, wt[i]);
+            }
+            const float inv = pv_inv(wmax), sw = qhat_sw(wmax);
+            int wq[kSlice];
+            for (int i = 0; i < kSlice; ++i) {
+              int hi, lo;
+              qhat_digits(wt[i], inv, hi, lo);
+              wq[i] = 256 * hi + lo;
+            }
+            for (int d = 0; d < D; ++d) {
+              int32_t I = 0;
+              for (int i = 0; i < kSlice; ++i) I += wq[i] * v_code(l, rec, t0 + i, d);
+              acc[d] = acc[d] + fmaf(sw, float(I), bs);
+            }
+            lt = lt + ls;
+          }
+        } else if (m != neg_inf()) {
           for (int gi = 0; gi < ng; ++gi) {
             const uint8_t* rec = record(c, b, kh, ch * kChunkGroups + gi);
             const float* vmin = reinterpret_cast<const float*>(rec + l.vmin);

@@ -53,6 +53,7 @@ struct DecodeParams {
   const int32_t* lengths;
   float scale, gap;
   int exact;
+  int pv;       // MLOPS_FBLA_PV_DIGITS / MLOPS_FBLA_PV_CHAINS: which numerics (fbla_host.cpp runs either)
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
   int planned;  // 1: variant is the planner's pick (decode_device may take kPlannerBelowSm80 instead)
   Scratch s;
@@ -70,8 +71,14 @@ enum DecodeVariant {
   kStageImma = 7,   // the chunk's records staged in shared memory (cp.async.bulk on sm_90), IMMA scores
   kStagePipe = 8,   // kStageImma with the V planes in 4 pieces, the P V loop starting on the first
   kStageBf = 9,     // kStageImma with the BF16 item's rows loaded a whole K row / 16 V rows at once, L2-prefetched
-  kDecodeVariantCount = 10
+  kMmaPv = 10,      // pv digits: 8 warps an item (a warp a 32-token slice), records staged, scores and P V by mma.sync s8
+  kDecodeVariantCount = 11
 };
+// The P V form each variant computes: every variant but mma_pv runs the fp32 chains.
+inline int variant_pv(int v) { return v == kMmaPv ? MLOPS_FBLA_PV_DIGITS : MLOPS_FBLA_PV_CHAINS; }
+// The planner's pick for pv digits: the only variant of that form (correct on every arch: below sm_80 its MMA
+// runs by shuffles and DP4A, below sm_90 its staging by plain copies).
+constexpr int kPlannerDigits = kMmaPv;
 // The planner's pick: imma_occ+coarse_imma, the fastest variant measured at both target shapes in both modes
 // (H200, 3+3: run 18 B1 L16K exact 60.5 us, skip 75.3; B8 L128K exact 1708, skip 2325; against
 // warps+coarse_warps 61.7 / 80.7 / 1882 / 2566 and, run 20, stage+coarse_imma 67.2 / 81.6 / 1799 / 2496;
@@ -81,9 +88,9 @@ enum DecodeVariant {
 constexpr int kPlannerVariant = kImmaOcc;
 constexpr int kPlannerBelowSm80 = kWarpsCoarse;
 // Variants whose refine is refine_warps_kernel or runs its BF16 items (2 warps an item, 16-byte BF16 row loads).
-inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v >= kImmaCoarse; }
+inline bool warps_refine(int v) { return v == kWarps || v == kWarpsCoarse || v >= kImmaCoarse; }  // incl. kMmaPv's BF16 rows
 inline bool imma_refine(int v) { return v == kImmaCoarse || v == kImmaImma; }  // at 8 CTAs an SM (kImmaOcc: more)
-inline bool imma_coarse(int v) { return v == kImmaImma || v == kImmaOcc || v >= kStageImma; }
+inline bool imma_coarse(int v) { return v == kImmaImma || v == kImmaOcc || v >= kStageImma; }  // incl. kMmaPv
 inline bool stage_refine(int v) { return v == kStageImma || v == kStagePipe || v == kStageBf; }  // refine_stage_kernel, PDL combine
 // Variants whose coarse pass (skip mode) is coarse_warps_kernel.
 inline bool warps_coarse(int v) { return v == kWarpsCoarse || v >= kImmaCoarse; }

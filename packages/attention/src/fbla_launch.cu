@@ -1,6 +1,6 @@
 // Launches of the FBLA kernels (the templates are instantiated and launched in this object:
 // nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
-#include "fbla_decode_stage.cuh"
+#include "fbla_decode_mma.cuh"
 
 namespace mlops::fbla {
 namespace {
@@ -17,7 +17,7 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
 int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
-  static int cache[64][16];
+  static int cache[64][18];  // slot: one a kernel instance (0 .. 17)
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
@@ -89,6 +89,19 @@ cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
   return cudaLaunchKernelEx(&cfg, combine_warps_kernel<D, true>, p);
 }
 
+// refine_mma_kernel's dynamic shared memory (past the 48 KB default), once a device.
+template <int D>
+cudaError_t mma_attributes() {
+  static bool done[64];
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
+  e = cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma_smem_bytes(D));
+  if (e == cudaSuccess) e = cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  if (e == cudaSuccess && dev < 64) done[dev] = true;
+  return e;
+}
+
 template <int D>
 cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
   const int per = p.c.batch * p.c.kv_heads;
@@ -106,6 +119,15 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     const int res = ctas > 0 ? ctas : resident(coarse_kernel<D>, D == 64 ? 0 : 2);
     if (res <= 0) return cudaErrorInvalidDevice;
     coarse_kernel<D><<<grid(coarse_items, res), kThreads, 0, s>>>(p, coarse_items);
+  }
+  if (p.variant == kMmaPv) {
+    cudaError_t e = mma_attributes<D>();
+    if (e != cudaSuccess) return e;
+    const int res = ctas > 0 ? ctas : resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
+    if (res <= 0) return cudaErrorInvalidDevice;
+    refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
+    e = cudaGetLastError();  // the refine's launch
+    return e != cudaSuccess ? e : combine_pdl<D>(p, s);
   }
   if (stage_refine(p.variant)) {
     const cudaError_t e = stage_attributes<D>();

@@ -105,6 +105,19 @@ MLOPS_HD int32_t coarse_dot2(int32_t cdot, int32_t wsum, int fb) {
 
 MLOPS_HD int32_t coarse_err2(int32_t wabs, int fb) { return ((1 << fb) - 1) * wabs; }
 
+// ---- P V in the digits form (MLOPS_FBLA_PV_DIGITS) ------------------------------------------
+// A chunk's tokens split into slices of 32 (4 a group). In a closed slice, the weight of token t for a head
+// is w_t = p_t * v_scale[t] (>= 0); with wmax the slice's largest, w_t ~ s * (256 hi_t + lo_t) by the q-digit
+// rule (qhat_digits with inv = 127 / wmax, s = wmax / 32512), so sum_t w_t code[t][d] ~ s * I[d] with
+// I[d] = sum_t (256 hi_t + lo_t) code[t][d] an exact integer (|.| < 32512 * 63 * 32 < 2^26; the tensor
+// core's s8 MMA gives it in any order), and the slice's P V is fmaf(s, float(I[d]), sum_t p_t v_min[t]).
+// A slice whose wmax is below 2^-96 weighs nothing (inv 0, all digits 0): 127 / wmax stays finite.
+constexpr int kSlice = 32;
+constexpr int kSlicesPerGroup = kGroup / kSlice;  // 4
+constexpr int kSlicesPerChunk = kChunkGroups * kSlicesPerGroup;  // 8
+
+MLOPS_HD float pv_inv(float wmax) { return wmax > 1.2621774483536189e-29f ? 127.0f / wmax : 0.0f; }  // 2^-96
+
 // ---- softmax pieces -----------------------------------------------------------------------
 MLOPS_HD float neg_inf() { return bits_f32(0xff800000u); }
 

@@ -39,16 +39,29 @@ def check_close(out, ref, v, what):
     assert err <= tol, f"{what}: max error {err:.3g} > {tol:.3g}"
 
 
+@pytest.mark.parametrize("pv", ["digits", "chains"])
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
 @pytest.mark.parametrize("D", [64, 128])
 @pytest.mark.parametrize("G", [1, 2, 4, 5, 8, 16])
-def test_decode_against_float64(mode, D, G):
+def test_decode_against_float64(mode, D, G, pv):
     B, H, T = 2, 2, 5 * GROUP + 37
     k, v, q = make(B, H, T, D, seed=G * 10 + D, Hq=H * G)
     c = A.encode(k, v, [T, 3 * GROUP + 1], mode=mode)
     for exact in (True, False):
-        out = A.decode(q, c, exact=exact, out_dtype=torch.float32)
-        check_close(out, A.reference_decode(q, c), v, f"exact={exact}")
+        out = A.decode(q, c, exact=exact, out_dtype=torch.float32, pv=pv)
+        check_close(out, A.reference_decode(q, c), v, f"exact={exact} pv={pv}")
+
+
+@pytest.mark.parametrize("peaked", [0.0, 2.0, 6.0])
+def test_pv_digits_error(peaked):
+    """The digits form's own error: a slice's weights to 15 bits of its largest (relative 2^-16 a weight), so
+    against the chains form the output moves by ~1e-5 of max|V| at most; measured here, bounded at 2e-5."""
+    k, v, q = make(2, 2, 2000, 128, seed=11, peaked=peaked, Hq=8)
+    c = A.encode(k, v, [2000, 1300])
+    d = A.decode(q, c, exact=True, out_dtype=torch.float32, pv="digits")
+    ch = A.decode(q, c, exact=True, out_dtype=torch.float32, pv="chains")
+    err = (d - ch).abs().max().item() / v.float().abs().max().item()
+    assert 0 < err <= 2e-5, err
 
 
 @pytest.mark.parametrize("L", [0, 1, 127, 128, 129, 255, 256, 257, 383, 384, 385, 511, 512, 640])
@@ -85,18 +98,20 @@ def test_bf16_output_is_rne_of_fp32(mode):
     assert torch.equal(o16.view(torch.int16), o32.bfloat16().view(torch.int16))
 
 
+@pytest.mark.parametrize("pv", ["digits", "chains"])
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
 @pytest.mark.parametrize("peaked", [0.0, 2.0])
-def test_exact_equals_skip_with_everything_refined(mode, peaked):
+def test_exact_equals_skip_with_everything_refined(mode, peaked, pv):
     k, v, q = make(2, 2, 1500, 128, seed=6, peaked=peaked, Hq=8)
     c = A.encode(k, v, [1500, 900], mode=mode)
-    e = A.decode(q, c, exact=True, out_dtype=torch.float32)
-    s = A.decode(q, c, exact=False, gap=float("inf"), out_dtype=torch.float32)
+    e = A.decode(q, c, exact=True, out_dtype=torch.float32, pv=pv)
+    s = A.decode(q, c, exact=False, gap=float("inf"), out_dtype=torch.float32, pv=pv)
     assert torch.equal(e.view(torch.int32), s.view(torch.int32))
 
 
+@pytest.mark.parametrize("pv", ["digits", "chains"])
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
-def test_skip_error_bound(mode):
+def test_skip_error_bound(mode, pv):
     """The bound behind the skip (docs/attention.md): each skipped block's upper bound is >= every
     score in it (so a skipped token's score is <= max - gap), the true maximum is never skipped,
     and the output moves by at most n_skipped * e^-gap * 2 max|V| (relative to l >= 1)."""
@@ -105,8 +120,8 @@ def test_skip_error_bound(mode):
     c = A.encode(k, v, mode=mode)
     scale = 1 / math.sqrt(D)
     gap = 4.0
-    exact = A.decode(q, c, exact=True, out_dtype=torch.float32)
-    skip = A.decode(q, c, exact=False, gap=gap, out_dtype=torch.float32)
+    exact = A.decode(q, c, exact=True, out_dtype=torch.float32, pv=pv)
+    skip = A.decode(q, c, exact=False, gap=gap, out_dtype=torch.float32, pv=pv)
     sv = A.decode_scratch_views(c, H * G)
     ub, lbmax = sv["ub"], sv["lbmax"]
     K, _ = A.dequantize(c, torch.float64)

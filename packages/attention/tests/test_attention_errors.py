@@ -98,28 +98,38 @@ def test_full_cache_writes_nothing(mode):
 
 
 def test_decode_variants_by_name_or_index():
-    names = [v["name"] for v in A.decode_variants()]
-    assert names[:10] == ["items", "items+combine_warps", "warps", "warps+coarse_warps", "imma+coarse_warps",
-                         "imma+coarse_imma", "imma_occ+coarse_imma", "stage+coarse_imma", "stage_pipe+coarse_imma",
-                          "stage_bf+coarse_imma"]
+    vs = A.decode_variants()
+    names = [v["name"] for v in vs]
+    assert names == ["items", "items+combine_warps", "warps", "warps+coarse_warps", "imma+coarse_warps",
+                     "imma+coarse_imma", "imma_occ+coarse_imma", "stage+coarse_imma", "stage_pipe+coarse_imma",
+                     "stage_bf+coarse_imma", "mma_pv+coarse_imma"]
+    assert [v["pv"] for v in vs] == ["chains"] * 10 + ["digits"]
     k, v = kv(1, 2, 300, 64)
     c = A.encode(k, v)
     q = torch.randn(1, 4, 64).bfloat16()
-    ref = A.decode(q, c, out_dtype=torch.float32)
-    for var in names + list(range(len(names))):  # the host emulation runs whatever the variant
-        assert torch.equal(A.decode(q, c, out_dtype=torch.float32, variant=var), ref)
+    ref = {pv: A.decode(q, c, out_dtype=torch.float32, pv=pv) for pv in A.PV_FORMS}
+    assert torch.equal(A.decode(q, c, out_dtype=torch.float32), ref["digits"])  # the default form
+    assert not torch.equal(ref["digits"], ref["chains"])  # two numerics (close: test_attention_decode.py)
+    for var in names + list(range(len(names))):  # the host emulation runs the variant's form
+        pv = vs[var if isinstance(var, int) else names.index(var)]["pv"]
+        assert torch.equal(A.decode(q, c, out_dtype=torch.float32, variant=var), ref[pv])
     for bad in ("nope", len(names), -1, True):
         with pytest.raises(ValueError, match="^variant:"):
             A.decode(q, c, variant=bad)
+    with pytest.raises(ValueError, match="^pv: variant 'warps' computes pv='chains', got pv='digits'"):
+        A.decode(q, c, variant="warps", pv="digits")
+    with pytest.raises(ValueError, match="^pv: expected one of"):
+        A.decode(q, c, pv="fp32")
 
 
 def test_decode_planner_pick():
-    # H200 runs 18 / 20: imma_occ+coarse_imma fastest at B1 L16K and B8 L128K, exact and skip (docs/attention.md);
+    # pv digits: mma_pv+coarse_imma, its form's only variant (docs/attention.md, "Two P V forms");
+    # pv chains: H200 runs 18 / 20: imma_occ+coarse_imma fastest at B1 L16K and B8 L128K, exact and skip;
     # below sm_80 decode_device takes warps+coarse_warps (no tensor core), unaligned rows items+combine_warps
-    picks = [v["name"] for v in A.decode_variants() if v["planner"]]
-    assert picks == ["imma_occ+coarse_imma"]
+    picks = [(v["name"], v["pv"]) for v in A.decode_variants() if v["planner"]]
+    assert picks == [("imma_occ+coarse_imma", "chains"), ("mma_pv+coarse_imma", "digits")]
     min_sm = {v["name"]: v["min_sm"] for v in A.decode_variants()}
     # tensor-core MMA (shuffles below sm_80)
     assert min_sm["imma+coarse_warps"] == min_sm["imma+coarse_imma"] == min_sm["imma_occ+coarse_imma"] == 80
-    # cp.async.bulk + mbarrier (plain copies and CTA barriers below sm_90)
+    assert min_sm["mma_pv+coarse_imma"] == 80
     assert min_sm["stage+coarse_imma"] == min_sm["stage_pipe+coarse_imma"] == min_sm["stage_bf+coarse_imma"] == 90

@@ -1,6 +1,7 @@
 """GPU: the kernels against the host emulation bit for bit (encoder records, append, decode in both
 modes and both output dtypes), GQA 1/2/4/5/8, head dims 64/128, lengths across group boundaries,
-mixed-length batches, every decode variant (decode_variants()); results independent of the CTA count;
+mixed-length batches, every decode variant (decode_variants()) against the host emulation of its P V form
+(digits / chains); results independent of the CTA count;
 exact == skip with every block
 refined; a full cache flagged on the device with nothing written; CUDA-graph replay of append +
 decode_at as the cache grows; a sanitizer subset. Run under each build of nox -s gpu_build (sm_90
@@ -15,7 +16,8 @@ import mlops.attention as A
 
 pytestmark = requires_cuda
 GROUP = 128
-VARIANTS = [v["name"] for v in A.decode_variants()]  # every variant == the host emulation, bit for bit
+VARIANTS = [v["name"] for v in A.decode_variants()]  # every variant == the host emulation of its form, bit for bit
+PV = {v["name"]: v["pv"] for v in A.decode_variants()}  # the P V form a variant computes
 
 def make(B, H, T, D, seed, Hq, peaked=0.0):
     g = torch.Generator().manual_seed(seed)
@@ -81,7 +83,7 @@ def test_decode_gpu_equals_host(mode, D, G, variant):
         for gap in (A.DEFAULT_GAP, 3.0):
             for od in (torch.float32, torch.bfloat16):
                 g = A.decode(q.cuda(), gc, exact=exact, gap=gap, out_dtype=od, variant=variant)
-                c = A.decode(q, cc, exact=exact, gap=gap, out_dtype=od)
+                c = A.decode(q, cc, exact=exact, gap=gap, out_dtype=od, pv=PV[variant])
                 assert_bits_equal(g, c, f"decode [{variant}] {mode} D={D} G={G} exact={exact} gap={gap} {od} "
                                         f"({gpu_arch_tag()})")
 
@@ -91,8 +93,8 @@ def test_decode_independent_of_ctas(variant):
     k, v, q = make(B, H, 20 * GROUP + 5, D, seed=3, Hq=H * G, peaked=1.0)
     gc = A.encode(k.cuda(), v.cuda(), [20 * GROUP + 5, 700])
     qc = q.cuda()
-    ref = A.decode(qc, gc, out_dtype=torch.float32)  # the planner's pick
-    ref_e = A.decode(qc, gc, exact=True, out_dtype=torch.float32)
+    ref = A.decode(qc, gc, out_dtype=torch.float32, pv=PV[variant])  # the planner's pick of the variant's form
+    ref_e = A.decode(qc, gc, exact=True, out_dtype=torch.float32, pv=PV[variant])
     for ctas in (0, 1, 3, 17, 1000):
         assert_bits_equal(A.decode(qc, gc, out_dtype=torch.float32, ctas=ctas, variant=variant), ref,
                           f"[{variant}] ctas={ctas}")
@@ -153,7 +155,7 @@ def test_cuda_graph_append_and_decode_at(variant):
         torch.cuda.synchronize()
         A.append(cc, k[:, :, t:t + 1], v[:, :, t:t + 1])
         assert gc.lengths.cpu().tolist() == [t + 1] * B
-        assert_bits_equal(out, A.decode(q, cc, out_dtype=torch.float32), f"graph step {t}")
+        assert_bits_equal(out, A.decode(q, cc, out_dtype=torch.float32, pv=PV[variant]), f"graph step {t}")
     check_cache(gc, cc, "after graph replays")
 
 def test_decode_matches_float64_gpu():
@@ -161,11 +163,11 @@ def test_decode_matches_float64_gpu():
     gc = A.encode(k.cuda(), v.cuda())
     cc = A.encode(k, v)
     ref = A.reference_decode(q, cc)
-    host = A.decode(q, cc, out_dtype=torch.float32)
+    host = {pv: A.decode(q, cc, out_dtype=torch.float32, pv=pv) for pv in A.PV_FORMS}
     for variant in VARIANTS:
         out = A.decode(q.cuda(), gc, out_dtype=torch.float32, variant=variant)
         assert (out.cpu().double() - ref).abs().max().item() <= 2e-4 * v.float().abs().max().item(), variant
-        assert_bits_equal(out, host, f"[{variant}] 32/8 heads x 4K == host")
+        assert_bits_equal(out, host[PV[variant]], f"[{variant}] 32/8 heads x 4K == host")
 
 def test_sanitizer_subset():
     """A small mixed workload, what ci/gpu_tests.py runs under compute-sanitizer memcheck/racecheck."""
@@ -178,7 +180,8 @@ def test_sanitizer_subset():
             A.append(cc, k[:, :, 600:640], v[:, :, 600:640])
             check_cache(gc, cc, f"sanitizer subset {mode} D={D}")
             for exact in (True, False):
-                c = A.decode(q, cc, exact=exact, gap=4.0)
+                c = {pv: A.decode(q, cc, exact=exact, gap=4.0, pv=pv) for pv in A.PV_FORMS}
                 for variant in VARIANTS:
                     g = A.decode(q.cuda(), gc, exact=exact, gap=4.0, variant=variant)
-                    assert_bits_equal(g, c, f"sanitizer subset decode [{variant}] {mode} D={D} exact={exact}")
+                    c_ = c[PV[variant]]
+                    assert_bits_equal(g, c_, f"sanitizer subset decode [{variant}] {mode} D={D} exact={exact}")

@@ -21,7 +21,7 @@ def test_opcheck_decode():
     c, q = cache_and_q()
     out = torch.empty(2, 4, 64)
     args = (q, c.records, c.sink_k, c.sink_v, c.tail_k, c.tail_v, c.lengths, c.scratch(4), out, O._geo(c), 0.125,
-            False, 20.0, 0, 3)  # variant code 3: "warps" (the host emulation runs any)
+            False, 20.0, 0, 3, 1)  # variant code 3: "warps", pv 1: chains (its form)
     torch.library.opcheck(O._decode_op, args, test_utils=UTILS)
 
 
@@ -38,5 +38,5 @@ def test_dispatcher_path_same_bits():
     eager = A.decode(q, c, out_dtype=torch.float32)
     out = torch.empty(2, 4, 64)
     torch.ops.mlops_attention.decode_into(q, c.records, c.sink_k, c.sink_v, c.tail_k, c.tail_v, c.lengths,
-                                          c.scratch(4), out, O._geo(c), 0.125, False, A.DEFAULT_GAP, 0, 0)
+                                          c.scratch(4), out, O._geo(c), 0.125, False, A.DEFAULT_GAP, 0, 0, 0)
     assert torch.equal(out.view(torch.int32), eager.view(torch.int32))

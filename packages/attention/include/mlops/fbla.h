@@ -36,11 +36,15 @@
 extern "C" {
 #endif
 
-#define MLOPS_FBLA_ABI_VERSION 2 /* 2: mlops_fbla_decode_args.variant */
+#define MLOPS_FBLA_ABI_VERSION 3 /* 2: mlops_fbla_decode_args.variant; 3: .pv and mlops_fbla_decode_variant.pv */
 #define MLOPS_FBLA_GROUP 128       /* tokens a group */
 #define MLOPS_FBLA_BLOCK 16        /* tokens a refine block (the unit of the skip decision) */
 #define MLOPS_FBLA_CHUNK_GROUPS 2  /* closed groups a decode work item (fixed: results never depend on the grid) */
 #define MLOPS_FBLA_FLAG_FULL 1     /* flags[0] bit: an append was refused, the cache was full */
+/* The decode's P V numerics (docs/attention.md, "Two P V forms"): each fixes every bit of the output. */
+#define MLOPS_FBLA_PV_DIGITS 0 /* the default: a closed 32-token slice's weights p * v_scale as two int8 digits,
+                                  the integer P V exact (tensor core), one fp32 scale a slice */
+#define MLOPS_FBLA_PV_CHAINS 1 /* fp32 fmaf chains in token order (the numerics of the first ten variants) */
 
 typedef enum mlops_fbla_mode {
   MLOPS_FBLA_3_3 = 0, /* coarse 3 bits, fine 3 bits */
@@ -95,23 +99,29 @@ typedef struct mlops_fbla_decode_args {
   int32_t exact;         /* 1: refine every block; 0: skip blocks whose bound is gap below the max */
   float gap;             /* > 0, natural-log units; a skipped token weighs <= exp(-gap) of the max */
   int32_t ctas;          /* 0: the device's resident CTAs; else that many (tests: the same bits) */
-  int32_t variant;       /* 0: the planner's pick; i >= 1: mlops_fbla_decode_variants() entry i - 1
-                            (every variant gives the same bits) */
+  int32_t variant;       /* 0: the planner's pick for pv; i >= 1: mlops_fbla_decode_variants() entry i - 1, whose
+                            .pv must equal pv (every variant of a form gives that form's bits) */
+  int32_t pv;            /* MLOPS_FBLA_PV_DIGITS (0) or MLOPS_FBLA_PV_CHAINS (1) */
 } mlops_fbla_decode_args;
 
 /* The decode kernel layouts as data (docs/attention.md, "Decode variants"). */
 typedef struct mlops_fbla_decode_variant {
   const char* name;
   int32_t min_sm; /* major * 10 + minor */
+  int32_t pv;     /* the P V form it computes: MLOPS_FBLA_PV_DIGITS or MLOPS_FBLA_PV_CHAINS */
 } mlops_fbla_decode_variant;
 
 /* Fills out[0 .. min(n, capacity)) and returns n, the number of variants. */
 int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capacity);
 
-/* The 0-based index of the variant that mlops_fbla_decode_args.variant = 0 runs (the planner's pick) on an
- * sm_80+ device with 16-byte aligned sink / tail rows; below sm_80 variant 0 runs warps+coarse_warps, with
- * unaligned rows items+combine_warps (the same bits whichever runs). */
+/* The 0-based index of the variant that mlops_fbla_decode_args.variant = 0 runs (the planner's pick) for
+ * pv = MLOPS_FBLA_PV_DIGITS: mma_pv+coarse_imma on every device (below sm_80 its integer MMA runs by shuffles
+ * and DP4A; it needs 16-byte aligned sink / tail rows). */
 int32_t mlops_fbla_decode_planner_variant(void);
+/* ... for either form: for MLOPS_FBLA_PV_CHAINS, the pick on an sm_80+ device with 16-byte aligned sink / tail
+ * rows; below sm_80 variant 0 runs warps+coarse_warps, with unaligned rows items+combine_warps (the same bits
+ * whichever runs). -1 for another pv. */
+int32_t mlops_fbla_decode_planner_variant_for(int32_t pv);
 
 /* Decode scratch: needs no initial contents; size depends on batch, q_heads, head_dim and
  * capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */

@@ -20,7 +20,7 @@
 #include <random>
 #include <vector>
 
-#include "fbla_decode_stage.cuh"
+#include "fbla_decode_mma.cuh"
 
 thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -195,7 +195,9 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  if (p.variant == kStageImma)
+  if (p.variant == kMmaPv)
+    run_grid(std::min(refine_items, res), kMmaThreads, [&] { refine_mma_kernel<D>(p, refine_items); });
+  else if (p.variant == kStageImma)
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 1>(p, refine_items); });
   else if (p.variant == kStagePipe)
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 4>(p, refine_items); });
@@ -212,7 +214,7 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
   if (p.variant == kItems)
     run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
-  else if (stage_refine(p.variant))
+  else if (stage_refine(p.variant) || p.variant == kMmaPv)
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D, true>(p); });
   else
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D>(p); });
@@ -322,7 +324,9 @@ static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned
   std::vector<uint8_t> s1(sb + 256, 0xcd), s2(sb + 256, 0x5a);  // different garbage: no initial contents needed
   auto al = [](std::vector<uint8_t>& v) { uint8_t* p = v.data(); return p + ((256 - (reinterpret_cast<uintptr_t>(p) & 255)) & 255); };
   const int nvar = mlops_fbla_decode_variants(nullptr, 0);
-  for (int var = 0; var <= nvar; ++var)  // 0: the planner's pick, then every variant
+  std::vector<mlops_fbla_decode_variant> vars(static_cast<size_t>(nvar));
+  mlops_fbla_decode_variants(vars.data(), nvar);
+  for (int vp = 0; vp <= nvar + 1; ++vp)  // 0 / 1: the planner's pick for pv digits / chains, then every variant
   for (int exact = 0; exact < 2; ++exact)
     for (float gap : {20.0f, 3.0f, INFINITY})
       for (int odt = 0; odt < 2; ++odt) {
@@ -332,15 +336,17 @@ static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned
         a.q = q.data(); a.q_batch_stride = int64_t(Hq) * D; a.q_head_stride = D; a.q_heads = Hq;
         a.out_dtype = odt ? MLOPS_DTYPE_BF16 : MLOPS_DTYPE_FP32;
         a.scale = 1.0f / std::sqrt(float(D)); a.exact = exact; a.gap = gap;
-        a.ctas = int((seed + var) % 4);  // 0 (default 5), 1, 2, 3
+        a.ctas = int((seed + vp) % 4);  // 0 (default 5), 1, 2, 3
+        const int var = vp < 2 ? 0 : vp - 1;
         a.variant = var;
+        a.pv = vp < 2 ? vp : vars[size_t(var - 1)].pv;
         a.out = o1.data();
         mlops_status st1 = mlops_fbla_decode(&gc.c, &a, al(s1), sb, nullptr);
         a.out = o2.data();
         mlops_status st2 = mlops_fbla_decode_host(&hc.c, &a, al(s2), sb);
         const size_t nbytes = o1.size() * (odt ? 2 : 4);
         CHECK(st1 == MLOPS_OK && st2 == MLOPS_OK && std::memcmp(o1.data(), o2.data(), nbytes) == 0,
-              "%s: decode variant=%d exact=%d gap=%g out=%s ctas=%d differs (%s)", what, var, exact, double(gap),
+              "%s: decode variant=%d pv=%d exact=%d gap=%g out=%s ctas=%d differs (%s)", what, var, a.pv, exact, double(gap),
               odt ? "bf16" : "fp32", a.ctas, mlops_fbla_last_error());
       }
 }

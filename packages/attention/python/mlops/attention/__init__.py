@@ -3,7 +3,7 @@ BF16 sink and filling group) and its decode attention for NVIDIA GPUs sm_61 ... 
 CPU tensors run the host emulation, which gives the same bits. docs/attention.md describes the
 format, the numerics and the error bound of the skip."""
 
-from ._ops import (BLOCK, DEFAULT_GAP, GROUP, MODES, CacheFullError, FBLACache, append, decode, decode_at, empty,
+from ._ops import (BLOCK, DEFAULT_GAP, GROUP, MODES, PV_FORMS, CacheFullError, FBLACache, append, decode, decode_at, empty,
                    decode_scratch_views, decode_variants, encode, record_layout, scratch_bytes)
 from .reference import dequantize, fake_quantize, reference_decode, unpack_codes
 
@@ -20,4 +20,4 @@ def struct_layout() -> dict:
 __all__ = ["FBLACache", "CacheFullError", "empty", "append", "encode", "decode", "decode_at", "dequantize",
            "reference_decode", "fake_quantize", "unpack_codes", "scratch_bytes", "record_layout", "decode_scratch_views",
            "decode_variants", "struct_layout",
-           "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
+           "MODES", "PV_FORMS", "DEFAULT_GAP", "GROUP", "BLOCK"]

@@ -16,7 +16,7 @@ import torch
 from ._native import C
 
 __all__ = ["FBLACache", "CacheFullError", "empty", "append", "encode", "decode", "decode_at", "scratch_bytes",
-           "record_layout", "decode_scratch_views", "decode_variants", "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
+           "record_layout", "decode_scratch_views", "decode_variants", "PV_FORMS", "MODES", "DEFAULT_GAP", "GROUP", "BLOCK"]
 
 MODES = {"3+3": 0, "4+2": 1}
 GROUP = 128          # tokens a group (group 0 is the BF16 sink)
@@ -294,13 +294,13 @@ def record_layout(head_dim: int, mode: str = "3+3") -> dict:
 
 
 def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas,
-                variant=0):
+                variant=0, pv=0):
     # decode reads no flags: the cache's lengths stand in for the pointer the validation wants
     tup = (*cache_geo[:7], records.data_ptr() if records.numel() else 0, sink_k.data_ptr(), sink_v.data_ptr(),
            tail_k.data_ptr(), tail_v.data_ptr(), lengths.data_ptr(), lengths.data_ptr())
     qs = q.stride()
     args = (tup, q.data_ptr(), qs[0], qs[1], q.shape[1], out.data_ptr(), _OUT_DTYPE[out.dtype], float(scale),
-            int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel(), int(variant))
+            int(exact), float(gap), int(ctas), scratch.data_ptr(), scratch.numel(), int(variant), int(pv))
     if q.is_cuda:
         with torch.cuda.device(q.device):
             C.decode(True, _stream(q), *args)
@@ -313,13 +313,14 @@ def _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, ou
 def _decode_op(q: torch.Tensor, records: torch.Tensor, sink_k: torch.Tensor, sink_v: torch.Tensor,
                tail_k: torch.Tensor, tail_v: torch.Tensor, lengths: torch.Tensor, scratch: torch.Tensor,
                out: torch.Tensor, cache_geo: list[int], scale: float, exact: bool, gap: float, ctas: int,
-               variant: int) -> None:
+               variant: int, pv: int) -> None:
     _run_decode(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas,
-                variant)
+                variant, pv)
 
 
 @_decode_op.register_fake
-def _(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas, variant):
+def _(q, records, sink_k, sink_v, tail_k, tail_v, lengths, scratch, out, cache_geo, scale, exact, gap, ctas, variant,
+      pv):
     return None
 
 
@@ -327,9 +328,25 @@ _VARIANTS = C.decode_variants()
 
 
 def decode_variants() -> list[dict]:
-    """The decode kernel layouts as data: index, name, min_sm, planner (True for the planner's pick).
-    Every variant gives the same bits (the host emulation's); decode(variant=None) takes the planner's pick."""
+    """The decode kernel layouts as data: index, name, min_sm, pv (the P V form it computes: "digits" or
+    "chains"), planner (True for the planner's pick of its form). Every variant of a form gives that form's
+    bits (the host emulation's); decode(variant=None) takes the planner's pick for pv."""
     return [dict(v) for v in _VARIANTS]
+
+
+PV_FORMS = {"digits": 0, "chains": 1}  # MLOPS_FBLA_PV_DIGITS / MLOPS_FBLA_PV_CHAINS
+
+
+def _pv_code(pv, vcode: int) -> int:
+    """pv None: the named variant's form, else digits (the default)."""
+    own = _VARIANTS[vcode - 1]["pv"] if vcode else None
+    if pv is None:
+        pv = own or "digits"
+    if pv not in PV_FORMS:
+        _fail("pv", f"expected one of {sorted(PV_FORMS)} or None, got {pv!r}")
+    if own is not None and own != pv:
+        _fail("pv", f"variant {_VARIANTS[vcode - 1]['name']!r} computes pv={own!r}, got pv={pv!r}")
+    return PV_FORMS[pv]
 
 
 def _variant_code(variant) -> int:
@@ -344,7 +361,7 @@ def _variant_code(variant) -> int:
 
 def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = DEFAULT_GAP,
            scale: Optional[float] = None, out_dtype: torch.dtype = torch.bfloat16,
-           out: Optional[torch.Tensor] = None, ctas: int = 0, variant=None) -> torch.Tensor:
+           out: Optional[torch.Tensor] = None, ctas: int = 0, variant=None, pv: Optional[str] = None) -> torch.Tensor:
     """Attention of one query token a sequence over its cache: q bf16 [batch, q_heads, head_dim]
     (q_heads a multiple of kv_heads; q head h reads kv head h // (q_heads // kv_heads)).
 
@@ -353,8 +370,11 @@ def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = 
     every block; with every block refined both give the same bits. scale: softmax scale (default
     1/sqrt(head_dim)). The lengths are cache.lengths, read on the device when the kernels run, so a
     captured CUDA graph replays decode as appends grow the cache. ctas: 0 = the device's resident
-    CTAs (any value gives the same bits). variant: None (the planner's pick), or a name / index of
-    decode_variants() (the same bits). Returns out: [batch, q_heads, head_dim] in out_dtype
+    CTAs (any value gives the same bits). pv: the P V numerics, "digits" (the default: a closed 32-token
+    slice's weights p * v_scale as two int8 digits, the integer P V on the tensor core, docs/attention.md)
+    or "chains" (fp32 fmaf chains in token order); None takes the named variant's form, else "digits".
+    variant: None (the planner's pick for pv), or a name / index of decode_variants() whose pv is pv
+    (every variant of a form gives the same bits). Returns out: [batch, q_heads, head_dim] in out_dtype
     (bfloat16 or float32)."""
     if not isinstance(cache, FBLACache):
         _fail("cache", f"expected an FBLACache, got {type(cache).__name__}")
@@ -389,9 +409,10 @@ def decode(q: torch.Tensor, cache: FBLACache, exact: bool = False, gap: float = 
           or not out.is_contiguous()):
         _fail("out", f"expected a contiguous {out_dtype} tensor {(B, Hq, D)} on {q.device}")
     vcode = _variant_code(variant)
+    pcode = _pv_code(pv, vcode)
     scratch = cache.scratch(Hq)
     args = (q, cache.records, cache.sink_k, cache.sink_v, cache.tail_k, cache.tail_v, cache.lengths, scratch, out,
-            _geo(cache), float(scale), bool(exact), float(gap), int(ctas), vcode)
+            _geo(cache), float(scale), bool(exact), float(gap), int(ctas), vcode, pcode)
     if torch.compiler.is_compiling():
         _decode_op(*args)
     else:

@@ -1,0 +1,365 @@
+// The "mma_pv" decode variant (mma_pv+coarse_imma): the refine of the digits P V form (MLOPS_FBLA_PV_DIGITS,
+// fbla_math.h / docs/attention.md "Two P V forms"), where both integer products of a closed group run on the
+// tensor core: the scores (as imma_scores) and P V, whose weights p * v_scale are two int8 digits a slice.
+// Why: the chains form's P V is 64 fp32 FMAs a (token, channel) pair of 4 heads and its code unpacking, issued
+// one warp an item; at B8 L128K that refine ran at 24 % of the copy bandwidth, issue- and latency-bound
+// (GPU runs 19-22). Here the P V of a 32-token slice is D / 16 mma.m16n8k32 a warp.
+// - a CTA of 8 warps an item; warp w <-> slice w: group w / 4 of the chunk, tokens 32 (w % 4) .. + 31;
+// - a closed chunk's records from v_min on are staged in shared memory (cp.async.bulk on sm_90, stage_issue);
+//   the q digits are set up from k_min / k_scale in global memory meanwhile (warp w: head w % 4, group w / 4);
+// - scores: imma_scores_regs over the slice's 2 blocks (lane (gid, tig): tokens 16 m + gid, + 8, head tig);
+//   the chunk max over the 8 warps; p; the slice's weights, their max, their digits into shared memory;
+// - P V: out[channel][2 head + digit] = sum over the slice's tokens of code[token][channel] * digit[token]:
+//   A = the V codes (16 channels x 32 tokens), B = the digits (32 tokens x 8 columns), s32 accumulation. The
+//   MMA's k order is free (an integer sum), so k position 16 u + 4 tig + r is token 16 u + tig + 4 r: the 4
+//   tig lanes then read token rows 96 bytes apart (distinct banks, D 128). Lane gid owns the channels of plane
+//   word gid / G (G = 8 / W gids a word) at bit positions k = W (gid % G) .. + W - 1, so a lane loads one word
+//   of each plane of its 8 tokens; gather_code4 turns a token's 6 words into 4 channels' codes and a 4 x 4
+//   byte transpose (8 byte permutes) turns 4 tokens x 4 channels into the A registers;
+// - l and the V-min term: lane h runs head h's chains over the slice in token order;
+// - the BF16 item (slot 0) in the same slices: a lane a token for the scores (the K row's fmaf chain in channel
+//   order), a lane 4 channels x 4 heads for P V (fmaf chains in token order over the slice);
+// - the partial: the 8 slices' sums in slice order (fbla_host.cpp decode_host, pv digits).
+// Below sm_80 (compute_61 / 70 / 75 PTX) and in the kernel-on-host runner the MMA is mma_s8_16x8x32's
+// shuffles + DP4A, below sm_90 the staging plain copies: the same bits everywhere.
+#pragma once
+#include "fbla_decode_stage.cuh"
+
+namespace mlops::fbla {
+
+constexpr int kMmaWarps = kSlicesPerChunk;  // 8: warp w <-> slice w
+constexpr int kMmaThreads = 32 * kMmaWarps;
+constexpr int kMmaCtas = 2;  // CTAs an SM asked of ptxas (78 KB of shared memory a CTA at D 128: 2 fit)
+
+struct alignas(16) MmaSmem {
+  int8_t what[kWarpHeads][kChunkGroups][2][128];  // q digits in perm_channel order (setup_group_warp)
+  float qf[kWarpHeads][128];
+  float sw[kWarpHeads][kChunkGroups], bias[kWarpHeads][kChunkGroups];
+  int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
+  float red[kMmaWarps][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
+  float ls[kMmaWarps][kWarpHeads];                 // a slice's l
+  F4 pt[kMmaWarps][kSlice];                        // p of a slice's token, 4 heads
+  int8_t dig[kMmaWarps][2 * kWarpHeads][kSlice];   // P V digits: column 2 head + digit, k position
+  unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
+};
+constexpr int kMmaFront = (static_cast<int>(sizeof(MmaSmem)) + 127) / 128 * 128;
+
+// The slices' P V sums [warp][head][D], then the staged records.
+MLOPS_HD constexpr int mma_out_bytes(int D) { return kMmaWarps * kWarpHeads * D * 4; }
+MLOPS_HD constexpr int mma_smem_bytes(int D) {
+  return kMmaFront + mma_out_bytes(D) + kChunkGroups * stage_group_bytes(D);
+}
+static_assert(kMmaFront + mma_out_bytes(64) >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
+
+// Byte i of each of 4 words -> word i (a 4 x 4 byte transpose): out[i] byte r = in[r] byte i.
+__device__ __forceinline__ void transpose4x4(const uint32_t (&in)[4], uint32_t (&out)[4]) {
+  const uint32_t t0 = __byte_perm(in[0], in[1], 0x5140u), t1 = __byte_perm(in[0], in[1], 0x7362u);
+  const uint32_t t2 = __byte_perm(in[2], in[3], 0x5140u), t3 = __byte_perm(in[2], in[3], 0x7362u);
+  out[0] = __byte_perm(t0, t2, 0x5410u);
+  out[1] = __byte_perm(t0, t2, 0x7632u);
+  out[2] = __byte_perm(t1, t3, 0x5410u);
+  out[3] = __byte_perm(t1, t3, 0x7632u);
+}
+
+// The MMA k position of token i (0 .. 31) of a slice: token 16 u + tig + 4 r sits at k = 16 u + 4 tig + r.
+__device__ __forceinline__ int pv_kpos(int i) { return (i & 16) + 4 * (i & 3) + ((i >> 2) & 3); }
+
+// The channel of P V tile T, row gid + 8 h (lane gid's channels: plane word gid / G, bits W (gid % G) + kk).
+template <int D>
+__device__ __forceinline__ int pv_channel(int T, int gid, int h) {
+  constexpr int W = D / 32, G = 8 / W;
+  return 32 * (gid / G) + 8 * (2 * (T & 1) + h) + W * (gid % G) + (T >> 1);
+}
+
+// The integer P V of warp w's closed slice: I[T][0..3] = c of tile T (rows gid, gid + 8; head tig's hi / lo).
+// vp: the group's staged V planes; t0: the slice's first token in the group; dig: the slice's digits.
+template <int D>
+__device__ __forceinline__ void pv_mma(const uint32_t* vp, int t0, const int8_t (&dig)[2 * kWarpHeads][kSlice],
+                                       int32_t (&I)[D / 16][4]) {
+  constexpr int W = D / 32, G = 8 / W;
+  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+  const int wv = gid / G, k0 = W * (gid % G);
+  const uint32_t b[2] = {*reinterpret_cast<const uint32_t*>(&dig[gid][4 * tig]),
+                         *reinterpret_cast<const uint32_t*>(&dig[gid][16 + 4 * tig])};
+  uint32_t x[2][4][6];  // plane word wv of tokens t0 + 16 u + tig + 4 r, planes 0 .. 5 (independent loads)
+#pragma unroll
+  for (int u = 0; u < 2; ++u)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int j = 0; j < 6; ++j) x[u][r][j] = vp[((t0 + 16 * u + tig + 4 * r) * 6 + j) * W + wv];
+  const int bit_of[6] = {0, 1, 2, 3, 4, 5};
+#pragma unroll
+  for (int T = 0; T < D / 16; ++T)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) I[T][i] = 0;
+#pragma unroll
+  for (int kk = 0; kk < W; ++kk) {
+    uint32_t a[2][4];  // [u][i]: channel 32 wv + 8 i + k0 + kk, tokens 16 u + tig + 4 r in byte r
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      uint32_t gw[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) gw[r] = gather_code4(x[u][r], bit_of, k0 + kk);
+      transpose4x4(gw, a[u]);
+    }
+#pragma unroll
+    for (int ih = 0; ih < 2; ++ih) {  // tile T = 2 kk + ih: rows gid / gid + 8 <-> i = 2 ih / 2 ih + 1
+      const uint32_t af[4] = {a[0][2 * ih], a[0][2 * ih + 1], a[1][2 * ih], a[1][2 * ih + 1]};
+      mma_s8_16x8x32(af, b, I[2 * kk + ih]);
+    }
+  }
+}
+
+// Refine pass, "mma_pv" layout (above), pv digits only. __launch_bounds__(256, 2): 2 CTAs an SM is what the
+// shared memory allows at D 128, so up to 128 registers.
+template <int D>
+__global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(DecodeParams p, int items) {
+  __shared__ uint64_t bars[1];
+  uint8_t* const dyn = dyn_smem();
+  MmaSmem& sm = *reinterpret_cast<MmaSmem*>(dyn);
+  float* const aout = reinterpret_cast<float*>(dyn + kMmaFront);  // [warp][head][D]
+  uint8_t* const stage0 = dyn + kMmaFront + mma_out_bytes(D);
+  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x, w = tid / 32, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+  const int g = w / kSlicesPerGroup, t0 = kSlice * (w % kSlicesPerGroup);  // the warp's slice
+  const long long sbytes = stage_group_bytes(D);
+  const size_t tile = static_cast<size_t>(kGroup) * D;
+  stage_init(bars, 1);
+  pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
+  uint32_t ph = 0u;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq);
+    if (it.slot > nch) continue;  // uniform over the CTA
+    const bool bf16 = it.slot == 0;
+    const int ch = it.slot - 1;
+    const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
+    const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
+    __syncthreads();  // the previous item is done with the shared memory
+    if (!bf16)
+      stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
+    prefetch_item(p, item + gridDim.x, items, 1);
+    const uint8_t* grec = !bf16 && g < ng ? grec0 + g * c.record_bytes : nullptr;  // k_min / k_scale: global
+    const uint8_t* srec = !bf16 && g < ng ? stage0 + g * sbytes - l.vmin : nullptr;  // at the record's offsets
+    // BF16 item: the slice's tokens (sink: group 0, filling group: group 1)
+    const int cnt = bf16 ? (g == 0 ? sink_tokens(L) : tail_tokens(L)) : 0;
+    const int nt = bf16 ? (cnt - t0 < 0 ? 0 : (cnt - t0 > kSlice ? kSlice : cnt - t0)) : 0;
+    const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
+    bool waited = bf16;
+    for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+      const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
+      const int hq0 = it.kh * p.Gq + h0;
+      if (h0 > 0) __syncthreads();  // the previous pass is done with sm and aout
+      for (int i = tid; i < nh * D; i += kMmaThreads) {
+        const int hi = i / D, d = i % D;
+        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+      }
+      for (int i = tid; i < kWarpHeads * kRef; i += kMmaThreads) {
+        const int hi = i / kRef, rb = i % kRef;
+        sm.ref[hi][rb] = (p.exact || bf16) && hi < nh && rb / kBlocksPerGroup < ng;  // skip: set below
+      }
+      if (!bf16 && !p.exact && w == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
+        for (int hi = 0; hi < nh; ++hi) {
+          const float M = row_lbmax(p, it.b, hq0, hi, nch, lane);
+          if (lane == 0) sm.thr[hi] = M - p.gap;
+        }
+      }
+      __syncthreads();
+      if (!bf16 && !p.exact) {
+        for (int i = tid; i < nh * kRef; i += kMmaThreads) {
+          const int hi = i / kRef, rb = i % kRef;
+          if (rb / kBlocksPerGroup < ng) {
+            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+            sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+          }
+        }
+      }
+      {  // warp w: the q digits of (head w % 4, group w / 4)
+        const int hs = w % kWarpHeads, gs = w / kWarpHeads;
+        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
+      }
+      __syncthreads();
+      if (!waited) {  // every thread, once an item (the records stay for every pass of heads)
+        stage_wait(bars, 0, ph);
+        waited = true;
+      }
+      // ---- scores, the warp's max a head
+      float sc[2][2];  // closed: token t0 + 16 m + gid + 8 r, head tig
+      float s4[kWarpHeads];  // BF16: token t0 + lane, head hi
+      float wm = neg_inf();
+      if (bf16) {
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi) s4[hi] = neg_inf();
+        if (lane < nt) {
+          const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
+          float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+          for (int d0 = 0; d0 < D; d0 += 8) {
+            const U4 kx = *reinterpret_cast<const U4*>(kr + d0);  // 8 channels, 16 bytes
+            const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+              const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+#pragma unroll
+              for (int hi = 0; hi < kWarpHeads; ++hi)
+                if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
+            }
+          }
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+            if (hi < nh) s4[hi] = dot[hi] * p.scale;
+        }
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi) {
+          float x = s4[hi];
+#pragma unroll
+          for (int off = 16; off >= 1; off >>= 1) x = fmax_step(x, __shfl_xor_sync(0xffffffffu, x, off));
+          if (lane == 0) sm.red[w][hi] = x;
+        }
+      } else {
+#pragma unroll
+        for (int m = 0; m < 2; ++m) sc[m][0] = sc[m][1] = neg_inf();
+        if (srec) {
+          imma_scores_regs<D, MmaSmem, 2>(l, sm, srec, g, nh, p.scale, sc, t0 / kBlock);
+          wm = fmax_step(fmax_step(wm, fmax_step(sc[0][0], sc[0][1])), fmax_step(sc[1][0], sc[1][1]));
+        }
+#pragma unroll
+        for (int off = 4; off <= 16; off <<= 1) wm = fmax_step(wm, __shfl_xor_sync(0xffffffffu, wm, off));
+        if (gid == 0) sm.red[w][tig] = wm;
+      }
+      __syncthreads();
+      float mh[kWarpHeads];  // the chunk's max a head (maxima: exact in any order)
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi) {
+        float x = neg_inf();
+#pragma unroll
+        for (int ww = 0; ww < kMmaWarps; ++ww) x = fmax_step(x, sm.red[ww][hi]);
+        mh[hi] = x;
+      }
+      if (tid < kWarpHeads) sm.m[tid] = mh[tid];
+      float* const aw = aout + static_cast<size_t>(w) * kWarpHeads * D;  // this slice's P V sums [head][D]
+      if (bf16) {
+        // ---- p (lane a token), l (lane h: head h, token order), P V (lane 4 channels x 4 heads, token order)
+        float pt[kWarpHeads];
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_det(s4[hi] - mh[hi]) : 0.0f;
+        sm.pt[w][lane] = F4{pt[0], pt[1], pt[2], pt[3]};
+        __syncwarp();
+        if (lane < kWarpHeads) {
+          float ls = 0.0f;
+          for (int u = 0; u < nt; ++u) ls = ls + f4_at(sm.pt[w][u], lane);
+          sm.ls[w][lane] = ls;
+        }
+        float acc[kWarpHeads][4];
+#pragma unroll
+        for (int hi = 0; hi < kWarpHeads; ++hi)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[hi][i] = 0.0f;
+        if (4 * lane < D) {
+          const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + static_cast<size_t>(t0) * D + 4 * lane;
+          constexpr int kStepV = 8;  // tokens whose V rows are loaded together
+          for (int u0 = 0; u0 < nt; u0 += kStepV) {
+            U2 vx[kStepV];
+#pragma unroll
+            for (int q = 0; q < kStepV; ++q)
+              vx[q] = u0 + q < nt ? *reinterpret_cast<const U2*>(vr + static_cast<size_t>(u0 + q) * D) : U2{0u, 0u};
+#pragma unroll
+            for (int q = 0; q < kStepV; ++q) {
+              if (u0 + q >= nt) break;
+              const float vf[4] = {bits_f32(vx[q].x << 16), bits_f32(vx[q].x & 0xffff0000u), bits_f32(vx[q].y << 16),
+                                   bits_f32(vx[q].y & 0xffff0000u)};
+              const F4 pu = sm.pt[w][u0 + q];
+#pragma unroll
+              for (int hi = 0; hi < kWarpHeads; ++hi)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(pu, hi), vf[i], acc[hi][i]);
+            }
+          }
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+            if (hi < nh)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) aw[hi * D + 4 * lane + i] = acc[hi][i];
+        }
+      } else if (srec) {
+        // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)
+        const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
+        const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
+        const float mt = tig == 0 ? mh[0] : tig == 1 ? mh[1] : tig == 2 ? mh[2] : mh[3];
+        float pr[2][2], wt[2][2];
+        float wmax = 0.0f;
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + t0 / kBlock + m];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int i = kBlock * m + gid + 8 * r;
+            pr[m][r] = valid ? exp_det(sc[m][r] - mt) : 0.0f;
+            wt[m][r] = pr[m][r] * vsc[t0 + i];
+            wmax = fmax_step(wmax, wt[m][r]);
+          }
+        }
+#pragma unroll
+        for (int off = 4; off <= 16; off <<= 1) wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+        const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int i = kBlock * m + gid + 8 * r;
+            int dh, dl;
+            qhat_digits(wt[m][r], inv, dh, dl);
+            sm.dig[w][2 * tig][pv_kpos(i)] = static_cast<int8_t>(dh);
+            sm.dig[w][2 * tig + 1][pv_kpos(i)] = static_cast<int8_t>(dl);
+            reinterpret_cast<float*>(&sm.pt[w][i])[tig] = pr[m][r];
+          }
+        __syncwarp();
+        // l and the V-min term: lane h, head h, in token order
+        float ls = 0.0f, bs = 0.0f;
+        if (lane < kWarpHeads) {
+#pragma unroll 8
+          for (int i = 0; i < kSlice; ++i) {
+            const float pu = f4_at(sm.pt[w][i], lane);
+            ls = ls + pu;
+            bs = bs + pu * vmn[t0 + i];
+          }
+          sm.ls[w][lane] = ls;
+        }
+        const float bsh = __shfl_sync(0xffffffffu, bs, tig);  // head tig's
+        int32_t I[D / 16][4];
+        pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, sm.dig[w], I);
+        if (tig < nh)
+#pragma unroll
+          for (int T = 0; T < D / 16; ++T)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              aw[tig * D + pv_channel<D>(T, gid, h)] = fmaf(s_pv, static_cast<float>(I[T][2 * h] * 256 + I[T][2 * h + 1]), bsh);
+      }
+      __syncthreads();
+      // ---- the partial: the slices in order (fbla_host.cpp, pv digits)
+      const int nsl = ng * kSlicesPerGroup;
+      for (int i = tid; i < nh * D; i += kMmaThreads) {
+        const int hi = i / D, d = i % D;
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        float a = 0.0f;
+        const bool any_tok = sm.m[hi] != neg_inf();
+        if (any_tok)
+          for (int sl = 0; sl < nsl; ++sl) a = a + aout[(static_cast<size_t>(sl) * kWarpHeads + hi) * D + d];
+        p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
+        if (d == 0) {
+          float lt = 0.0f;
+          if (any_tok)
+            for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mlops::fbla
