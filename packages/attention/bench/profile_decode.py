@@ -3,7 +3,8 @@
     ncu --set full -k regex:"refine|coarse|combine" -c 6 \\
         python packages/attention/bench/profile_decode.py --B 1 --L 16384 --variant warps --exact
 
-(the reference decode of "items" runs first: -k regex:"_warps" keeps only the warps layouts' kernels.)
+(the reference decodes of "items" and "mma_pv+coarse_imma" run first: -k regex:"_warps" keeps only the warps
+layouts' kernels; -k regex:refine_mma with --launch-skip 1 skips the reference's mma_pv launch.)
 
 Runs a warm-up decode, then --reps decodes of each variant named (comma-separated), so ncu's
 kernel filter with -c picks the kernels of the variants in order.
@@ -40,14 +41,18 @@ def main():
     c = A.encode(k, v, mode=a.mode)
     del k, v
     out = torch.empty(a.B, HQ, D, dtype=torch.bfloat16, device="cuda")
-    ref = A.decode(q, c, exact=a.exact, out=out.clone(), variant="items")
+    # the reference of each P V form: "items" (chains) and mma_pv (digits, the form's only variant)
+    pv = {v["name"]: v["pv"] for v in A.decode_variants()}
+    ref = {f: A.decode(q, c, exact=a.exact, out=out.clone(), variant=r)
+           for f, r in (("chains", "items"), ("digits", "mma_pv+coarse_imma"))}
     torch.cuda.synchronize()
     for var in a.variant.split(","):
         for _ in range(a.reps):
             A.decode(q, c, exact=a.exact, out=out, variant=var)
         torch.cuda.synchronize()
-        same = torch.equal(out.view(torch.int16), ref.view(torch.int16))
-        print(f"{var}: B={a.B} L={a.L} exact={a.exact} peaked={a.peaked} mode={a.mode}: same bits as items: {same}")
+        same = torch.equal(out.view(torch.int16), ref[pv[var]].view(torch.int16))
+        print(f"{var}: B={a.B} L={a.L} exact={a.exact} peaked={a.peaked} mode={a.mode}: same bits as its form's "
+              f"reference ({pv[var]}): {same}")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,13 @@
 //   tig lanes then read token rows 96 bytes apart (distinct banks, D 128). Lane gid owns the channels of plane
 //   word gid / G (G = 8 / W gids a word) at bit positions k = W (gid % G) .. + W - 1, so a lane loads one word
 //   of each plane of its 8 tokens; gather_code4 turns a token's 6 words into 4 channels' codes and a 4 x 4
-//   byte transpose (8 byte permutes) turns 4 tokens x 4 channels into the A registers;
+//   byte transpose (8 byte permutes) turns 4 tokens x 4 channels into the A registers (the code words by
+//   merge_pairs / code4_from_pairs: 6 instructions a word instead of 12);
 // - l and the V-min term: lane h runs head h's chains over the slice in token order;
 // - the BF16 item (slot 0) in the same slices: a lane a token for the scores (the K row's fmaf chain in channel
 //   order), a lane 4 channels x 4 heads for P V (fmaf chains in token order over the slice);
+// - a slice's sums (4 heads x D floats) are written over its group's K planes, dead once every warp has its
+//   scores (a pass of more than 4 heads copies the K planes again), so a CTA needs 62 KB at D 128: 3 an SM;
 // - the partial: the 8 slices' sums in slice order (fbla_host.cpp decode_host, pv digits).
 // Below sm_80 (compute_61 / 70 / 75 PTX) and in the kernel-on-host runner the MMA is mma_s8_16x8x32's
 // shuffles + DP4A, below sm_90 the staging plain copies: the same bits everywhere.
@@ -29,7 +32,7 @@ namespace mlops::fbla {
 
 constexpr int kMmaWarps = kSlicesPerChunk;  // 8: warp w <-> slice w
 constexpr int kMmaThreads = 32 * kMmaWarps;
-constexpr int kMmaCtas = 2;  // CTAs an SM asked of ptxas (78 KB of shared memory a CTA at D 128: 2 fit)
+constexpr int kMmaCtas = 3;  // CTAs an SM asked of ptxas (62 KB of shared memory a CTA at D 128: 3 fit)
 
 struct alignas(16) MmaSmem {
   int8_t what[kWarpHeads][kChunkGroups][2][128];  // q digits in perm_channel order (setup_group_warp)
@@ -44,12 +47,16 @@ struct alignas(16) MmaSmem {
 };
 constexpr int kMmaFront = (static_cast<int>(sizeof(MmaSmem)) + 127) / 128 * 128;
 
-// The slices' P V sums [warp][head][D], then the staged records.
-MLOPS_HD constexpr int mma_out_bytes(int D) { return kMmaWarps * kWarpHeads * D * 4; }
-MLOPS_HD constexpr int mma_smem_bytes(int D) {
-  return kMmaFront + mma_out_bytes(D) + kChunkGroups * stage_group_bytes(D);
+// The front, then the two staged records (a slice's sums over its group's K planes: slice_sums).
+MLOPS_HD constexpr int mma_smem_bytes(int D) { return kMmaFront + kChunkGroups * stage_group_bytes(D); }
+static_assert(kMmaFront >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
+
+// Where slice sl's sums live: 16 D bytes of its group's staged K planes (96 D bytes a group), laid out
+// [tile][row half][gid][head] (pv_sum_index) so that a warp's stores of one MMA tile are 32 consecutive floats.
+__device__ __forceinline__ float* slice_sums(uint8_t* stage0, long long sbytes, const Layout& l, int sl) {
+  return reinterpret_cast<float*>(stage0 + (sl / kSlicesPerGroup) * sbytes + (l.kc - l.vmin) +
+                                  (sl % kSlicesPerGroup) * 16LL * l.D);
 }
-static_assert(kMmaFront + mma_out_bytes(64) >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
 
 // Byte i of each of 4 words -> word i (a 4 x 4 byte transpose): out[i] byte r = in[r] byte i.
 __device__ __forceinline__ void transpose4x4(const uint32_t (&in)[4], uint32_t (&out)[4]) {
@@ -71,28 +78,37 @@ __device__ __forceinline__ int pv_channel(int T, int gid, int h) {
   return 32 * (gid / G) + 8 * (2 * (T & 1) + h) + W * (gid % G) + (T >> 1);
 }
 
-// The integer P V of warp w's closed slice: I[T][0..3] = c of tile T (rows gid, gid + 8; head tig's hi / lo).
-// vp: the group's staged V planes; t0: the slice's first token in the group; dig: the slice's digits.
+// The position of (tile T, row gid + 8 h, head) in a slice's sums, and the inverse of pv_channel: channel d
+// sits in tile 2 kk + (i >> 1), row half i & 1, at gid = (d / 32) G + k / W (d = 32 wv + 8 i + k, kk = k % W).
+__device__ __forceinline__ int pv_sum_index(int T, int h, int gid, int head) { return ((2 * T + h) * 8 + gid) * 4 + head; }
+
 template <int D>
+__device__ __forceinline__ int pv_sum_index_of(int d, int head) {
+  constexpr int W = D / 32, G = 8 / W;
+  const int i = (d >> 3) & 3, k = d & 7;
+  return pv_sum_index(2 * (k % W) + (i >> 1), i & 1, (d >> 5) * G + k / W, head);
+}
+
+// The integer P V of warp w's closed slice, a tile at a time: out(T, c) gets c of tile T (rows gid, gid + 8;
+// head tig's hi / lo digit sums). vp: the group's staged V planes; t0: the slice's first token in the group.
+template <int D, class Out>
 __device__ __forceinline__ void pv_mma(const uint32_t* vp, int t0, const int8_t (&dig)[2 * kWarpHeads][kSlice],
-                                       int32_t (&I)[D / 16][4]) {
+                                       Out out) {
   constexpr int W = D / 32, G = 8 / W;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   const int wv = gid / G, k0 = W * (gid % G);
   const uint32_t b[2] = {*reinterpret_cast<const uint32_t*>(&dig[gid][4 * tig]),
                          *reinterpret_cast<const uint32_t*>(&dig[gid][16 + 4 * tig])};
-  uint32_t x[2][4][6];  // plane word wv of tokens t0 + 16 u + tig + 4 r, planes 0 .. 5 (independent loads)
+  uint32_t e[2][4][3], o[2][4][3];  // merged plane pairs of word wv of tokens t0 + 16 u + tig + 4 r
 #pragma unroll
   for (int u = 0; u < 2; ++u)
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < 4; ++r) {
+      uint32_t xb[6];  // V: plane j holds code bit j
 #pragma unroll
-      for (int j = 0; j < 6; ++j) x[u][r][j] = vp[((t0 + 16 * u + tig + 4 * r) * 6 + j) * W + wv];
-  const int bit_of[6] = {0, 1, 2, 3, 4, 5};
-#pragma unroll
-  for (int T = 0; T < D / 16; ++T)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) I[T][i] = 0;
+      for (int j = 0; j < 6; ++j) xb[j] = vp[((t0 + 16 * u + tig + 4 * r) * 6 + j) * W + wv];
+      merge_pairs(xb, e[u][r], o[u][r]);
+    }
 #pragma unroll
   for (int kk = 0; kk < W; ++kk) {
     uint32_t a[2][4];  // [u][i]: channel 32 wv + 8 i + k0 + kk, tokens 16 u + tig + 4 r in byte r
@@ -100,26 +116,27 @@ __device__ __forceinline__ void pv_mma(const uint32_t* vp, int t0, const int8_t 
     for (int u = 0; u < 2; ++u) {
       uint32_t gw[4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) gw[r] = gather_code4(x[u][r], bit_of, k0 + kk);
+      for (int r = 0; r < 4; ++r) gw[r] = code4_from_pairs(e[u][r], o[u][r], k0 + kk);
       transpose4x4(gw, a[u]);
     }
 #pragma unroll
     for (int ih = 0; ih < 2; ++ih) {  // tile T = 2 kk + ih: rows gid / gid + 8 <-> i = 2 ih / 2 ih + 1
       const uint32_t af[4] = {a[0][2 * ih], a[0][2 * ih + 1], a[1][2 * ih], a[1][2 * ih + 1]};
-      mma_s8_16x8x32(af, b, I[2 * kk + ih]);
+      int32_t c[4] = {0, 0, 0, 0};
+      mma_s8_16x8x32(af, b, c);
+      out(2 * kk + ih, c);
     }
   }
 }
 
-// Refine pass, "mma_pv" layout (above), pv digits only. __launch_bounds__(256, 2): 2 CTAs an SM is what the
-// shared memory allows at D 128, so up to 128 registers.
+// Refine pass, "mma_pv" layout (above), pv digits only. __launch_bounds__(256, 3): 3 CTAs an SM (what the
+// shared memory allows at D 128), at most 80 registers.
 template <int D>
 __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(DecodeParams p, int items) {
   __shared__ uint64_t bars[1];
   uint8_t* const dyn = dyn_smem();
   MmaSmem& sm = *reinterpret_cast<MmaSmem*>(dyn);
-  float* const aout = reinterpret_cast<float*>(dyn + kMmaFront);  // [warp][head][D]
-  uint8_t* const stage0 = dyn + kMmaFront + mma_out_bytes(D);
+  uint8_t* const stage0 = dyn + kMmaFront;
   constexpr int kRef = kChunkGroups * kBlocksPerGroup;
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
@@ -153,7 +170,14 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
       const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
       const int hq0 = it.kh * p.Gq + h0;
-      if (h0 > 0) __syncthreads();  // the previous pass is done with sm and aout
+      if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K planes: copy them again
+        __syncthreads();
+        if (!bf16) {
+          stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes,
+                      static_cast<int>(l.v - l.kc), ng);
+          waited = false;
+        }
+      }
       for (int i = tid; i < nh * D; i += kMmaThreads) {
         const int hi = i / D, d = i % D;
         sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
@@ -183,7 +207,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         if (!bf16 && hs < nh && gs < ng) setup_group_warp<D>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
       }
       __syncthreads();
-      if (!waited) {  // every thread, once an item (the records stay for every pass of heads)
+      if (!waited) {  // every thread, once a copy
         stage_wait(bars, 0, ph);
         waited = true;
       }
@@ -224,7 +248,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
 #pragma unroll
         for (int m = 0; m < 2; ++m) sc[m][0] = sc[m][1] = neg_inf();
         if (srec) {
-          imma_scores_regs<D, MmaSmem, 2>(l, sm, srec, g, nh, p.scale, sc, t0 / kBlock);
+          imma_scores_regs<D, MmaSmem, 2, true>(l, sm, srec, g, nh, p.scale, sc, t0 / kBlock);
           wm = fmax_step(fmax_step(wm, fmax_step(sc[0][0], sc[0][1])), fmax_step(sc[1][0], sc[1][1]));
         }
 #pragma unroll
@@ -240,8 +264,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         for (int ww = 0; ww < kMmaWarps; ++ww) x = fmax_step(x, sm.red[ww][hi]);
         mh[hi] = x;
       }
-      if (tid < kWarpHeads) sm.m[tid] = mh[tid];
-      float* const aw = aout + static_cast<size_t>(w) * kWarpHeads * D;  // this slice's P V sums [head][D]
+      if (tid < kWarpHeads) sm.m[tid] = tid == 0 ? mh[0] : tid == 1 ? mh[1] : tid == 2 ? mh[2] : mh[3];  // no local array
+      float* const aw = slice_sums(stage0, sbytes, l, w);  // this slice's P V sums (over dead K planes)
       if (bf16) {
         // ---- p (lane a token), l (lane h: head h, token order), P V (lane 4 channels x 4 heads, token order)
         float pt[kWarpHeads];
@@ -283,7 +307,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           for (int hi = 0; hi < kWarpHeads; ++hi)
             if (hi < nh)
 #pragma unroll
-              for (int i = 0; i < 4; ++i) aw[hi * D + 4 * lane + i] = acc[hi][i];
+              for (int i = 0; i < 4; ++i) aw[pv_sum_index_of<D>(4 * lane + i, hi)] = acc[hi][i];
         }
       } else if (srec) {
         // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)
@@ -330,25 +354,25 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           sm.ls[w][lane] = ls;
         }
         const float bsh = __shfl_sync(0xffffffffu, bs, tig);  // head tig's
-        int32_t I[D / 16][4];
-        pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, sm.dig[w], I);
-        if (tig < nh)
+        // (the chunk-max barrier above: every warp has its scores, so the K planes under aw are dead)
+        pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, sm.dig[w], [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
-          for (int T = 0; T < D / 16; ++T)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-              aw[tig * D + pv_channel<D>(T, gid, h)] = fmaf(s_pv, static_cast<float>(I[T][2 * h] * 256 + I[T][2 * h + 1]), bsh);
+          for (int h = 0; h < 2; ++h)
+            aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
+        });
       }
       __syncthreads();
-      // ---- the partial: the slices in order (fbla_host.cpp, pv digits)
+      // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums
       const int nsl = ng * kSlicesPerGroup;
-      for (int i = tid; i < nh * D; i += kMmaThreads) {
-        const int hi = i / D, d = i % D;
+      for (int i = tid; i < kWarpHeads * D; i += kMmaThreads) {
+        const int hi = i & 3, gi = (i >> 2) & 7, th = i >> 5;  // pv_sum_index(th >> 1, th & 1, gi, hi)
+        if (hi >= nh) continue;
+        const int d = pv_channel<D>(th >> 1, gi, th & 1);
         const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
         float a = 0.0f;
         const bool any_tok = sm.m[hi] != neg_inf();
         if (any_tok)
-          for (int sl = 0; sl < nsl; ++sl) a = a + aout[(static_cast<size_t>(sl) * kWarpHeads + hi) * D + d];
+          for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
         p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
         if (d == 0) {
           float lt = 0.0f;

@@ -135,7 +135,8 @@ static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && sta
 // imma_scores with the scores left in registers: sc[m][r] = the score of token 16 (m0 + m) + gid + 8 r, head tig,
 // or -inf (block not refined for the head, or head >= nh), for kNB blocks from block m0 (mma_pv: a slice's 2).
 // rec: the staged record (shared memory).
-template <int D, class Smem, int kNB = kBlocksPerGroup>
+// kPairs (mma_pv): the code words by merge_pairs / code4_from_pairs (the same words, fewer instructions).
+template <int D, class Smem, int kNB = kBlocksPerGroup, bool kPairs = false>
 __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm, const uint8_t* rec, int g, int nh,
                                                  float scale, float (&sc)[kNB][2], int m0 = 0) {
   constexpr int S = D / 32, W = D / 32;
@@ -167,13 +168,28 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
         x[r][j] = j < l.cb ? kc[(t * l.cb + j) * W + w] : kf[(t * l.fb + (j - l.cb)) * W + w];
     }
     int32_t c[4] = {0, 0, 0, 0};
+    uint32_t e[2][3], o[2][3];
+    if constexpr (kPairs) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        uint32_t xb[6];  // by code bit: plane j holds bit fb + j (j < cb), j - cb below: bit b is plane (b + cb) % 6
+#pragma unroll
+        for (int b = 0; b < 6; ++b) xb[b] = l.cb == 3 ? x[r][(b + 3) % 6] : x[r][(b + 4) % 6];
+        merge_pairs(xb, e[r], o[r]);
+      }
+    }
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       uint32_t a[4];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
-        a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
+        if constexpr (kPairs) {
+          a[2 * j] = code4_from_pairs(e[0], o[0], k0 + 2 * s + j);
+          a[2 * j + 1] = code4_from_pairs(e[1], o[1], k0 + 2 * s + j);
+        } else {
+          a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
+          a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
+        }
       }
       mma_s8_16x8x32(a, bf[s], c);
     }
