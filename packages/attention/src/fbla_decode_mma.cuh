@@ -17,7 +17,7 @@
 //   of each plane of its 8 tokens; gather_code4 turns a token's 6 words into 4 channels' codes and a 4 x 4
 //   byte transpose (8 byte permutes) turns 4 tokens x 4 channels into the A registers (the code words by
 //   merge_pairs / code4_from_pairs: 6 instructions a word instead of 12);
-// - l and the V-min term: lane h runs head h's chains over the slice in token order;
+// - l and the V-min term: each lane sums its 4 tokens of head tig, then a butterfly over the 8 gid lanes;
 // - the BF16 item (slot 0) in the same slices: a lane a token for the scores (the K row's fmaf chain in channel
 //   order), a lane 4 channels x 4 heads for P V (fmaf chains in token order over the slice);
 // - a slice's sums (4 heads x D floats) are written over its group's K planes, dead once every warp has its
@@ -41,7 +41,7 @@ struct alignas(16) MmaSmem {
   int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
   float red[kMmaWarps][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
   float ls[kMmaWarps][kWarpHeads];                 // a slice's l
-  F4 pt[kMmaWarps][kSlice];                        // p of a slice's token, 4 heads
+  F4 pt[kMmaWarps][kSlice];                        // BF16 slices: p of a token, 4 heads
   int8_t dig[kMmaWarps][2 * kWarpHeads][kSlice];   // P V digits: column 2 head + digit, k position
   unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
 };
@@ -314,21 +314,28 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
         const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
         const float mt = tig == 0 ? mh[0] : tig == 1 ? mh[1] : tig == 2 ? mh[2] : mh[3];
-        float pr[2][2], wt[2][2];
-        float wmax = 0.0f;
+        float wt[2][2];
+        float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly
 #pragma unroll
         for (int m = 0; m < 2; ++m) {
           const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + t0 / kBlock + m];
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int i = kBlock * m + gid + 8 * r;
-            pr[m][r] = valid ? exp_det(sc[m][r] - mt) : 0.0f;
-            wt[m][r] = pr[m][r] * vsc[t0 + i];
+            const float pr = valid ? exp_det(sc[m][r] - mt) : 0.0f;
+            ls = ls + pr;
+            bs = bs + pr * vmn[t0 + i];
+            wt[m][r] = pr * vsc[t0 + i];
             wmax = fmax_step(wmax, wt[m][r]);
           }
         }
 #pragma unroll
-        for (int off = 4; off <= 16; off <<= 1) wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+        for (int off = 4; off <= 16; off <<= 1) {  // over the 8 gid lanes of head tig (every lane: the same bits)
+          wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+          ls = ls + __shfl_xor_sync(0xffffffffu, ls, off);
+          bs = bs + __shfl_xor_sync(0xffffffffu, bs, off);
+        }
+        if (gid == 0) sm.ls[w][tig] = ls;
         const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
 #pragma unroll
         for (int m = 0; m < 2; ++m)
@@ -339,21 +346,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
             qhat_digits(wt[m][r], inv, dh, dl);
             sm.dig[w][2 * tig][pv_kpos(i)] = static_cast<int8_t>(dh);
             sm.dig[w][2 * tig + 1][pv_kpos(i)] = static_cast<int8_t>(dl);
-            reinterpret_cast<float*>(&sm.pt[w][i])[tig] = pr[m][r];
           }
         __syncwarp();
-        // l and the V-min term: lane h, head h, in token order
-        float ls = 0.0f, bs = 0.0f;
-        if (lane < kWarpHeads) {
-#pragma unroll 8
-          for (int i = 0; i < kSlice; ++i) {
-            const float pu = f4_at(sm.pt[w][i], lane);
-            ls = ls + pu;
-            bs = bs + pu * vmn[t0 + i];
-          }
-          sm.ls[w][lane] = ls;
-        }
-        const float bsh = __shfl_sync(0xffffffffu, bs, tig);  // head tig's
+        const float bsh = bs;  // head tig's
         // (the chunk-max barrier above: every warp has its scores, so the K planes under aw are dead)
         pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, sm.dig[w], [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll

@@ -298,16 +298,31 @@ void decode_host(const DecodeParams& p) {
             const uint8_t* rec = record(c, b, kh, ch * kChunkGroups + gi);
             const float* vmin = reinterpret_cast<const float*>(rec + l.vmin);
             const float* vscale = reinterpret_cast<const float*>(rec + l.vscale);
-            float ls = 0.0f, bs = 0.0f, wmax = 0.0f;
-            float pt[kSlice], wt[kSlice];
-            for (int i = 0; i < kSlice; ++i) {  // p of a block not refined: 0 (adds nothing below)
-              const int t = t0 + i;
-              pt[i] = refined[gi * kBlocksPerGroup + t / kBlock] ? exp_det(sc[gi * kGroup + t] - m) : 0.0f;
-              ls = ls + pt[i];
-              bs = bs + pt[i] * vmin[t];
-              wt[i] = pt[i] * vscale[t];
-              wmax = fmax_step(wmax, wt[i]);
+            float wmax = 0.0f, wt[kSlice], lp[8], bp[8];
+            for (int g8 = 0; g8 < 8; ++g8) {  // l and the V-min term: 8 lane sums, then a butterfly (the kernel's)
+              lp[g8] = 0.0f;
+              bp[g8] = 0.0f;
+              for (int i = g8; i < kSlice; i += 8) {  // tokens g8, g8 + 8, g8 + 16, g8 + 24
+                const int t = t0 + i;  // p of a block not refined: 0 (adds nothing)
+                const float pt = refined[gi * kBlocksPerGroup + t / kBlock] ? exp_det(sc[gi * kGroup + t] - m) : 0.0f;
+                lp[g8] = lp[g8] + pt;
+                bp[g8] = bp[g8] + pt * vmin[t];
+                wt[i] = pt * vscale[t];
+                wmax = fmax_step(wmax, wt[i]);
+              }
             }
+            for (int off = 1; off < 8; off <<= 1) {
+              float l2[8], b2[8];
+              for (int g8 = 0; g8 < 8; ++g8) {
+                l2[g8] = lp[g8] + lp[g8 ^ off];
+                b2[g8] = bp[g8] + bp[g8 ^ off];
+              }
+              for (int g8 = 0; g8 < 8; ++g8) {
+                lp[g8] = l2[g8];
+                bp[g8] = b2[g8];
+              }
+            }
+            const float ls = lp[0], bs = bp[0];
             const float inv = pv_inv(wmax), sw = qhat_sw(wmax);
             int wq[kSlice];
             for (int i = 0; i < kSlice; ++i) {
