@@ -16,7 +16,7 @@
 //   word gid / G (G = 8 / W gids a word) at bit positions k = W (gid % G) .. + W - 1, so a lane loads one word
 //   of each plane of its 8 tokens; gather_code4 turns a token's 6 words into 4 channels' codes and a 4 x 4
 //   byte transpose (8 byte permutes) turns 4 tokens x 4 channels into the A registers (the code words by
-//   merge_pairs / code4_from_pairs: 6 instructions a word instead of 12);
+//   merge_pairs_even / _odd and code4_from_pairs: 6 instructions a word instead of 12);
 // - l and the V-min term: each lane sums its 4 tokens of head tig, then a butterfly over the 8 gid lanes;
 // - the BF16 item (slot 0) in the same slices: a lane a token for the scores (the K row's fmaf chain in channel
 //   order), a lane 4 channels x 4 heads for P V (fmaf chains in token order over the slice);
@@ -99,32 +99,40 @@ __device__ __forceinline__ void pv_mma(const uint32_t* vp, int t0, const int8_t 
   const int wv = gid / G, k0 = W * (gid % G);
   const uint32_t b[2] = {*reinterpret_cast<const uint32_t*>(&dig[gid][4 * tig]),
                          *reinterpret_cast<const uint32_t*>(&dig[gid][16 + 4 * tig])};
-  uint32_t e[2][4][3], o[2][4][3];  // merged plane pairs of word wv of tokens t0 + 16 u + tig + 4 r
+  // k0 is even, so kk's parity is the code bit position's: the even kk from the e words, then the odd kk from the
+  // o words (the plane words loaded again: 24 merged words live instead of 48, no spills at 80 registers)
 #pragma unroll
-  for (int u = 0; u < 2; ++u)
+  for (int par = 0; par < 2; ++par) {
+    uint32_t y[2][4][3];  // e (par 0) or o (par 1) of plane word wv of tokens t0 + 16 u + tig + 4 r
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      uint32_t xb[6];  // V: plane j holds code bit j
+    for (int u = 0; u < 2; ++u)
 #pragma unroll
-      for (int j = 0; j < 6; ++j) xb[j] = vp[((t0 + 16 * u + tig + 4 * r) * 6 + j) * W + wv];
-      merge_pairs(xb, e[u][r], o[u][r]);
-    }
+      for (int r = 0; r < 4; ++r) {
+        uint32_t xb[6];  // V: plane j holds code bit j
 #pragma unroll
-  for (int kk = 0; kk < W; ++kk) {
-    uint32_t a[2][4];  // [u][i]: channel 32 wv + 8 i + k0 + kk, tokens 16 u + tig + 4 r in byte r
+        for (int j = 0; j < 6; ++j) xb[j] = vp[((t0 + 16 * u + tig + 4 * r) * 6 + j) * W + wv];
+        if (par == 0)
+          merge_pairs_even(xb, y[u][r]);
+        else
+          merge_pairs_odd(xb, y[u][r]);
+      }
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      uint32_t gw[4];
+    for (int kk = par; kk < W; kk += 2) {
+      uint32_t a[2][4];  // [u][i]: channel 32 wv + 8 i + k0 + kk, tokens 16 u + tig + 4 r in byte r
 #pragma unroll
-      for (int r = 0; r < 4; ++r) gw[r] = code4_from_pairs(e[u][r], o[u][r], k0 + kk);
-      transpose4x4(gw, a[u]);
-    }
+      for (int u = 0; u < 2; ++u) {
+        uint32_t gw[4];
 #pragma unroll
-    for (int ih = 0; ih < 2; ++ih) {  // tile T = 2 kk + ih: rows gid / gid + 8 <-> i = 2 ih / 2 ih + 1
-      const uint32_t af[4] = {a[0][2 * ih], a[0][2 * ih + 1], a[1][2 * ih], a[1][2 * ih + 1]};
-      int32_t c[4] = {0, 0, 0, 0};
-      mma_s8_16x8x32(af, b, c);
-      out(2 * kk + ih, c);
+        for (int r = 0; r < 4; ++r) gw[r] = code4_from_pairs(y[u][r], k0 + kk);
+        transpose4x4(gw, a[u]);
+      }
+#pragma unroll
+      for (int ih = 0; ih < 2; ++ih) {  // tile T = 2 kk + ih: rows gid / gid + 8 <-> i = 2 ih / 2 ih + 1
+        const uint32_t af[4] = {a[0][2 * ih], a[0][2 * ih + 1], a[1][2 * ih], a[1][2 * ih + 1]};
+        int32_t c[4] = {0, 0, 0, 0};
+        mma_s8_16x8x32(af, b, c);
+        out(2 * kk + ih, c);
+      }
     }
   }
 }

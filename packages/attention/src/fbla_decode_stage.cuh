@@ -175,7 +175,8 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
         uint32_t xb[6];  // by code bit: plane j holds bit fb + j (j < cb), j - cb below: bit b is plane (b + cb) % 6
 #pragma unroll
         for (int b = 0; b < 6; ++b) xb[b] = l.cb == 3 ? x[r][(b + 3) % 6] : x[r][(b + 4) % 6];
-        merge_pairs(xb, e[r], o[r]);
+        merge_pairs_even(xb, e[r]);
+        merge_pairs_odd(xb, o[r]);
       }
     }
 #pragma unroll
@@ -184,8 +185,9 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         if constexpr (kPairs) {
-          a[2 * j] = code4_from_pairs(e[0], o[0], k0 + 2 * s + j);
-          a[2 * j + 1] = code4_from_pairs(e[1], o[1], k0 + 2 * s + j);
+          const int k = k0 + 2 * s + j;  // even k0: k's parity is j's
+          a[2 * j] = code4_from_pairs(j ? o[0] : e[0], k);
+          a[2 * j + 1] = code4_from_pairs(j ? o[1] : e[1], k);
         } else {
           a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
           a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);

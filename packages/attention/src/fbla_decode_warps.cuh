@@ -36,22 +36,25 @@ __device__ __forceinline__ uint32_t gather_code4(const uint32_t (&x)[6], const i
 }
 
 // The same words as gather_code4 in fewer instructions (mma_pv): the planes of code bits 2p and 2p + 1 are
-// merged once a plane word into e[p] (even channels c: bit c = bit 2p, bit c + 1 = bit 2p + 1) and o[p] (odd
-// channels c: bit c - 1 = bit 2p, bit c = bit 2p + 1), 4 instructions a pair; then a code word is one rotate
-// and one and-or a pair (6 instead of 12). xb: the 6 plane words ordered by the code bit they hold.
-__device__ __forceinline__ void merge_pairs(const uint32_t (&xb)[6], uint32_t (&e)[3], uint32_t (&o)[3]) {
+// merged once a plane word into e[p] (even channels c: bit c = bit 2p, bit c + 1 = bit 2p + 1) or o[p] (odd
+// channels c: bit c - 1 = bit 2p, bit c = bit 2p + 1), 2 instructions a pair each; then a code word (bit
+// position k) is one rotate and one and-or a pair of e (k even) or o (k odd): 6 instructions instead of 12.
+// xb: the 6 plane words ordered by the code bit they hold.
+__device__ __forceinline__ void merge_pairs_even(const uint32_t (&xb)[6], uint32_t (&e)[3]) {
 #pragma unroll
-  for (int p = 0; p < 3; ++p) {
-    e[p] = (xb[2 * p] & 0x55555555u) | ((xb[2 * p + 1] << 1) & 0xAAAAAAAAu);
-    o[p] = ((xb[2 * p] >> 1) & 0x55555555u) | (xb[2 * p + 1] & 0xAAAAAAAAu);
-  }
+  for (int p = 0; p < 3; ++p) e[p] = (xb[2 * p] & 0x55555555u) | ((xb[2 * p + 1] << 1) & 0xAAAAAAAAu);
 }
 
-__device__ __forceinline__ uint32_t code4_from_pairs(const uint32_t (&e)[3], const uint32_t (&o)[3], int k) {
+__device__ __forceinline__ void merge_pairs_odd(const uint32_t (&xb)[6], uint32_t (&o)[3]) {
+#pragma unroll
+  for (int p = 0; p < 3; ++p) o[p] = ((xb[2 * p] >> 1) & 0x55555555u) | (xb[2 * p + 1] & 0xAAAAAAAAu);
+}
+
+// y: e (k even) or o (k odd) of the plane word.
+__device__ __forceinline__ uint32_t code4_from_pairs(const uint32_t (&y)[3], int k) {
   uint32_t c = 0;
 #pragma unroll
-  for (int p = 0; p < 3; ++p)
-    c |= (k & 1 ? rotr32(o[p], (k - 1 - 2 * p) & 31) : rotr32(e[p], (k - 2 * p) & 31)) & (0x03030303u << (2 * p));
+  for (int p = 0; p < 3; ++p) c |= rotr32(y[p], ((k & ~1) - 2 * p) & 31) & (0x03030303u << (2 * p));
   return c;
 }
 
