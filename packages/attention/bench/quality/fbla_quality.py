@@ -128,19 +128,22 @@ def window_loss(model, ids: torch.Tensor, rows: int = 2048) -> float:
 
 
 def build_treatment(name: str, args, use_real: bool):
-    """NAME or NAME@ref: with real kernels in use, fbla-* runs them and fbla-*@ref the fake-quant reference."""
+    """NAME, NAME@ref or NAME@chains: with real kernels in use, fbla-* runs them (the decode's default P V form,
+    digits), fbla-*@chains runs them with pv="chains" and fbla-*@ref the fake-quant reference."""
     base, _, how = name.partition("@")
-    if how not in ("", "ref"):
-        raise ValueError(f"treatment {name!r}: the only suffix is @ref")
-    if use_real and base.startswith("fbla-") and not how:
+    if how not in ("", "ref", "chains"):
+        raise ValueError(f"treatment {name!r}: the suffixes are @ref and @chains")
+    if use_real and base.startswith("fbla-") and how != "ref":
         import real_fbla
 
-        return real_fbla.RealFBLA(base, gap=args.gap)
+        return real_fbla.RealFBLA(base, gap=args.gap, pv=how or None)
+    if how == "chains":
+        raise ValueError(f"treatment {name!r}: @chains needs the real kernels (--real on)")
     return kv_quant.make_treatment(base, sink=args.sink, gap=args.gap)
 
 
 def is_real(name: str, use_real: bool) -> bool:
-    return use_real and name.startswith("fbla-") and "@" not in name
+    return use_real and name.startswith("fbla-") and not name.endswith("@ref")
 
 
 def main(argv=None) -> int:

@@ -28,8 +28,10 @@ def available(device) -> dict | None:
 
 
 class RealFBLA:
-    def __init__(self, name: str, gap: float | None = None):
+    def __init__(self, name: str, gap: float | None = None, pv: str | None = None):
         import mlops.attention as A
+
+        self.pv = pv  # the decode's P V form (None: its default, "digits")
 
         _, mode, how = name.split("-")
         if mode not in A.MODES or how not in ("exact", "skip"):
@@ -67,7 +69,7 @@ class RealFBLA:
             fork.host_lengths = [p0 + int(c) for c in counts.tolist()]
             qb = torch.zeros(G, hq, d, dtype=q.dtype, device=q.device)
             qb[:n] = q[0, :, p0:p0 + n, :].transpose(0, 1)
-            o = A.decode(qb, fork, exact=self.exact, gap=self.gap, scale=scaling, out_dtype=torch.bfloat16)
+            o = A.decode(qb, fork, exact=self.exact, gap=self.gap, scale=scaling, out_dtype=torch.bfloat16, pv=self.pv)
             out[0, :, p0:p0 + n, :] = o[:n].transpose(0, 1)
             if not self.exact:
                 self._count(fork, hq, (p0 + counts[:n]).cpu(), n)
