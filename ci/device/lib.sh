@@ -11,3 +11,53 @@ shards() {
       echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
   done
 }
+# Session 8 (s8*.sh), the attention mma_pv runs: the three wheels, the GPU's clocks, the smoke test of mma_pv,
+# then (when it passed) the target bench alone: mma_setup; mma_smoke && mma_bench. mma_ncu: one B8 L16K launch.
+mma_setup() {
+  for t in sm90 c80 c61; do inst ".carry/gpu/$t/mlops_attention-*.whl" /tmp/$t-attention; done
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
+}
+mma_smoke() {
+  PYTHONPATH=/tmp/sm90-attention:$PWD/tools/testing timeout 120 python3 -m pytest -q --tb=short -p no:cacheprovider \
+    packages/attention/tests/test_attention_gpu.py -k "mma_pv and 3+3 and 128 and 4" > $R/smoke.log 2>&1
+  echo "smoke rc=$? $(tail -1 $R/smoke.log | cut -c1-150) at ${SECONDS}s" >> $R/phases.txt
+  grep -q " passed" $R/smoke.log && ! grep -q "failed" $R/smoke.log
+}
+mma_bench() {
+  PYTHONPATH=/tmp/sm90-attention:$PWD/tools/testing timeout 200 python3 packages/attention/bench/bench_attention.py \
+    --targets --variants imma_occ+coarse_imma,mma_pv+coarse_imma --kernel-time > $R/bench.log 2>&1
+  echo "bench rc=$? at ${SECONDS}s" >> $R/phases.txt
+}
+mma_ncu() {
+  PYTHONPATH=/tmp/sm90-attention timeout 120 ncu --set full --import-source no -k regex:refine_mma --launch-skip 1 -c 1 \
+    -o $R/mma-b8 python3 packages/attention/bench/profile_decode.py --B 8 --L 16384 --variant mma_pv+coarse_imma --exact \
+    > $R/ncu-b8.log 2>&1
+  echo "ncu rc=$? at ${SECONDS}s" >> $R/phases.txt
+  ncu -i $R/mma-b8.ncu-rep --page details --print-units base > $R/details-b8.txt 2>&1
+}
+# The bench's rows as "shape | impl | us | kernel_us | frac_copy_bw", after the results are tarred (from $OUT).
+mma_rows() {
+  python3 -c '
+import json
+for l in open("r/bench.log"):
+    r = json.loads(l) if l.startswith("{") else {}
+    if "us" in r: print(r["shape"], "|", r["impl"], "|", r["us"], "|", r.get("kernel_us"), "|", r.get("frac_copy_bw"))'
+}
+# mma_tests N END: attention's GPU file on sm_90 in N shards (every variant) and mma_pv's tests under compute_80 /
+# compute_61 in 3 shards each, bounded to end by END seconds of the script; then wait (background jobs too).
+mma_tests() {
+  local L=$(($2 - SECONDS)); [ $L -gt 300 ] && L=300
+  shards sm90 attention /tmp/sm90-attention $1 $L
+  shards c80 attention /tmp/c80-attention 3 $L -k mma_pv
+  shards c61 attention /tmp/c61-attention 3 $L -k mma_pv
+  wait; echo "tests done at ${SECONDS}s" >> $R/phases.txt
+  sort $R/tests.txt > $R/tests-sorted.txt
+}
+# mma_sanitize: ci/device/fbla_sanitize.py (mma_pv alone) under compute-sanitizer racecheck, then memcheck.
+mma_sanitize() {
+  for tool in racecheck memcheck; do
+    PYTHONPATH=/tmp/sm90-attention timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+      python3 ci/device/fbla_sanitize.py > $R/sanitizer-$tool.log 2>&1
+    echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failed' $R/sanitizer-$tool.log | tr '\n' ' ' | cut -c1-200) at ${SECONDS}s" >> $R/phases.txt
+  done
+}

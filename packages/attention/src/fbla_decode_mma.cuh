@@ -230,17 +230,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
           float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
-          for (int d0 = 0; d0 < D; d0 += 8) {
-            const U4 kx = *reinterpret_cast<const U4*>(kr + d0);  // 8 channels, 16 bytes
-            const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-              const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
-#pragma unroll
-              for (int hi = 0; hi < kWarpHeads; ++hi)
-                if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
-            }
-          }
+          for (int d0 = 0; d0 < D; d0 += 8)
+            bf16_dot8(*reinterpret_cast<const U4*>(kr + d0), sm.qf, d0, nh, dot);  // 8 channels, 16 bytes
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi)
             if (hi < nh) s4[hi] = dot[hi] * p.scale;
@@ -293,24 +284,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           for (int i = 0; i < 4; ++i) acc[hi][i] = 0.0f;
         if (4 * lane < D) {
           const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + static_cast<size_t>(t0) * D + 4 * lane;
-          constexpr int kStepV = 8;  // tokens whose V rows are loaded together
-          for (int u0 = 0; u0 < nt; u0 += kStepV) {
-            U2 vx[kStepV];
-#pragma unroll
-            for (int q = 0; q < kStepV; ++q)
-              vx[q] = u0 + q < nt ? *reinterpret_cast<const U2*>(vr + static_cast<size_t>(u0 + q) * D) : U2{0u, 0u};
-#pragma unroll
-            for (int q = 0; q < kStepV; ++q) {
-              if (u0 + q >= nt) break;
-              const float vf[4] = {bits_f32(vx[q].x << 16), bits_f32(vx[q].x & 0xffff0000u), bits_f32(vx[q].y << 16),
-                                   bits_f32(vx[q].y & 0xffff0000u)};
-              const F4 pu = sm.pt[w][u0 + q];
-#pragma unroll
-              for (int hi = 0; hi < kWarpHeads; ++hi)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(pu, hi), vf[i], acc[hi][i]);
-            }
-          }
+          bf16_pv_rows<D, 8>(vr, nt, sm.pt[w], kWarpHeads, acc);  // 8 tokens' V rows loaded together
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi)
             if (hi < nh)

@@ -195,6 +195,45 @@ struct alignas(8) U2 {
 
 __device__ __forceinline__ float f4_at(const F4& v, int i) { return reinterpret_cast<const float*>(&v)[i]; }
 
+// The P V chains of a lane's 4 channels of cnt BF16 V rows (vr: row 0 at the lane's channels, rows D apart),
+// token order, heads 0 .. nh - 1 weighted by pw[u] (4 heads a token); kStepV rows loaded at once.
+// refine_warps_item and mma_pv's BF16 slices.
+template <int D, int kStepV>
+__device__ __forceinline__ void bf16_pv_rows(const uint16_t* vr, int cnt, const F4* pw, int nh, float (&acc)[kWarpHeads][4]) {
+  for (int u0 = 0; u0 < cnt; u0 += kStepV) {
+    U2 vx[kStepV];
+#pragma unroll
+    for (int q = 0; q < kStepV; ++q)
+      vx[q] = u0 + q < cnt ? *reinterpret_cast<const U2*>(vr + static_cast<size_t>(u0 + q) * D) : U2{0u, 0u};
+#pragma unroll
+    for (int q = 0; q < kStepV; ++q) {
+      if (u0 + q >= cnt) break;
+      const float vf[4] = {bits_f32(vx[q].x << 16), bits_f32(vx[q].x & 0xffff0000u), bits_f32(vx[q].y << 16),
+                           bits_f32(vx[q].y & 0xffff0000u)};
+      const F4 pu = pw[u0 + q];
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi)
+        if (hi < nh)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(pu, hi), vf[i], acc[hi][i]);
+    }
+  }
+}
+
+// 8 channels d0 .. d0 + 7 of a BF16 K row (one 16-byte load) into the fmaf chains of heads 0 .. nh - 1, in
+// channel order (qf: the heads' q rows as floats). refine_warps_item and mma_pv's BF16 slices.
+template <class Qf>
+__device__ __forceinline__ void bf16_dot8(const U4& kx, const Qf& qf, int d0, int nh, float (&dot)[kWarpHeads]) {
+  const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+#pragma unroll
+    for (int hi = 0; hi < kWarpHeads; ++hi)
+      if (hi < nh) dot[hi] = fmaf(qf[hi][d0 + i], kf, dot[hi]);
+  }
+}
+
 // D (16 x 8, s32) += A (16 x 32, s8, row) B (32 x 8, s8, col) by a warp, in the PTX fragments of
 // mma.m16n8k32 (gid = lane / 4, tig = lane % 4): a[0] row gid, k 4tig .. 4tig+3; a[1] row gid + 8, the
 // same k; a[2] / a[3] the same rows, k + 16; b[0] column gid, k 4tig .. 4tig+3; b[1] k + 16; c[0] / c[1]
@@ -455,28 +494,10 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
 #pragma unroll
             for (int j = 0; j < D / 8; ++j) kx[j] = *reinterpret_cast<const U4*>(kr + 8 * j);
 #pragma unroll
-            for (int j = 0; j < D / 8; ++j) {
-              const uint32_t kw[4] = {kx[j].x, kx[j].y, kx[j].z, kx[j].w};
-#pragma unroll
-              for (int i = 0; i < 8; ++i) {
-                const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
-#pragma unroll
-                for (int hi = 0; hi < kWarpHeads; ++hi)
-                  if (hi < nh) dot[hi] = fmaf(sm.qf[hi][8 * j + i], kf, dot[hi]);
-              }
-            }
+            for (int j = 0; j < D / 8; ++j) bf16_dot8(kx[j], sm.qf, 8 * j, nh, dot);
           } else {
-            for (int d0 = 0; d0 < D; d0 += 8) {
-              const U4 kx = *reinterpret_cast<const U4*>(kr + d0);  // 8 channels, 16 bytes
-              const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
-#pragma unroll
-              for (int i = 0; i < 8; ++i) {
-                const float kf = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
-#pragma unroll
-                for (int hi = 0; hi < kWarpHeads; ++hi)
-                  if (hi < nh) dot[hi] = fmaf(sm.qf[hi][d0 + i], kf, dot[hi]);
-              }
-            }
+            for (int d0 = 0; d0 < D; d0 += 8)
+              bf16_dot8(*reinterpret_cast<const U4*>(kr + d0), sm.qf, d0, nh, dot);  // 8 channels, 16 bytes
           }
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi)
@@ -530,25 +551,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
     if (bf16) {  // lane: channels 4 lane .. 4 lane + 3
       if (4 * lane < D) {
         const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + 4 * lane;
-        constexpr int kStepV = kBf == 2 ? 16 : 8;  // tokens whose V rows are loaded together
-        for (int u0 = 0; u0 < cnt; u0 += kStepV) {
-          U2 vx[kStepV];
-#pragma unroll
-          for (int q = 0; q < kStepV; ++q)
-            vx[q] = u0 + q < cnt ? *reinterpret_cast<const U2*>(vr + static_cast<size_t>(u0 + q) * D) : U2{0u, 0u};
-#pragma unroll
-          for (int q = 0; q < kStepV; ++q) {
-            if (u0 + q >= cnt) break;
-            const float vf[4] = {bits_f32(vx[q].x << 16), bits_f32(vx[q].x & 0xffff0000u), bits_f32(vx[q].y << 16),
-                                 bits_f32(vx[q].y & 0xffff0000u)};
-            const F4 pu = sm.pw[g][u0 + q];
-#pragma unroll
-            for (int hi = 0; hi < kWarpHeads; ++hi)
-              if (hi < nh)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) acc[hi][i] = fmaf(f4_at(pu, hi), vf[i], acc[hi][i]);
-          }
-        }
+        bf16_pv_rows<D, kBf == 2 ? 16 : 8>(vr, cnt, sm.pw[g], nh, acc);  // 16 / 8 tokens' V rows loaded together
 #pragma unroll
         for (int hi = 0; hi < kWarpHeads; ++hi)
           if (hi < nh)
