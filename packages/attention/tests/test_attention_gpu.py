@@ -158,6 +158,18 @@ def test_cuda_graph_append_and_decode_at(variant):
         assert_bits_equal(out, A.decode(q, cc, out_dtype=torch.float32, pv=PV[variant]), f"graph step {t}")
     check_cache(gc, cc, "after graph replays")
 
+@pytest.mark.parametrize("variant", ["mma_pv+coarse_imma", "imma_occ+coarse_imma", "warps+coarse_warps"])
+def test_decode_long_gpu_equals_host(variant):
+    """A row of more than 128 partials (L = 40,000: 157 slots): combine_warps_kernel's slots past the 4 tiles whose
+    m / l it loads at once (the other tests stay under 8 slots)."""
+    k, v, q = make(1, 1, 40000, 64, seed=9, Hq=2, peaked=1.0)
+    gc = A.encode(k.cuda(), v.cuda())
+    cc = A.encode(k, v)
+    for exact in (True, False):
+        g = A.decode(q.cuda(), gc, exact=exact, gap=3.0, out_dtype=torch.float32, variant=variant)
+        c = A.decode(q, cc, exact=exact, gap=3.0, out_dtype=torch.float32, pv=PV[variant])
+        assert_bits_equal(g, c, f"[{variant}] L=40000 exact={exact} ({gpu_arch_tag()})")
+
 def test_decode_matches_float64_gpu():
     k, v, q = make(2, 8, 4 * 1024, 128, seed=8, Hq=32)
     gc = A.encode(k.cuda(), v.cuda())
