@@ -145,7 +145,6 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
   uint8_t* const dyn = dyn_smem();
   MmaSmem& sm = *reinterpret_cast<MmaSmem*>(dyn);
   uint8_t* const stage0 = dyn + kMmaFront;
-  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
   const int tid = threadIdx.x, w = tid / 32, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
@@ -168,7 +167,6 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
     if (!bf16)
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
     prefetch_item(p, item + gridDim.x, items, 1);
-    const uint8_t* grec = !bf16 && g < ng ? grec0 + g * c.record_bytes : nullptr;  // k_min / k_scale: global
     const uint8_t* srec = !bf16 && g < ng ? stage0 + g * sbytes - l.vmin : nullptr;  // at the record's offsets
     // BF16 item: the slice's tokens (sink: group 0, filling group: group 1)
     const int cnt = bf16 ? (g == 0 ? sink_tokens(L) : tail_tokens(L)) : 0;
@@ -186,30 +184,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           waited = false;
         }
       }
-      for (int i = tid; i < nh * D; i += kMmaThreads) {
-        const int hi = i / D, d = i % D;
-        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
-      }
-      for (int i = tid; i < kWarpHeads * kRef; i += kMmaThreads) {
-        const int hi = i / kRef, rb = i % kRef;
-        sm.ref[hi][rb] = (p.exact || bf16) && hi < nh && rb / kBlocksPerGroup < ng;  // skip: set below
-      }
-      if (!bf16 && !p.exact && w == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
-        for (int hi = 0; hi < nh; ++hi) {
-          const float M = row_lbmax(p, it.b, hq0, hi, nch, lane);
-          if (lane == 0) sm.thr[hi] = M - p.gap;
-        }
-      }
-      __syncthreads();
-      if (!bf16 && !p.exact) {
-        for (int i = tid; i < nh * kRef; i += kMmaThreads) {
-          const int hi = i / kRef, rb = i % kRef;
-          if (rb / kBlocksPerGroup < ng) {
-            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-            sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
-          }
-        }
-      }
+      pass_q_and_flags<D, kMmaThreads>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
       {  // warp w: the q digits of (head w % 4, group w / 4)
         const int hs = w % kWarpHeads, gs = w / kWarpHeads;
         if (!bf16 && hs < nh && gs < ng) setup_group_warp<D>(l, sm, grec0 + gs * c.record_bytes, hs, gs);

@@ -202,6 +202,41 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
   }
 }
 
+// A refine pass's q rows (sm.qf) and refine flags (sm.ref) for heads hq0 .. hq0 + nh - 1, by the CTA's kN threads:
+// every block of the ng groups when `all` (exact mode, or mma_pv's BF16 item), else the blocks whose bound ub
+// reaches the head's threshold (max over the row's chunks of lbmax, - gap: warp 0 into sm.thr). A CTA barrier
+// inside; the flags of the !all case are written after it (the caller's next barrier publishes them).
+// refine_stage_kernel and refine_mma_kernel (StageSmem / MmaSmem: the same field names).
+template <int D, int kN, class Smem>
+__device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm, const Item& it, int hq0, int nh,
+                                                 int ng, int ch, int nch, bool all, int tid) {
+  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
+  for (int i = tid; i < nh * D; i += kN) {
+    const int hi = i / D, d = i % D;
+    sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+  }
+  for (int i = tid; i < kWarpHeads * kRef; i += kN) {
+    const int hi = i / kRef, rb = i % kRef;
+    sm.ref[hi][rb] = all && hi < nh && rb / kBlocksPerGroup < ng;  // !all: set below from the bounds
+  }
+  if (!all && tid < 32) {
+    for (int hi = 0; hi < nh; ++hi) {
+      const float M = row_lbmax(p, it.b, hq0, hi, nch, tid);
+      if (tid == 0) sm.thr[hi] = M - p.gap;
+    }
+  }
+  __syncthreads();
+  if (!all) {
+    for (int i = tid; i < nh * kRef; i += kN) {
+      const int hi = i / kRef, rb = i % kRef;
+      if (rb / kBlocksPerGroup < ng) {
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+      }
+    }
+  }
+}
+
 // Refine pass, "stage" layout (above). __launch_bounds__(64, 4): 4 CTAs an SM is what the shared memory
 // allows, so ptxas may use up to 255 registers.
 // kVParts (variant stage_pipe+coarse_imma: 4): the V planes copied in kVParts pieces of 128 / kVParts tokens,
@@ -216,7 +251,6 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
   uint8_t* const dyn = dyn_smem();
   StageSmem& sm = *reinterpret_cast<StageSmem*>(dyn);
   constexpr int W = D / 32;
-  constexpr int kRef = kChunkGroups * kBlocksPerGroup;
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
   const int tid = threadIdx.x, g = tid / 32, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
@@ -258,30 +292,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
         __syncthreads();
         stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes, static_cast<int>(l.v - l.kc), ng);
       }
-      for (int i = tid; i < nh * D; i += kWarpThreads) {
-        const int hi = i / D, d = i % D;
-        sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
-      }
-      for (int i = tid; i < kWarpHeads * kRef; i += kWarpThreads) {
-        const int hi = i / kRef, rb = i % kRef;
-        sm.ref[hi][rb] = p.exact && hi < nh && rb / kBlocksPerGroup < ng;  // skip: set below from the bounds
-      }
-      if (!p.exact && g == 0) {  // the threshold of each head: max over the row's chunks of lbmax, - gap
-        for (int hi = 0; hi < nh; ++hi) {
-          const float M = row_lbmax(p, it.b, hq0, hi, nch, lane);
-          if (lane == 0) sm.thr[hi] = M - p.gap;
-        }
-      }
-      __syncthreads();
-      if (!p.exact) {
-        for (int i = tid; i < nh * kRef; i += kWarpThreads) {
-          const int hi = i / kRef, rb = i % kRef;
-          if (rb / kBlocksPerGroup < ng) {
-            const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-            sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
-          }
-        }
-      }
+      pass_q_and_flags<D, kWarpThreads>(p, sm, it, hq0, nh, ng, ch, nch, p.exact != 0, tid);
       if (grec)
         for (int hi = 0; hi < nh; ++hi) setup_group_warp<D>(l, sm, grec, hi, g);
       __syncthreads();
