@@ -168,17 +168,28 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
   const unsigned lane = unsigned(tid) & 31u;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();
-  for (int64_t base = v0 + (tid & ~31); base < v1; base += NT) {  // warp-uniform trip count
-    const int64_t i = base + lane;
-    const float x = i < v1 ? z(i) : 0.0f;
+  // an element x at or above lo (and at most hi) goes to the list
+  auto list = [&](bool in, float x) {
     const uint32_t k = key_of(x);
-    const bool on = i < v1 && k >= lo && k <= hi;
+    const bool on = in && k >= lo && k <= hi;
     const unsigned ball = __ballot_sync(kFull, on);
-    if (!ball) continue;
+    if (!ball) return;
     uint32_t at = 0;
     if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(ball)));
     at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(ball & ((1u << lane) - 1u)));
     if (on && at < uint32_t(kClusterCand)) sh.cand[at] = x;
+  };
+  if (v1 - v0 < int64_t(1) << 30) {  // every slice of a real row: 32-bit index arithmetic (run 51's ncu: the
+    const int n = int(v1 - v0);      // 64-bit loop was 11 % of top-p's instructions at B = 64)
+    for (int base = tid & ~31; base < n; base += NT) {  // warp-uniform trip count
+      const int i = base + int(lane);
+      list(i < n, i < n ? z(v0 + i) : 0.0f);
+    }
+  } else {
+    for (int64_t base = v0 + (tid & ~31); base < v1; base += NT) {
+      const int64_t i = base + lane;
+      list(i < v1, i < v1 ? z(i) : 0.0f);
+    }
   }
   __syncthreads();
 }
@@ -200,10 +211,9 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
   const float* src = z + v0;
-  // x, element i of the slice: stored unless already stored 16 bytes at a time, measured
-  auto take = [&](float x, int64_t i, bool stored) {
-    if (!stored) zs[i] = x;
-    if (!measure) return;
+  // element i of the slice, measured exactly: a NaN flags and is skipped, +inf flags, the max key with
+  // its lowest index
+  auto exact = [&](float x, int64_t i) {
     if (is_nan(x)) {
       fl |= MLOPS_SAMPLE_FLAG_NAN;
       return;
@@ -212,6 +222,23 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
     if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
     const uint64_t b = pack_best(k, uint32_t(v0 + i));
     best = b > best ? b : best;
+  };
+  // On the way only the thread's largest and smallest keys and the first index of the largest (a thread
+  // meets its elements in increasing index order): 6 instructions an element where exact() takes ~13 with
+  // its 64-bit compare (run 51's ncu: the staging was a third of temperature's instructions at B = 64). A
+  // NaN's key lies above +inf's (sign clear) or below -inf's (sign set), so kmax / kmin see any; a thread
+  // that met one measures its elements again exactly from the staged copy, so best and fl are exact's.
+  uint32_t kmax = 0u, kmin = 0xffffffffu;
+  int imax = -1;
+  auto take = [&](float x, int64_t i, bool stored) {
+    if (!stored) zs[i] = x;
+    if (!measure) return;
+    const uint32_t k = key_of(x);
+    if (k > kmax) {
+      kmax = k;
+      imax = int(i);
+    }
+    kmin = k < kmin ? k : kmin;
   };
   int64_t done = 0;
   if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
@@ -251,6 +278,16 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
       if (i < n) take(r[u], i, false);
     }
   }
+  if (!measure || (imax < 0 && kmin == 0xffffffffu)) return;  // the thread met no element
+  if (kmax > kKeyPosInf || kmin < kKeyNegInf) {  // a NaN (key 0 too): this thread's elements again, exactly
+    for (int64_t i4 = tid; 4 * i4 < done; i4 += NT)
+      for (int c = 0; c < 4; ++c) exact(zs[4 * i4 + c], 4 * i4 + c);
+    for (int64_t i = done + tid; i < n; i += NT) exact(zs[i], i);
+    return;
+  }
+  if (kmax == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+  const uint64_t b = pack_best(kmax, uint32_t(v0 + imax));
+  best = b > best ? b : best;
 }
 
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
@@ -311,6 +348,23 @@ __device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)
   for (int j = 0; j < 4; ++j) {
     const uint32_t v = lean_weight_of_u(fmaxf(u[j], -80.0f));
     w[j] = live[j] && v >= r.min_w ? v : 0u;
+  }
+}
+
+// lean_weights4's weights for rows that keep few elements (lean_draw), warp by warp: a position j's exps
+// are evaluated only where a lane of the warp keeps its element j. Called by the whole warp.
+__device__ __forceinline__ void lean_weights_sparse4(const LeanRow& r, const float (&x)[4], const bool (&on)[4],
+                                                     uint32_t (&w)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float d = x[j] - r.m;
+    const float u = d * r.inv;
+    const bool live = on[j] && !is_nan(x[j]) && d >= r.cutoff && u >= r.u_min;
+    w[j] = 0;
+    if (__ballot_sync(kFull, live)) {
+      const uint32_t v = lean_weight_of_u(fmaxf(u, -80.0f));
+      w[j] = live && v >= r.min_w ? v : 0u;
+    }
   }
 }
 
@@ -620,8 +674,15 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
   const int q = ((n + NT - 1) / NT) | 1;
   const int c0 = tid * q < n ? tid * q : n;
   const int c1 = c0 + q < n ? c0 + q : n;
+  // A row filtered by top-k / top-p (tau > 0) or min-p keeps few elements (a few hundred of 151936 on the
+  // bench's rows), yet a warp step of 4 x 32 elements meets a kept one in most steps, and lean_weights4 then
+  // evaluates all 4 exps of every lane (run 51's ncu: the draw was 20 % of top-p's instructions at B = 64).
+  // There the exps go one position j at a time, only for the positions where a lane of the warp keeps its
+  // element; the same integers (lean_weights4's, element by element).
+  const bool sparse = tau > 0u || lr.min_w > 0u;
   uint64_t s = 0;
-  for (int i = c0; i < c1; i += 4) {  // 4 at a time: the 4 exps interleave
+  for (int k = 0; k < q; k += 4) {  // 4 at a time: the 4 exps interleave; warp-uniform trip count
+    const int i = c0 + k;
     float x[4];
     bool on[4];
     uint32_t w[4];
@@ -630,7 +691,10 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
       x[j] = i + j < c1 ? zs[i + j] : 0.0f;
       on[j] = i + j < c1 && key_of(x[j]) >= tau;
     }
-    lean_weights4(lr, x, on, w);
+    if (sparse)
+      lean_weights_sparse4(lr, x, on, w);
+    else
+      lean_weights4(lr, x, on, w);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (i + j < c1) {
