@@ -127,6 +127,25 @@ def test_cluster_falls_back_above_65535_rows():
     assert torch.equal(g.tokens.cpu(), c.tokens)
 
 
+@pytest.mark.parametrize("top_p", [0.5, 0.9])
+@pytest.mark.parametrize("variant", [v for v in CLUSTER if "wide" in v])
+def test_wide_top_p_bins_below_the_cut(variant, top_p):
+    """wide_top_p bins only the elements within 2^-16 of the max's weight first: two peaks (12.0, 12.01)
+    over a bulk near 0 put ~32 % of the mass below that cut, so top-p 0.5 is found among the first bins
+    and top-p 0.9 needs the second round over every bin; both give the host emulation's tokens."""
+    B, V = 3, 151936
+    z = randn((B, V), torch.float32, 5, scale=0.3)
+    for r in range(B):
+        z[r, [(k * 7919 + r * 131) % V for k in range(2)]] = torch.tensor([12.0, 12.01])
+    sc = mv.Sampler(B, V, device="cpu", seed=4, temperature=1.0, top_p=top_p)
+    sg = mv.Sampler(B, V, device="cuda", seed=4, variant=variant, temperature=1.0, top_p=top_p)
+    for step in range(3):
+        c = sc(z.clone(), logprobs=True)
+        g = sg(z.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), f"{variant} top_p {top_p} step {step} [{TAG}]"
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("variant", CLUSTER)
 def test_cluster_sanitizer_subset(variant):
     """Small rows through the cluster kernel's paths (what compute-sanitizer runs)."""

@@ -24,6 +24,10 @@ struct Case {
   // CTAs): a top-k 40 whose wide list holds all of the top byte's bin [32, 128) that is listed, but
   // not the bin (the wide forms' early stop must not take that bin's lower bound)
   bool crowd = false;
+  // logits 12.0, 12.01, ... at `peaks` spread indices above a bulk near 0 (scale 0.3): the mass of the
+  // elements more than 16 ln 2 below the max is ~3.5 % of the row, so a top-p 0.99 needs the wide top-p's
+  // round 1 (the bins below lo_bin: wide_top_p)
+  int peaks = 0;
 };
 
 // What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D;
@@ -115,6 +119,8 @@ int main() {
       {"top_p ties (wide bin over the list)", 2, 12000, cfg(50.0f, 0, 0.5f, 0.0f), 0.0f, false, false},
       {"top_k 40, the top in one CTA", 2, 5000, cfg(30.0f, 40, 1.0f, 0.0f), 3.0f, false, false, false, true},
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
+      {"top_p 0.99, two peaks (wide: round 1)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
+      {"top_p 0.9, two peaks (wide: round 0)", 2, 12000, cfg(1.0f, 0, 0.9f, 0.0f), 0.3f, false, false, false, false, 2},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -126,6 +132,8 @@ int main() {
     for (int64_t r = 0; r < c.B && c.crowd; ++r)
       for (int64_t i = 0; i < 1000; ++i)
         z[r * c.V + c.V - 1000 + i] = i >= 960 ? 40.5f + float(i - 960) * 0.01f : 33.0f + float(i) * 0.005f;
+    for (int64_t r = 0; r < c.B; ++r)
+      for (int k = 0; k < c.peaks; ++k) z[r * c.V + (k * 7919 + r * 131) % c.V] = 12.0f + 0.01f * float(k);
     if (c.specials) {
       z[5] = std::nanf("");
       z[c.V + 9] = INFINITY;
