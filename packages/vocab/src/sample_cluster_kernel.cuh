@@ -117,7 +117,6 @@ struct ClusterShared {
   int g_n;                  // the gathered count, -1 when they do not all fit
   uint32_t pub_bound, g_bound;  // the wide forms: this CTA's list bound, the cluster's largest
   uint64_t pub_wide;            // the wide forms: the mass of this CTA's portion of the wide bins
-  uint64_t pub_low;             // the wide top-p: this CTA's mass of the bins below lo_bin (wide_top_p)
   uint32_t b_prefix, b_mask, b_krem;
   int b_done, b_warp, b_token, b_flags;
   // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
@@ -590,76 +589,52 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
   const int n = int(v1 - v0);
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? zs[i] : 0.0f;
+      on[j] = i < n;
+    }
+    lean_weights4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = key_of(x[j]) >> kWideShift;
+        add_mass_of<true>(&sh.hlo[b], &sh.hhi[b], w[j]);
+      }
+  }
+  cluster_sync_smem();  // every CTA's bins complete
   uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // cnt then mass: 768 words
-  // Round 0 adds into the bins only the elements of bins >= lo_bin, those within 2^-16 of the max's weight
-  // (d >= -16 ln 2 T; its bin, so that a bin is all in or all out): on the bench's rows ~7 % of them, and
-  // the ones the shared atomics contend on least (the bulk of a row sits in a few bins below). The others'
-  // weights are summed in registers (low), so S stays every key's mass. If the bins >= lo_bin reach p * S
-  // (their mass from the top is exact), the crossing bin is among them and the rest of the search is the
-  // one over every bin; if not (flat rows, p near 1), round 1 adds the other elements into the bins (their
-  // exps again) and the search runs on complete bins. The same integers either way: the same crossing bin.
-  // (T.cutoff = -24 t: 16 ln 2 t = T.cutoff * 11.09 / 24; lo_bin only decides what round 0 bins, never the result)
-  const uint32_t lo_bin = key_of(m + T.cutoff * (11.0903549f / 24.0f)) >> kWideShift;
-  for (int round = 0; round < 2; ++round) {
-    uint64_t low = 0;
-    for (int i0 = tid; i0 < n; i0 += 4 * NT) {
-      float x[4];
-      bool on[4];
-      uint32_t w[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int i = i0 + j * NT;
-        x[j] = i < n ? zs[i] : 0.0f;
-        on[j] = i < n && (round == 0 || (key_of(x[j]) >> kWideShift) < lo_bin);
-      }
-      lean_weights4(lm, x, on, w);
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (w[j]) {
-          const uint32_t b = key_of(x[j]) >> kWideShift;
-          if (round == 1 || b >= lo_bin)
-            add_mass_of<true>(&sh.hlo[b], &sh.hhi[b], w[j]);
-          else
-            low += w[j];
-        }
+  uint64_t part = 0;
+  for (int t = tid; t < P; t += NT) {
+    const int b = int(rank) * P + t;
+    uint64_t s = 0;
+    if (b < kWideBins)
+      for (int r = 0; r < C; ++r)
+        s += mass_of<true>(remote_load(&sh.hlo[b], unsigned(r)), remote_load(&sh.hhi[b], unsigned(r)));
+    red[t] = s;
+    part += s;
+  }
+  part = block_sum_u64<NT>(part, sh);
+  if (tid == 0) sh.pub_wide = part;
+  cluster_sync_smem();  // every portion published
+  if (tid < 32) {  // lane j: the portion of CTA C - 1 - j (from the top)
+    const uint64_t t = lane < unsigned(C) ? remote_load(&sh.pub_wide, unsigned(C - 1) - lane) : uint64_t(0);
+    const uint64_t incl = warp_incl_scan(t);
+    const uint64_t S = __shfl_sync(kFull, incl, 31);
+    const double th = top_p_threshold(cfg.top_p, S);
+    const unsigned hit = __ballot_sync(kFull, lane < unsigned(C) && double(incl) >= th);
+    const int h = hit ? __ffs(hit) - 1 : 0;
+    const uint64_t above = __shfl_sync(kFull, incl - t, h);
+    if (lane == 0) {
+      sh.b_total = S;
+      sh.b_krem = hit ? uint32_t(C - 1 - h) : ~0u;
+      sh.b_acc = above;
     }
-    if (round == 0) {
-      low = block_sum_u64<NT>(low, sh);
-      if (tid == 0) sh.pub_low = low;
-    }
-    cluster_sync_smem();  // every CTA's bins complete (round 1: every CTA's last read of pub_wide / pub_low done)
-    uint64_t part = 0;
-    for (int t = tid; t < P; t += NT) {
-      const int b = int(rank) * P + t;
-      uint64_t s = 0;
-      if (b < kWideBins)
-        for (int r = 0; r < C; ++r)
-          s += mass_of<true>(remote_load(&sh.hlo[b], unsigned(r)), remote_load(&sh.hhi[b], unsigned(r)));
-      red[t] = s;
-      part += s;
-    }
-    part = block_sum_u64<NT>(part, sh);
-    if (tid == 0) sh.pub_wide = part;
-    cluster_sync_smem();  // every portion published
-    if (tid < 32) {  // lane j: the portion of CTA C - 1 - j (from the top)
-      const uint64_t t = lane < unsigned(C) ? remote_load(&sh.pub_wide, unsigned(C - 1) - lane) : uint64_t(0);
-      const uint64_t lw = round == 0 && lane < unsigned(C) ? remote_load(&sh.pub_low, lane) : uint64_t(0);
-      const uint64_t incl = warp_incl_scan(t);
-      const uint64_t lows = warp_sum(lw);
-      const uint64_t S = __shfl_sync(kFull, incl, 31) + lows;  // every key's mass
-      const double th = top_p_threshold(cfg.top_p, S);
-      const unsigned hit = __ballot_sync(kFull, lane < unsigned(C) && double(incl) >= th);
-      const int h = hit ? __ffs(hit) - 1 : 0;
-      const uint64_t above = __shfl_sync(kFull, incl - t, h);
-      if (lane == 0) {
-        sh.b_total = S;
-        sh.b_krem = hit ? uint32_t(C - 1 - h) : ~0u;
-        sh.b_acc = above;
-        sh.b_done = hit || lows == 0;  // else round 1: the crossing bin is below lo_bin
-      }
-    }
-    __syncthreads();
-    if (sh.b_done) break;
   }
   __syncthreads();
   thr = top_p_threshold(cfg.top_p, sh.b_total);

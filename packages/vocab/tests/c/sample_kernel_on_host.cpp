@@ -24,9 +24,8 @@ struct Case {
   // CTAs): a top-k 40 whose wide list holds all of the top byte's bin [32, 128) that is listed, but
   // not the bin (the wide forms' early stop must not take that bin's lower bound)
   bool crowd = false;
-  // logits 12.0, 12.01, ... at `peaks` spread indices above a bulk near 0 (scale 0.3): the mass of the
-  // elements more than 16 ln 2 below the max is ~3.5 % of the row, so a top-p 0.99 needs the wide top-p's
-  // round 1 (the bins below lo_bin: wide_top_p)
+  // logits 12.0, 12.01, ... at `peaks` spread indices above a bulk near 0 (scale 0.3): ~3.5 % of the
+  // row's mass lies in the bulk's bins, far below the peaks' (a top-p 0.99 crosses there, 0.9 does not)
   int peaks = 0;
 };
 
@@ -119,8 +118,8 @@ int main() {
       {"top_p ties (wide bin over the list)", 2, 12000, cfg(50.0f, 0, 0.5f, 0.0f), 0.0f, false, false},
       {"top_k 40, the top in one CTA", 2, 5000, cfg(30.0f, 40, 1.0f, 0.0f), 3.0f, false, false, false, true},
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
-      {"top_p 0.99, two peaks (wide: round 1)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
-      {"top_p 0.9, two peaks (wide: round 0)", 2, 12000, cfg(1.0f, 0, 0.9f, 0.0f), 0.3f, false, false, false, false, 2},
+      {"top_p 0.99, two peaks (crossing in the bulk)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
+      {"top_p 0.9, two peaks (crossing at a peak)", 2, 12000, cfg(1.0f, 0, 0.9f, 0.0f), 0.3f, false, false, false, false, 2},
   };
   int case_no = 0;
   for (const Case& c : cases) {
