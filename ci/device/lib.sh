@@ -61,3 +61,28 @@ mma_sanitize() {
     echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failed' $R/sanitizer-$tool.log | tr '\n' ' ' | cut -c1-200) at ${SECONDS}s" >> $R/phases.txt
   done
 }
+# Session 9 (s9b / s9c.sh), the sampler A/B runs: the new vocab wheel (.carry/gpu/sm90) into /tmp/m and the one
+# before it (.carry/before) into /tmp/b, then the sampling bench of each, alone and in turn (bench-before /
+# bench-new under $R), a summary line each (summ NAME RC: the log's last pytest-style line and the elapsed time).
+summ() { echo "$1 rc=$2 $(grep -E 'passed|failed|error' $R/$1.log | tail -1 | cut -c1-200) [${SECONDS}s]" >> $R/summary.txt; }
+vocab_ab() {
+  mkdir -p $R/bench-before $R/bench-new
+  inst ".carry/gpu/sm90/mlops_vocab-*.whl" /tmp/m
+  inst ".carry/before/mlops_vocab-*.whl" /tmp/b
+  local v=cluster16_wide,cluster16_gather,cluster8_wide,cluster8_lean t
+  for t in before:/tmp/b new:/tmp/m; do
+    MLOPS_BENCH_OUT=$R/bench-${t%%:*} PYTHONPATH=${t#*:}:$PWD/tools/testing timeout $1 python3 \
+      packages/vocab/bench/bench_vocab.py --only sampling --variants $v > $R/bench-${t%%:*}.log 2>&1
+    summ bench-${t%%:*} $?
+  done
+}
+# vocab_sanitize LIMIT: racecheck then memcheck of the wide / lean cluster sampler subset, on the wheel in /tmp/m.
+vocab_sanitize() {
+  local tool
+  for tool in racecheck memcheck; do
+    PYTHONPATH=/tmp/m:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 timeout $1 compute-sanitizer --tool $tool --error-exitcode 9 \
+      python3 -m pytest -q --tb=short -p no:cacheprovider -k "sanitizer_subset and (wide or lean)" \
+      packages/vocab/tests/test_vocab_sampler_gpu.py > $R/vocab-$tool.log 2>&1
+    summ vocab-$tool $?
+  done
+}
