@@ -6,13 +6,15 @@
 #include <cstdio>
 #include <string>
 
+#include "mlops/common/api_error.h"
+
 #include "fbla_internal.h"
 #include "mlops/fbla.h"
 
 namespace mlops::fbla {
 namespace {
 
-thread_local std::string g_last_error;
+thread_local common::ErrorSlot g_err;  // this package's last error (api_error.h)
 
 // The warps refine reads the sink / tail rows 16 bytes a load.
 bool rows_aligned16(const mlops_fbla_cache& c) {
@@ -22,97 +24,86 @@ bool rows_aligned16(const mlops_fbla_cache& c) {
   return true;
 }
 
-mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-mlops_status fail(mlops_status s, const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_last_error = buf;
-  return s;
-}
-
 mlops_status check_cache(const mlops_fbla_cache* c) {
-  g_last_error.clear();
-  if (!c) return fail(MLOPS_ERR_INVALID_ARGUMENT, "cache: NULL");
-  if (c->batch < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "batch: expected >= 1, got %d", c->batch);
-  if (c->kv_heads < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "kv_heads: expected >= 1, got %d", c->kv_heads);
-  if (c->capacity < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "capacity: expected >= 1, got %d", c->capacity);
+  g_err.clear();
+  if (!c) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "cache: NULL");
+  if (c->batch < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "batch: expected >= 1, got %d", c->batch);
+  if (c->kv_heads < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "kv_heads: expected >= 1, got %d", c->kv_heads);
+  if (c->capacity < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "capacity: expected >= 1, got %d", c->capacity);
   if (c->head_dim != 64 && c->head_dim != 128)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 or 128, got %d", c->head_dim);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 or 128, got %d", c->head_dim);
   if (c->mode != MLOPS_FBLA_3_3 && c->mode != MLOPS_FBLA_4_2)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "mode: expected MLOPS_FBLA_3_3 (0) or MLOPS_FBLA_4_2 (1), got %d", int(c->mode));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "mode: expected MLOPS_FBLA_3_3 (0) or MLOPS_FBLA_4_2 (1), got %d", int(c->mode));
   const int slots = c->capacity / kGroup > 1 ? c->capacity / kGroup - 1 : 0;
   if (c->slots != slots)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "slots: expected max(0, capacity / 128 - 1) = %d, got %d", slots, c->slots);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "slots: expected max(0, capacity / 128 - 1) = %d, got %d", slots, c->slots);
   const int64_t rb = layout(c->head_dim, c->mode).bytes;
   if (c->record_bytes != rb)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "record_bytes: expected %lld for head_dim %d, got %lld", (long long)rb,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "record_bytes: expected %lld for head_dim %d, got %lld", (long long)rb,
                 c->head_dim, (long long)c->record_bytes);
-  if (slots > 0 && !c->records) return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: NULL with %d slots", slots);
+  if (slots > 0 && !c->records) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "records: NULL with %d slots", slots);
   if (c->records && (reinterpret_cast<uintptr_t>(c->records) & 15u))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 16-byte aligned pointer");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 16-byte aligned pointer");
   if (!c->sink_k || !c->sink_v || !c->tail_k || !c->tail_v)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink_k / sink_v / tail_k / tail_v: NULL");
-  if (!c->lengths) return fail(MLOPS_ERR_INVALID_ARGUMENT, "lengths: NULL");
-  if (!c->flags) return fail(MLOPS_ERR_INVALID_ARGUMENT, "flags: NULL");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "sink_k / sink_v / tail_k / tail_v: NULL");
+  if (!c->lengths) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "lengths: NULL");
+  if (!c->flags) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "flags: NULL");
   return MLOPS_OK;
 }
 
 mlops_status check_kv(const mlops_fbla_cache* c, const mlops_fbla_kv* kv) {
   mlops_status st = check_cache(c);
   if (st != MLOPS_OK) return st;
-  if (!kv) return fail(MLOPS_ERR_INVALID_ARGUMENT, "kv: NULL");
-  if (kv->max_count < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_count: expected >= 0, got %d", kv->max_count);
+  if (!kv) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "kv: NULL");
+  if (kv->max_count < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "max_count: expected >= 0, got %d", kv->max_count);
   if (!kv->counts && (kv->count < 0 || kv->count > kv->max_count))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "count: expected 0 ... max_count = %d, got %d", kv->max_count, kv->count);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "count: expected 0 ... max_count = %d, got %d", kv->max_count, kv->count);
   if (kv->max_count > c->capacity)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_count: %d tokens exceed capacity %d", kv->max_count, c->capacity);
-  if (kv->max_count > 0 && (!kv->k || !kv->v)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "k / v: NULL");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "max_count: %d tokens exceed capacity %d", kv->max_count, c->capacity);
+  if (kv->max_count > 0 && (!kv->k || !kv->v)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "k / v: NULL");
   const int64_t s[6] = {kv->batch_stride, kv->head_stride, kv->token_stride,
                         kv->v_batch_stride, kv->v_head_stride, kv->v_token_stride};
   for (int i = 0; i < 6; ++i)
-    if (s[i] < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "k / v: negative stride %lld", (long long)s[i]);
+    if (s[i] < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "k / v: negative stride %lld", (long long)s[i]);
   return MLOPS_OK;
 }
 
 mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_args* a, void* scratch, size_t bytes) {
   mlops_status st = check_cache(c);
   if (st != MLOPS_OK) return st;
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->q_heads < 1 || a->q_heads % c->kv_heads)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "q_heads: expected a positive multiple of kv_heads = %d, got %d", c->kv_heads,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q_heads: expected a positive multiple of kv_heads = %d, got %d", c->kv_heads,
                 a->q_heads);
-  if (!a->q) return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL");
+  if (!a->q) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL");
   if (a->q_batch_stride < 0 || a->q_head_stride < 0)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: negative stride");
-  if (!a->out) return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: NULL");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: negative stride");
+  if (!a->out) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: NULL");
   if (a->out_dtype != MLOPS_DTYPE_BF16 && a->out_dtype != MLOPS_DTYPE_FP32)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out_dtype: expected bfloat16 or float32, got %s", mlops_dtype_name(a->out_dtype));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out_dtype: expected bfloat16 or float32, got %s", mlops_dtype_name(a->out_dtype));
   if (!(a->scale > 0.0f) || !std::isfinite(a->scale))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "scale: expected a finite value > 0, got %g", double(a->scale));
-  if (!(a->gap > 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "gap: expected > 0, got %g", double(a->gap));
-  if (a->exact != 0 && a->exact != 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "exact: expected 0 or 1, got %d", a->exact);
-  if (a->ctas < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "ctas: expected >= 0, got %d", a->ctas);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "scale: expected a finite value > 0, got %g", double(a->scale));
+  if (!(a->gap > 0.0f)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "gap: expected > 0, got %g", double(a->gap));
+  if (a->exact != 0 && a->exact != 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "exact: expected 0 or 1, got %d", a->exact);
+  if (a->ctas < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ctas: expected >= 0, got %d", a->ctas);
   if (a->variant < 0 || a->variant > kDecodeVariantCount)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
                 a->variant);
   if (a->pv != MLOPS_FBLA_PV_DIGITS && a->pv != MLOPS_FBLA_PV_CHAINS)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "pv: expected MLOPS_FBLA_PV_DIGITS (0) or MLOPS_FBLA_PV_CHAINS (1), got %d", a->pv);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "pv: expected MLOPS_FBLA_PV_DIGITS (0) or MLOPS_FBLA_PV_CHAINS (1), got %d", a->pv);
   if (a->variant > 0 && variant_pv(a->variant - 1) != a->pv)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: entry %d computes pv %s, args.pv is %s", a->variant - 1,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: entry %d computes pv %s, args.pv is %s", a->variant - 1,
                 variant_pv(a->variant - 1) == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains",
                 a->pv == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains");
   if (a->variant > 0 && warps_refine(a->variant - 1) && !rows_aligned16(*c))  // 16-byte loads of the BF16 rows
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
   if (a->variant == 0 && a->pv == MLOPS_FBLA_PV_DIGITS && !rows_aligned16(*c))  // mma_pv: the only digits variant
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (pv digits)");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (pv digits)");
   const size_t need = mlops_fbla_decode_scratch_bytes(c, a->q_heads);
-  if (!scratch) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
+  if (!scratch) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: NULL (mlops_fbla_decode_scratch_bytes: %zu)", need);
   if (reinterpret_cast<uintptr_t>(scratch) & 15u)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: expected a 16-byte aligned pointer");
-  if (bytes < need) return fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch_bytes: expected >= %zu, got %zu", need, bytes);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch: expected a 16-byte aligned pointer");
+  if (bytes < need) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "scratch_bytes: expected >= %zu, got %zu", need, bytes);
   return MLOPS_OK;
 }
 
@@ -174,7 +165,7 @@ mlops_status mlops_fbla_append(const mlops_fbla_cache* cache, const mlops_fbla_k
   mlops_status st = check_kv(cache, kv);
   if (st != MLOPS_OK) return st;
   cudaError_t err = append_device(make_append(*cache, *kv), static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "append launch failed: %s", cudaGetErrorString(err));
+  if (err != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "append launch failed: %s", cudaGetErrorString(err));
   return MLOPS_OK;
 }
 
@@ -185,11 +176,11 @@ mlops_status mlops_fbla_append_host(const mlops_fbla_cache* cache, const mlops_f
     const int n = kv->counts ? kv->counts[b] : kv->count;
     if (n < 0 || n > kv->max_count) {
       cache->flags[0] |= MLOPS_FBLA_FLAG_FULL;
-      return fail(MLOPS_ERR_DATA, "counts[%d]: expected 0 ... max_count = %d, got %d; nothing written", b, kv->max_count, n);
+      return g_err.fail(MLOPS_ERR_DATA, "counts[%d]: expected 0 ... max_count = %d, got %d; nothing written", b, kv->max_count, n);
     }
     if (int64_t(cache->lengths[b]) + n > cache->capacity) {
       cache->flags[0] |= MLOPS_FBLA_FLAG_FULL;
-      return fail(MLOPS_ERR_DATA, "cache full: sequence %d holds %d tokens, %d more exceed capacity %d; nothing written", b,
+      return g_err.fail(MLOPS_ERR_DATA, "cache full: sequence %d holds %d tokens, %d more exceed capacity %d; nothing written", b,
                   cache->lengths[b], n, cache->capacity);
     }
   }
@@ -202,7 +193,7 @@ mlops_status mlops_fbla_decode(const mlops_fbla_cache* cache, const mlops_fbla_d
   mlops_status st = check_decode(cache, args, scratch, scratch_bytes);
   if (st != MLOPS_OK) return st;
   cudaError_t err = decode_device(make_decode(*cache, *args, scratch), args->ctas, static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "decode launch failed: %s", cudaGetErrorString(err));
+  if (err != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "decode launch failed: %s", cudaGetErrorString(err));
   return MLOPS_OK;
 }
 
@@ -212,7 +203,7 @@ mlops_status mlops_fbla_decode_host(const mlops_fbla_cache* cache, const mlops_f
   if (st != MLOPS_OK) return st;
   for (int b = 0; b < cache->batch; ++b)
     if (cache->lengths[b] < 0 || cache->lengths[b] > cache->capacity)
-      return fail(MLOPS_ERR_DATA, "lengths[%d] = %d: expected 0 ... capacity %d", b, cache->lengths[b], cache->capacity);
+      return g_err.fail(MLOPS_ERR_DATA, "lengths[%d] = %d: expected 0 ... capacity %d", b, cache->lengths[b], cache->capacity);
   decode_host(make_decode(*cache, *args, scratch));
   return MLOPS_OK;
 }
@@ -241,6 +232,6 @@ int32_t mlops_fbla_decode_planner_variant_for(int32_t pv) {
   return pv == MLOPS_FBLA_PV_DIGITS ? kPlannerDigits : pv == MLOPS_FBLA_PV_CHAINS ? kPlannerVariant : -1;
 }
 
-const char* mlops_fbla_last_error(void) { return g_last_error.c_str(); }
+const char* mlops_fbla_last_error(void) { return g_err.message(); }
 
 }  // extern "C"

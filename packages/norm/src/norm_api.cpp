@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "mlops/common/api_error.h"
+
 #include "mlops/norm.h"
 #include "norm_dispatch.h"
 #include "norm_launch.h"
@@ -14,8 +16,10 @@
 
 namespace mlops::norm {
 namespace {
+using common::aligned16;
+using common::is_float_type;
 
-thread_local std::string g_last_error;
+thread_local common::ErrorSlot g_err;  // this package's last error (api_error.h)
 
 constexpr int kMaxHidden = 131072;   // 512 units: shared memory of the w1 variant stays < 48 KB
 constexpr size_t kSmemLimit = 48 * 1024;
@@ -66,89 +70,72 @@ const mlops_norm_variant kVariants[] = {
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 
-mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-mlops_status fail(mlops_status s, const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_last_error = buf;
-  return s;
-}
-
-bool is_float_type(mlops_dtype t) {
-  return t == MLOPS_DTYPE_BF16 || t == MLOPS_DTYPE_FP16 || t == MLOPS_DTYPE_FP32;
-}
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 size_t smem_for(int warps, int64_t hidden) {
   const int units = int((hidden + kUnit - 1) / kUnit);
   return sizeof(float) * (3 * size_t(8 / warps) * size_t(units) + 8);
 }
 
 mlops_status check(const mlops_norm_args* a) {
-  g_last_error.clear();
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
-  if (a->rows < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected at least one row, got %lld", (long long)a->rows);
+  g_err.clear();
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  if (a->rows < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected at least one row, got %lld", (long long)a->rows);
   if (a->hidden < 1 || a->hidden > kMaxHidden)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a last dimension in [1, %d], got %lld", kMaxHidden,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a last dimension in [1, %d], got %lld", kMaxHidden,
                 (long long)a->hidden);
   if (!is_float_type(a->x_dtype))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected bfloat16, float16 or float32, got %s",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected bfloat16, float16 or float32, got %s",
                 mlops_dtype_name(a->x_dtype));
-  if (!a->x) return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
+  if (!a->x) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
   if (a->kind != MLOPS_NORM_RMS && a->kind != MLOPS_NORM_LAYER)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "kind: expected rms or layer, got %d", int(a->kind));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "kind: expected rms or layer, got %d", int(a->kind));
   if (a->order != MLOPS_ORDER_HF && a->order != MLOPS_ORDER_SINGLE)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "order: expected hf or single, got %d", int(a->order));
-  if (!(a->eps >= 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "order: expected hf or single, got %d", int(a->order));
+  if (!(a->eps >= 0.0f)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
   if (a->x_stride < a->hidden && a->rows > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than the row (%lld): rows overlap",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than the row (%lld): rows overlap",
                 (long long)a->x_stride, (long long)a->hidden);
   // group
   const int64_t G = a->group_size == 0 ? a->hidden : a->group_size;
   if (G != a->hidden && (G % kUnit != 0 || a->hidden % G != 0 || G <= 0))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT,
                 "group_size: expected a multiple of 256 that divides the last dimension %lld, got %lld",
                 (long long)a->hidden, (long long)a->group_size);
   // weight / bias
   if (a->weight || a->bias) {
     if (!is_float_type(a->w_dtype))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected bfloat16, float16 or float32, got %s",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected bfloat16, float16 or float32, got %s",
                   mlops_dtype_name(a->w_dtype));
   }
   if (a->weight_offset != 0.0f && !a->weight)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight_offset: set to %g but there is no weight", double(a->weight_offset));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight_offset: set to %g but there is no weight", double(a->weight_offset));
   // residual / gate
   if (a->residual && !a->residual_out)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "residual_out: required with a residual (it receives x + residual)");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "residual_out: required with a residual (it receives x + residual)");
   if (a->gate_mode != MLOPS_GATE_NONE && a->gate_mode != MLOPS_GATE_BEFORE && a->gate_mode != MLOPS_GATE_AFTER)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "gate_mode: expected none, before or after, got %d", int(a->gate_mode));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "gate_mode: expected none, before or after, got %d", int(a->gate_mode));
   if ((a->gate_mode != MLOPS_GATE_NONE) != (a->gate != nullptr))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "gate: %s", a->gate ? "given but gate_mode is none" : "gate_mode needs a gate tensor");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "gate: %s", a->gate ? "given but gate_mode is none" : "gate_mode needs a gate tensor");
   // outputs
   if (a->quant < MLOPS_QUANT_NONE || a->quant > MLOPS_QUANT_FP8_DYNAMIC)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "quant: unknown kind %d", int(a->quant));
-  if (!a->y && a->quant == MLOPS_QUANT_NONE) return fail(MLOPS_ERR_INVALID_ARGUMENT, "y: NULL and no quantized output");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "quant: unknown kind %d", int(a->quant));
+  if (!a->y && a->quant == MLOPS_QUANT_NONE) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "y: NULL and no quantized output");
   if (a->quant != MLOPS_QUANT_NONE) {
-    if (!a->q) return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL with a quantized output");
+    if (!a->q) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL with a quantized output");
     if ((a->quant == MLOPS_QUANT_INT8 || a->quant == MLOPS_QUANT_NVFP4) && a->hidden % 16 != 0)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: quantized outputs use blocks of 16 values; last dimension %lld is not a multiple of 16",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: quantized outputs use blocks of 16 values; last dimension %lld is not a multiple of 16",
                   (long long)a->hidden);
     if (a->quant != MLOPS_QUANT_FP8_STATIC && !a->q_scale)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "q_scale: NULL with a %s output",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q_scale: NULL with a %s output",
                   a->quant == MLOPS_QUANT_FP8_DYNAMIC ? "dynamic FP8" : "block-scaled");
     if (a->quant == MLOPS_QUANT_FP8_STATIC && !a->quant_scale)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "quant_scale: static FP8 needs a scale");
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "quant_scale: static FP8 needs a scale");
   }
   if (a->variant < -1 || a->variant >= kNumVariants)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumVariants, a->variant);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumVariants, a->variant);
   // the row variants run w8c2's kernels for what they do not take (norm_launch.cuh)
   if (a->variant >= 0 &&
       smem_for(a->variant >= kFirstRowVariant ? 8 : kVariants[a->variant].warps_per_row, a->hidden) > kSmemLimit)
-    return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs more than 48 KB of shared memory for a row of %lld",
+    return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs more than 48 KB of shared memory for a row of %lld",
                 kVariants[a->variant].name, (long long)a->hidden);
   return MLOPS_OK;
 }
@@ -341,12 +328,12 @@ mlops_status mlops_norm(const mlops_norm_args* args, void* stream) {
   mlops_status st = check(args);
   if (st != MLOPS_OK) return st;
   int sm = 0, sms = 0;
-  if (!current_device(&sm, &sms)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+  if (!current_device(&sm, &sms)) return g_err.fail(MLOPS_ERR_CUDA, "no CUDA device available");
   const int v = args->variant >= 0 ? args->variant : plan_call(*args, sm, sms);
   Params p = make_params(*args);
   p.sms = sms;  // the persistent variants' grid
   cudaError_t err = launch(p, args->x_dtype, v, static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "launch of %s failed: %s", kVariants[v].name, cudaGetErrorString(err));
+  if (err != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "launch of %s failed: %s", kVariants[v].name, cudaGetErrorString(err));
   return MLOPS_OK;
 }
 
@@ -357,6 +344,6 @@ mlops_status mlops_norm_host(const mlops_norm_args* args) {
   return MLOPS_OK;
 }
 
-const char* mlops_norm_last_error(void) { return g_last_error.c_str(); }
+const char* mlops_norm_last_error(void) { return g_err.message(); }
 
 }  // extern "C"

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+
+#include "mlops/common/api_error.h"
 #include <vector>
 
 #include "mlops/optimizers.h"
@@ -17,21 +19,9 @@
 
 namespace mlops::optim {
 namespace {
+using common::aligned16;
 
-thread_local std::string g_last_error;
-
-mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-mlops_status fail(mlops_status s, const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_last_error = buf;
-  return s;
-}
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+thread_local common::ErrorSlot g_err;  // this package's last error (api_error.h)
 
 int64_t chunks_of(int64_t numel) { return (numel + MLOPS_OPTIM_CHUNK - 1) / MLOPS_OPTIM_CHUNK; }
 
@@ -40,50 +30,50 @@ bool is_param_dtype(int32_t t) {
 }
 
 mlops_status check_args(const mlops_optim_args* a) {
-  g_last_error.clear();
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  g_err.clear();
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->algo != MLOPS_OPTIM_ADAM && a->algo != MLOPS_OPTIM_SGD && a->algo != MLOPS_OPTIM_LION)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "algo: expected adam (0), sgd (1) or lion (2), got %d", int(a->algo));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "algo: expected adam (0), sgd (1) or lion (2), got %d", int(a->algo));
   if (!is_param_dtype(a->dtype))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "dtype: expected bfloat16, float16 or float32, got %s",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "dtype: expected bfloat16, float16 or float32, got %s",
                 mlops_dtype_name(a->dtype));
   if (!a->lr_device && !(a->lr >= 0.0))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "lr: expected >= 0, got %g", a->lr);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "lr: expected >= 0, got %g", a->lr);
   if (!(a->weight_decay >= 0.0))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight_decay: expected >= 0, got %g", a->weight_decay);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight_decay: expected >= 0, got %g", a->weight_decay);
   if (a->algo == MLOPS_OPTIM_SGD) {
-    if (!(a->beta1 >= 0.0)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "momentum: expected >= 0, got %g", a->beta1);
+    if (!(a->beta1 >= 0.0)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "momentum: expected >= 0, got %g", a->beta1);
     if (a->nesterov && (a->beta1 <= 0.0 || a->beta2 != 0.0))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "nesterov: needs momentum > 0 and dampening 0");
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "nesterov: needs momentum > 0 and dampening 0");
   } else {
     if (!(a->beta1 >= 0.0 && a->beta1 < 1.0))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "beta1: expected a value in [0, 1), got %g", a->beta1);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "beta1: expected a value in [0, 1), got %g", a->beta1);
     if (!(a->beta2 >= 0.0 && a->beta2 < 1.0))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "beta2: expected a value in [0, 1), got %g", a->beta2);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "beta2: expected a value in [0, 1), got %g", a->beta2);
   }
   if (a->algo == MLOPS_OPTIM_ADAM && !(a->eps >= 0.0))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", a->eps);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", a->eps);
   if (a->state_8bit) {
     if (a->algo != MLOPS_OPTIM_ADAM || a->amsgrad)
-      return fail(MLOPS_ERR_UNSUPPORTED, "state_8bit: only Adam / AdamW without amsgrad has 8-bit states");
-    if (!a->qmap1 || !a->qmap2) return fail(MLOPS_ERR_INVALID_ARGUMENT, "qmap1/qmap2: 8-bit states need both maps");
+      return g_err.fail(MLOPS_ERR_UNSUPPORTED, "state_8bit: only Adam / AdamW without amsgrad has 8-bit states");
+    if (!a->qmap1 || !a->qmap2) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "qmap1/qmap2: 8-bit states need both maps");
   }
   if (a->stochastic_rounding && a->dtype != MLOPS_DTYPE_BF16)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "stochastic_rounding: only for bfloat16 parameters, not %s",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "stochastic_rounding: only for bfloat16 parameters, not %s",
                 mlops_dtype_name(a->dtype));
   if (a->num_tensors < 0 || a->num_chunks < 0)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "num_tensors/num_chunks: expected >= 0");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "num_tensors/num_chunks: expected >= 0");
   if (a->num_chunks > 0x7fffffff)
-    return fail(MLOPS_ERR_UNSUPPORTED, "num_chunks: %lld chunks exceed one grid", (long long)a->num_chunks);
-  if (a->num_tensors > 0 && !a->table) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL");
+    return g_err.fail(MLOPS_ERR_UNSUPPORTED, "num_chunks: %lld chunks exceed one grid", (long long)a->num_chunks);
+  if (a->num_tensors > 0 && !a->table) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL");
   if (a->variant < -1 || a->variant >= MLOPS_OPTIM_NUM_VARIANTS)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d",
                 MLOPS_OPTIM_NUM_VARIANTS, a->variant);
   return MLOPS_OK;
 }
 
 mlops_status cuda_fail(cudaError_t err, const char* what) {
-  return fail(MLOPS_ERR_CUDA, "%s failed: %s", what, cudaGetErrorString(err));
+  return g_err.fail(MLOPS_ERR_CUDA, "%s failed: %s", what, cudaGetErrorString(err));
 }
 
 }  // namespace
@@ -102,22 +92,22 @@ int64_t mlops_optim_table_bytes(const mlops_optim_tensor* tensors, int64_t n, in
 
 mlops_status mlops_optim_table_build(const mlops_optim_tensor* tensors, int64_t n, void* out, int64_t out_bytes,
                                      int64_t* num_chunks) {
-  g_last_error.clear();
-  if (n < 0 || (n > 0 && !tensors)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors: NULL or a negative count");
-  if (n > 0x7fffffff) return fail(MLOPS_ERR_UNSUPPORTED, "tensors: at most 2^31 - 1 a table");
+  g_err.clear();
+  if (n < 0 || (n > 0 && !tensors)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors: NULL or a negative count");
+  if (n > 0x7fffffff) return g_err.fail(MLOPS_ERR_UNSUPPORTED, "tensors: at most 2^31 - 1 a table");
   for (int64_t i = 0; i < n; ++i) {
     const mlops_optim_tensor& t = tensors[i];
-    if (t.numel < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld].numel: negative", (long long)i);
+    if (t.numel < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld].numel: negative", (long long)i);
     if (!is_param_dtype(t.dtype))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld].dtype: expected bfloat16, float16 or float32, got %s",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld].dtype: expected bfloat16, float16 or float32, got %s",
                   (long long)i, mlops_dtype_name(mlops_dtype(t.dtype)));
     if (t.numel > 0 && (!t.param || !t.grad || !t.step))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld]: param, grad and step are required", (long long)i);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld]: param, grad and step are required", (long long)i);
   }
   int64_t chunks = 0;
   const int64_t need = mlops_optim_table_bytes(tensors, n, &chunks);
   if (!out || out_bytes < need)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: needs %lld bytes, got %lld", (long long)need, (long long)out_bytes);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: needs %lld bytes, got %lld", (long long)need, (long long)out_bytes);
   auto* rows = static_cast<mlops_optim_tensor*>(out);
   auto* chunk_map = reinterpret_cast<int32_t*>(rows + n);
   int64_t c = 0;
@@ -169,11 +159,11 @@ mlops_status mlops_optim_step_host(const mlops_optim_args* args) {
 
 static mlops_status check_norm(const void* table, int64_t num_tensors, int64_t num_chunks, const float* partials,
                                int64_t offset) {
-  g_last_error.clear();
+  g_err.clear();
   if (num_tensors < 0 || num_chunks < 0 || offset < 0)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "num_tensors/num_chunks/offset: expected >= 0");
-  if (num_chunks > 0x7fffffff) return fail(MLOPS_ERR_UNSUPPORTED, "num_chunks: exceeds one grid");
-  if (num_chunks > 0 && (!table || !partials)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table/partials: NULL");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "num_tensors/num_chunks/offset: expected >= 0");
+  if (num_chunks > 0x7fffffff) return g_err.fail(MLOPS_ERR_UNSUPPORTED, "num_chunks: exceeds one grid");
+  if (num_chunks > 0 && (!table || !partials)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table/partials: NULL");
   return MLOPS_OK;
 }
 
@@ -195,10 +185,10 @@ mlops_status mlops_optim_grad_norm_partials_host(const void* table, int64_t num_
 }
 
 static mlops_status check_finalize(const float* partials, int64_t total, double max_norm, const float* norm) {
-  g_last_error.clear();
-  if (total < 0 || (total > 0 && !partials)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "partials: NULL or negative count");
-  if (!norm) return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm: NULL");
-  if (!(max_norm > 0.0)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_norm: expected > 0, got %g", max_norm);
+  g_err.clear();
+  if (total < 0 || (total > 0 && !partials)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "partials: NULL or negative count");
+  if (!norm) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm: NULL");
+  if (!(max_norm > 0.0)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "max_norm: expected > 0, got %g", max_norm);
   return MLOPS_OK;
 }
 
@@ -242,6 +232,6 @@ void mlops_optim_dynamic_map(int is_signed, float out[256]) {
   for (int i = 0; i < 256; ++i) out[i] = v[size_t(i)];
 }
 
-const char* mlops_optim_last_error(void) { return g_last_error.c_str(); }
+const char* mlops_optim_last_error(void) { return g_err.message(); }
 
 }  // extern "C"

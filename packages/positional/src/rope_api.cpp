@@ -6,95 +6,83 @@
 #include <cstdio>
 #include <string>
 
+#include "mlops/common/api_error.h"
+
 #include "mlops/rope.h"
 #include "rope_launch.h"
 
 namespace mlops::rope {
 namespace {
+using common::is_float_type;
 
-thread_local std::string g_last_error;
-
-mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-mlops_status fail(mlops_status s, const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_last_error = buf;
-  return s;
-}
-
-bool is_float_type(mlops_dtype t) {
-  return t == MLOPS_DTYPE_BF16 || t == MLOPS_DTYPE_FP16 || t == MLOPS_DTYPE_FP32;
-}
+thread_local common::ErrorSlot g_err;  // this package's last error (api_error.h)
 
 mlops_status check_side(const char* name, const mlops_rope_tensor& t, int64_t head_dim) {
-  if (t.heads < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: expected heads >= 0, got %lld", name, (long long)t.heads);
+  if (t.heads < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: expected heads >= 0, got %lld", name, (long long)t.heads);
   if (t.heads == 0) return MLOPS_OK;
-  if (!t.x) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: NULL input with %lld heads", name, (long long)t.heads);
-  if (!t.out) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: NULL output (pass the input for in place)", name);
+  if (!t.x) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: NULL input with %lld heads", name, (long long)t.heads);
+  if (!t.out) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: NULL output (pass the input for in place)", name);
   const int64_t s[6] = {t.batch_stride, t.seq_stride, t.head_stride, t.out_batch_stride, t.out_seq_stride,
                         t.out_head_stride};
   for (int i = 0; i < 6; ++i)
-    if (s[i] < 0) return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: negative stride %lld", name, (long long)s[i]);
+    if (s[i] < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: negative stride %lld", name, (long long)s[i]);
   if (t.heads > 1 && (t.head_stride < head_dim || t.out_head_stride < head_dim))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: head stride %lld / %lld is smaller than head_dim %lld: heads overlap",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: head stride %lld / %lld is smaller than head_dim %lld: heads overlap",
                 name, (long long)t.head_stride, (long long)t.out_head_stride, (long long)head_dim);
   if (t.out == t.x && (t.batch_stride != t.out_batch_stride || t.seq_stride != t.out_seq_stride ||
                        t.head_stride != t.out_head_stride))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: in place (out == x) needs the same strides for both", name);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: in place (out == x) needs the same strides for both", name);
   return MLOPS_OK;
 }
 
 mlops_status check(const mlops_rope_args* a) {
-  g_last_error.clear();
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  g_err.clear();
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->batch < 1 || a->seq < 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected at least one token, got batch %lld x seq %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected at least one token, got batch %lld x seq %lld",
                 (long long)a->batch, (long long)a->seq);
   if (a->batch * a->seq > 0x7fffffffLL || a->batch > 0x7fffffffLL || a->seq > 0x7fffffffLL)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected fewer than 2^31 tokens, got batch %lld x seq %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected fewer than 2^31 tokens, got batch %lld x seq %lld",
                 (long long)a->batch, (long long)a->seq);
   if (a->head_dim < 64 || a->head_dim > 256)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 ... 256, got %lld", (long long)a->head_dim);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 ... 256, got %lld", (long long)a->head_dim);
   if (a->rotary_dim < 2 || a->rotary_dim > a->head_dim || a->rotary_dim % 2)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "rotary_dim: expected an even value in [2, head_dim=%lld], got %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "rotary_dim: expected an even value in [2, head_dim=%lld], got %lld",
                 (long long)a->head_dim, (long long)a->rotary_dim);
   if (a->layout != MLOPS_ROPE_NEOX && a->layout != MLOPS_ROPE_GPTJ)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "layout: expected neox (0) or gptj (1), got %d", int(a->layout));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "layout: expected neox (0) or gptj (1), got %d", int(a->layout));
   if (!is_float_type(a->dtype))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: expected bfloat16, float16 or float32, got %s", mlops_dtype_name(a->dtype));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: expected bfloat16, float16 or float32, got %s", mlops_dtype_name(a->dtype));
   mlops_status st = check_side("q", a->q, a->head_dim);
   if (st != MLOPS_OK) return st;
   st = check_side("k", a->k, a->head_dim);
   if (st != MLOPS_OK) return st;
-  if (a->q.heads + a->k.heads < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "q: no heads in q nor k");
+  if (a->q.heads + a->k.heads < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: no heads in q nor k");
   if (a->pos_dtype != MLOPS_DTYPE_INT32 && a->pos_dtype != MLOPS_DTYPE_INT64)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected int32 or int64, got %s", mlops_dtype_name(a->pos_dtype));
-  if (!a->positions) return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: NULL pointer");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected int32 or int64, got %s", mlops_dtype_name(a->pos_dtype));
+  if (!a->positions) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: NULL pointer");
   const int32_t* ms = a->mrope_section;
   if (ms[0] || ms[1] || ms[2]) {
     if (ms[0] < 0 || ms[1] < 0 || ms[2] < 0 || int64_t(ms[0]) + ms[1] + ms[2] != a->rotary_dim / 2)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "mrope_section: expected three values >= 0 summing to rotary_dim/2 = %lld, got (%d, %d, %d)",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "mrope_section: expected three values >= 0 summing to rotary_dim/2 = %lld, got (%d, %d, %d)",
                   (long long)(a->rotary_dim / 2), ms[0], ms[1], ms[2]);
     if (a->pos_row_stride < a->batch * a->seq)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: mrope rows overlap (row stride %lld < %lld tokens)",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: mrope rows overlap (row stride %lld < %lld tokens)",
                   (long long)a->pos_row_stride, (long long)(a->batch * a->seq));
   }
   if (a->max_positions < 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)a->max_positions);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)a->max_positions);
   if (!a->cos_sin_cache && !a->inv_freq)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "cos_sin_cache: NULL and no inv_freq to compute cos/sin on the fly");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "cos_sin_cache: NULL and no inv_freq to compute cos/sin on the fly");
   if (!std::isfinite(a->attention_scaling))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(a->attention_scaling));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(a->attention_scaling));
   if (a->tokens_per_cta < 0 || a->tokens_per_cta > 16)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens_per_cta: expected 0 (planner) or 1 ... 16, got %d", a->tokens_per_cta);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens_per_cta: expected 0 (planner) or 1 ... 16, got %d", a->tokens_per_cta);
   if (a->heads_per_cta < 0 || a->heads_per_cta > a->q.heads + a->k.heads)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "heads_per_cta: expected 0 (all) or 1 ... %lld, got %d",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "heads_per_cta: expected 0 (all) or 1 ... %lld, got %d",
                 (long long)(a->q.heads + a->k.heads), a->heads_per_cta);
   if (a->variant < 0 || a->variant > kNumVariants)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (planner) or 1 ... %d, got %d", kNumVariants, a->variant);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (planner) or 1 ... %d, got %d", kNumVariants, a->variant);
   return MLOPS_OK;
 }
 
@@ -285,7 +273,7 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
   int tpc = args->tokens_per_cta, hpc = args->heads_per_cta;
   int variant = args->variant;
   const int sms = sm_count();
-  if (sms < 1) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+  if (sms < 1) return g_err.fail(MLOPS_ERR_CUDA, "no CUDA device available");
   if (tpc == 0)
     mlops_rope_plan_path(variant, args->cos_sin_cache == nullptr, args->batch * args->seq, args->q.heads + args->k.heads,
                          args->rotary_dim, sms, &tpc, &hpc, &variant);
@@ -300,7 +288,7 @@ mlops_status mlops_rope(const mlops_rope_args* args, void* stream) {
     dec_grid(p, info, int(mlops_dtype_size(args->dtype)), can_vectorize(*args), int(args->layout));
   cudaError_t err = launch(p, args->dtype, can_vectorize(*args), int(args->layout), variant,
                            static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));
+  if (err != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "rope launch failed: %s", cudaGetErrorString(err));
   return MLOPS_OK;
 }
 
@@ -313,15 +301,15 @@ mlops_status mlops_rope_host(const mlops_rope_args* args) {
 
 static mlops_status check_cache(const float* inv_freq, int64_t half, float scaling, int64_t max_positions,
                                 float* cache) {
-  g_last_error.clear();
-  if (!inv_freq) return fail(MLOPS_ERR_INVALID_ARGUMENT, "inv_freq: NULL pointer");
-  if (!cache) return fail(MLOPS_ERR_INVALID_ARGUMENT, "cache: NULL pointer");
+  g_err.clear();
+  if (!inv_freq) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "inv_freq: NULL pointer");
+  if (!cache) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "cache: NULL pointer");
   if (half < 1 || half > 128)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "inv_freq: expected 1 ... 128 frequencies, got %lld", (long long)half);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "inv_freq: expected 1 ... 128 frequencies, got %lld", (long long)half);
   if (max_positions < 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)max_positions);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)max_positions);
   if (!std::isfinite(scaling))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(scaling));
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "attention_scaling: expected a finite value, got %g", double(scaling));
   return MLOPS_OK;
 }
 
@@ -330,7 +318,7 @@ mlops_status mlops_rope_cache(const float* inv_freq, int64_t half, float scaling
   mlops_status st = check_cache(inv_freq, half, scaling, max_positions, cache);
   if (st != MLOPS_OK) return st;
   cudaError_t err = launch_cache(inv_freq, half, scaling, max_positions, cache, static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) return fail(MLOPS_ERR_CUDA, "rope cache launch failed: %s", cudaGetErrorString(err));
+  if (err != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "rope cache launch failed: %s", cudaGetErrorString(err));
   return MLOPS_OK;
 }
 
@@ -342,6 +330,6 @@ mlops_status mlops_rope_cache_host(const float* inv_freq, int64_t half, float sc
   return MLOPS_OK;
 }
 
-const char* mlops_rope_last_error(void) { return g_last_error.c_str(); }
+const char* mlops_rope_last_error(void) { return g_err.message(); }
 
 }  // extern "C"

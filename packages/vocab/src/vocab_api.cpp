@@ -6,30 +6,18 @@
 #include <cstdio>
 #include <string>
 
+#include "mlops/common/api_error.h"
+
 #include "embed_params.h"
 #include "lm_head_params.h"
 #include "sample_params.h"
 
 namespace mlops::vocab {
 namespace {
+using common::aligned16;
+using common::is_float_type;
 
-thread_local std::string g_last_error;
-
-mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-mlops_status fail(mlops_status s, const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  g_last_error = buf;
-  return s;
-}
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-bool is_float_type(mlops_dtype t) {
-  return t == MLOPS_DTYPE_BF16 || t == MLOPS_DTYPE_FP16 || t == MLOPS_DTYPE_FP32;
-}
+thread_local common::ErrorSlot g_err;  // this package's last error (api_error.h)
 
 struct Device {
   int sm = 0, sms = 0;
@@ -54,47 +42,47 @@ const mlops_embed_variant kEmbedVariants[] = {{0, 1, "w1"}, {1, 2, "w2"}, {2, 4,
 constexpr int kNumEmbed = 4;
 
 mlops_status check_embed(const mlops_embed_args* a) {
-  g_last_error.clear();
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  g_err.clear();
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->tokens < 1 || a->tokens > 0x7fffffff)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected 1 .. 2^31-1 tokens, got %lld", (long long)a->tokens);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected 1 .. 2^31-1 tokens, got %lld", (long long)a->tokens);
   if (a->hidden < 1 || a->hidden > kMaxEmbedHidden)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected a row length in [1, %lld], got %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected a row length in [1, %lld], got %lld",
                 (long long)kMaxEmbedHidden, (long long)a->hidden);
-  if (a->vocab < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected at least one row, got %lld", (long long)a->vocab);
+  if (a->vocab < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected at least one row, got %lld", (long long)a->vocab);
   if (a->id_dtype != MLOPS_DTYPE_INT32 && a->id_dtype != MLOPS_DTYPE_INT64)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected int32 or int64, got %s", mlops_dtype_name(a->id_dtype));
-  if (!a->ids) return fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: NULL pointer");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected int32 or int64, got %s", mlops_dtype_name(a->id_dtype));
+  if (!a->ids) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: NULL pointer");
   if (!is_float_type(a->table_dtype))
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected bfloat16, float16 or float32, got %s",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected bfloat16, float16 or float32, got %s",
                 mlops_dtype_name(a->table_dtype));
-  if (!a->table) return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL pointer");
+  if (!a->table) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL pointer");
   if (a->table_stride < a->hidden && a->vocab > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "table: row stride %lld is smaller than the row (%lld)",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: row stride %lld is smaller than the row (%lld)",
                 (long long)a->table_stride, (long long)a->hidden);
   if (!a->out && !a->xw && !a->unit_sumsq && !a->rms_r)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: no output requested (out, xw, unit_sumsq and rms_r are all NULL)");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: no output requested (out, xw, unit_sumsq and rms_r are all NULL)");
   if (a->out && a->out_stride < a->hidden && a->tokens > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "out: row stride %lld is smaller than the row (%lld)",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: row stride %lld is smaller than the row (%lld)",
                 (long long)a->out_stride, (long long)a->hidden);
   if (a->xw) {
-    if (!a->norm_weight) return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: required with xw (bf16(x * w))");
+    if (!a->norm_weight) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: required with xw (bf16(x * w))");
     if (!is_float_type(a->norm_weight_dtype))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: expected bfloat16, float16 or float32, got %s",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: expected bfloat16, float16 or float32, got %s",
                   mlops_dtype_name(a->norm_weight_dtype));
     if (a->xw_stride < a->hidden && a->tokens > 1)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "xw: row stride %lld is smaller than the row (%lld)",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "xw: row stride %lld is smaller than the row (%lld)",
                   (long long)a->xw_stride, (long long)a->hidden);
   } else if (a->norm_weight) {
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: given without xw");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: given without xw");
   }
   const int64_t units = (a->hidden + kUnit - 1) / kUnit;
   if (a->unit_sumsq && a->unit_sumsq_stride < units && a->tokens > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "unit_sumsq: row stride %lld is smaller than ceil(hidden / 256) = %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "unit_sumsq: row stride %lld is smaller than ceil(hidden / 256) = %lld",
                 (long long)a->unit_sumsq_stride, (long long)units);
-  if (a->rms_r && !(a->eps >= 0.0f)) return fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
+  if (a->rms_r && !(a->eps >= 0.0f)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
   if (a->variant < -1 || a->variant >= kNumEmbed)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumEmbed, a->variant);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumEmbed, a->variant);
   return MLOPS_OK;
 }
 
@@ -216,39 +204,39 @@ int plan_lm_head(int sm, int64_t tokens, int64_t hidden, int64_t vocab, int sms,
 }
 
 mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
-  g_last_error.clear();
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  g_err.clear();
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->tokens < 1 || a->tokens > 8)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT,
                 "x: the LM head takes 1 .. 8 tokens a call (decode); got %lld (use a GEMM for prefill)",
                 (long long)a->tokens);
   if (a->hidden < 8 || a->hidden % 8)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a hidden size that is a positive multiple of 8, got %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a hidden size that is a positive multiple of 8, got %lld",
                 (long long)a->hidden);
   if (a->vocab < 1 || a->vocab > 0x7fffffff)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected 1 .. 2^31-1 rows, got %lld", (long long)a->vocab);
-  if (!a->x) return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
-  if (!a->weight) return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: NULL pointer");
-  if (!a->logits) return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected 1 .. 2^31-1 rows, got %lld", (long long)a->vocab);
+  if (!a->x) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
+  if (!a->weight) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: NULL pointer");
+  if (!a->logits) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
   if (a->x_stride < a->hidden && a->tokens > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than hidden %lld", (long long)a->x_stride,
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than hidden %lld", (long long)a->x_stride,
                 (long long)a->hidden);
   if (a->weight_stride < a->hidden && a->vocab > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: row stride %lld is smaller than hidden %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: row stride %lld is smaller than hidden %lld",
                 (long long)a->weight_stride, (long long)a->hidden);
   if (a->logits_stride < a->vocab && a->tokens > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
                 (long long)a->logits_stride, (long long)a->vocab);
   // 16-byte loads of x and W (8 bf16): the kernels need them aligned
   if (device) {
     if (!aligned16(a->x) || a->x_stride % 8)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
     if (!aligned16(a->weight) || a->weight_stride % 8)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT,
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT,
                   "weight: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
   }
   if (a->variant < -1 || a->variant >= kNumLmHead)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumLmHead, a->variant);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumLmHead, a->variant);
   return MLOPS_OK;
 }
 
@@ -295,38 +283,38 @@ int split_chunks(int64_t vocab) {
 }
 
 mlops_status check_sample(const mlops_sample_args* a) {
-  g_last_error.clear();
-  if (!a) return fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
+  g_err.clear();
+  if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->rows < 1 || a->rows > 0x7fffffff)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: expected 1 .. 2^31-1 rows, got %lld", (long long)a->rows);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: expected 1 .. 2^31-1 rows, got %lld", (long long)a->rows);
   if (a->vocab < 1 || a->vocab > 0x7fffffff)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: expected a vocabulary of 1 .. 2^31-1, got %lld", (long long)a->vocab);
-  if (!a->logits) return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: expected a vocabulary of 1 .. 2^31-1, got %lld", (long long)a->vocab);
+  if (!a->logits) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
   if (a->logits_stride < a->vocab && a->rows > 1)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
                 (long long)a->logits_stride, (long long)a->vocab);
-  if (!a->configs) return fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
-  if (!a->seeds) return fail(MLOPS_ERR_INVALID_ARGUMENT, "seeds: NULL pointer");
-  if (!a->steps) return fail(MLOPS_ERR_INVALID_ARGUMENT, "steps: NULL pointer");
-  if (!a->tokens) return fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens: NULL pointer");
+  if (!a->configs) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
+  if (!a->seeds) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "seeds: NULL pointer");
+  if (!a->steps) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "steps: NULL pointer");
+  if (!a->tokens) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens: NULL pointer");
   if (a->history) {
-    if (!a->history_len) return fail(MLOPS_ERR_INVALID_ARGUMENT, "history_len: required with a history");
-    if (a->history_stride < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "history: expected a row stride >= 1");
+    if (!a->history_len) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "history_len: required with a history");
+    if (a->history_stride < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "history: expected a row stride >= 1");
     if (!a->penalty_counts)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "penalty_counts: a zeroed int32 [rows, vocab] workspace is required with a history");
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "penalty_counts: a zeroed int32 [rows, vocab] workspace is required with a history");
   }
   if (a->variant >= 0 && a->variant < kNumSample && kSampleVariants[a->variant].split) {
     if (!a->workspace)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "workspace: the split variant needs mlops_sample_workspace_bytes() of workspace");
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "workspace: the split variant needs mlops_sample_workspace_bytes() of workspace");
     if (a->rows > 65535)
-      return fail(MLOPS_ERR_UNSUPPORTED, "variant: split takes at most 65535 rows a call (grid.y), got %lld", (long long)a->rows);
+      return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: split takes at most 65535 rows a call (grid.y), got %lld", (long long)a->rows);
   }
   if (a->history && a->rows > 65535)  // the penalty kernels put rows on grid.y
-    return fail(MLOPS_ERR_UNSUPPORTED, "history: penalties take at most 65535 rows a call, got %lld", (long long)a->rows);
+    return g_err.fail(MLOPS_ERR_UNSUPPORTED, "history: penalties take at most 65535 rows a call, got %lld", (long long)a->rows);
   if (a->stats_key_hist && !a->stats_best)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "stats_key_hist: given without stats_best");
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "stats_key_hist: given without stats_best");
   if (a->variant < -1 || a->variant >= kNumSample)
-    return fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumSample, a->variant);
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumSample, a->variant);
   return MLOPS_OK;
 }
 
@@ -385,7 +373,7 @@ using mlops::kUnit;
 
 extern "C" {
 
-const char* mlops_vocab_last_error(void) { return g_last_error.c_str(); }
+const char* mlops_vocab_last_error(void) { return g_err.message(); }
 
 // ---- embed --------------------------------------------------------------------------------
 int mlops_embed_variants(mlops_embed_variant* out, int capacity) {
@@ -411,11 +399,11 @@ mlops_status mlops_embed(const mlops_embed_args* args, void* stream) {
   int v = args->variant;
   if (v < 0) {
     Device d;
-    if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    if (!current_device(&d)) return g_err.fail(MLOPS_ERR_CUDA, "no CUDA device available");
     v = mlops_embed_plan(args->tokens, args->hidden, d.sm, d.sms);
   }
   cudaError_t e = embed_launch(make_embed_params(*args), kEmbedVariants[v].warps_per_token, stream);
-  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "embed launch (%s) failed: %s", kEmbedVariants[v].name, cudaGetErrorString(e));
+  if (e != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "embed launch (%s) failed: %s", kEmbedVariants[v].name, cudaGetErrorString(e));
   return MLOPS_OK;
 }
 
@@ -449,7 +437,7 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
   mlops_status st = check_lm_head(args, true);
   if (st != MLOPS_OK) return st;
   Device d;
-  if (!current_device(&d)) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+  if (!current_device(&d)) return g_err.fail(MLOPS_ERR_CUDA, "no CUDA device available");
   // planned: the first instance of the arch's list whose code in this build is for its arch
   const int v = args->variant >= 0 ? args->variant
                                     : plan_lm_head(d.sm, args->tokens, args->hidden, args->vocab, d.sms,
@@ -458,9 +446,9 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
                                                    });
   const mlops_lm_head_variant& var = kLmHeadVariants[v];
   if (d.sm < var.min_sm)
-    return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
+    return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
   if (code_arch_of(var) < var.min_sm)
-    return fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs code built for sm_%d or newer; this build's is for sm_%d",
+    return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs code built for sm_%d or newer; this build's is for sm_%d",
                 var.name, var.min_sm, code_arch_of(var));
   const LmHeadParams p = make_lm_head_params(*args);
   cudaError_t e;
@@ -478,16 +466,16 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
     if (grid > 0x7fffffff) grid = 0x7fffffff;
     e = cc ? lm_head_launch_cuda_core(p, grid, stream) : lm_head_launch_mma(p, mma_kind(var.kind), grid, stream);
   }
-  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head launch (%s) failed: %s", var.name, cudaGetErrorString(e));
+  if (e != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "lm_head launch (%s) failed: %s", var.name, cudaGetErrorString(e));
   return MLOPS_OK;
 }
 
 mlops_status mlops_lm_head_decode_best(const uint64_t* best, int64_t rows, float* max, int64_t* argmax, void* stream) {
-  g_last_error.clear();
-  if (rows < 1) return fail(MLOPS_ERR_INVALID_ARGUMENT, "best: expected at least one row, got %lld", (long long)rows);
-  if (!best || !max || !argmax) return fail(MLOPS_ERR_INVALID_ARGUMENT, "best / max / argmax: NULL pointer");
+  g_err.clear();
+  if (rows < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "best: expected at least one row, got %lld", (long long)rows);
+  if (!best || !max || !argmax) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "best / max / argmax: NULL pointer");
   const cudaError_t e = lm_head_decode_best(best, rows, max, argmax, stream);
-  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "lm_head decode_best launch failed: %s", cudaGetErrorString(e));
+  if (e != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "lm_head decode_best launch failed: %s", cudaGetErrorString(e));
   return MLOPS_OK;
 }
 
@@ -589,19 +577,19 @@ int64_t mlops_sample_workspace_bytes(int64_t rows, int64_t vocab, int variant) {
 }
 
 mlops_status mlops_sample_check_configs(const mlops_sample_config* c, int64_t rows) {
-  g_last_error.clear();
-  if (!c) return fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
+  g_err.clear();
+  if (!c) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
   for (int64_t i = 0; i < rows; ++i) {
     if (!(c[i].temperature >= 0.0f))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "temperature: expected >= 0, got %g (row %lld)", double(c[i].temperature), (long long)i);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "temperature: expected >= 0, got %g (row %lld)", double(c[i].temperature), (long long)i);
     if (c[i].top_k < 0)
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "top_k: expected >= 0 (0: off), got %d (row %lld)", c[i].top_k, (long long)i);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "top_k: expected >= 0 (0: off), got %d (row %lld)", c[i].top_k, (long long)i);
     if (!(c[i].top_p > 0.0f && c[i].top_p <= 1.0f))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "top_p: expected a value in (0, 1], got %g (row %lld)", double(c[i].top_p), (long long)i);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "top_p: expected a value in (0, 1], got %g (row %lld)", double(c[i].top_p), (long long)i);
     if (!(c[i].min_p >= 0.0f && c[i].min_p <= 1.0f))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "min_p: expected a value in [0, 1], got %g (row %lld)", double(c[i].min_p), (long long)i);
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "min_p: expected a value in [0, 1], got %g (row %lld)", double(c[i].min_p), (long long)i);
     if (!(c[i].repetition_penalty > 0.0f))
-      return fail(MLOPS_ERR_INVALID_ARGUMENT, "repetition_penalty: expected > 0, got %g (row %lld)",
+      return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "repetition_penalty: expected > 0, got %g (row %lld)",
                   double(c[i].repetition_penalty), (long long)i);
   }
   return MLOPS_OK;
@@ -614,7 +602,7 @@ mlops_status mlops_sample(const mlops_sample_args* args, void* stream) {
   Device d;
   const bool have_device = current_device(&d);
   if (v < 0) {
-    if (!have_device) return fail(MLOPS_ERR_CUDA, "no CUDA device available");
+    if (!have_device) return g_err.fail(MLOPS_ERR_CUDA, "no CUDA device available");
     v = mlops_sample_plan(args->rows, args->vocab, d.sm, d.sms);
   }
   if (kSampleVariants[v].cluster && !(have_device && cluster_runs(kSampleVariants[v], d, args->rows)))
@@ -630,7 +618,7 @@ mlops_status mlops_sample(const mlops_sample_args* args, void* stream) {
   } else {
     e = sample_launch(sp, kSampleVariants[v].threads, stream);
   }
-  if (e != cudaSuccess) return fail(MLOPS_ERR_CUDA, "sample launch (%s) failed: %s", kSampleVariants[v].name, cudaGetErrorString(e));
+  if (e != cudaSuccess) return g_err.fail(MLOPS_ERR_CUDA, "sample launch (%s) failed: %s", kSampleVariants[v].name, cudaGetErrorString(e));
   return MLOPS_OK;
 }
 
