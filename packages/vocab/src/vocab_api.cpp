@@ -565,7 +565,14 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // penalties + top-p 30.0 vs 38.9; B = 8 36.7 / 39.3 vs 50.5 / 53.6; B = 64 (cluster8_wide) 123.6 /
   // 127.1 vs cluster8_lean's 167.0 / 174.9. Elsewhere they tie or lose a little (top-k alone B = 1 21.8
   // vs 20.5, greedy 7.9 vs 7.1), so top-k rows keep the gather / lean picks.
+  // GPU runs 52 / 53 (session 9, commit 71896f9's kernels): from B = 8 on, a batch with a row of top-k and
+  // top-p runs faster on cluster8_wide (its top-k lists each CTA's elements above its own k-th wide bin, one
+  // gather): top-k + top-p + min-p B = 8 31.3 / 31.5 us vs cluster16_gather's 33.4 / 33.3, B = 64 102.9 /
+  // 101.5 vs cluster8_gather's 105.5 / 104.7; at B = 1 the two tie (24.3 / 26.8 vs 25.9 / 26.5), so B < 8
+  // keeps the gather form. With the head's statistics (top-k's first level from its histogram) unmeasured:
+  // unchanged.
   if (all_greedy && has_stats && !has_history) return 2;
+  if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
   if (rows <= 8) return any_top_k ? 14 : any_top_p ? 18 : 12;
   return any_top_k_top_p ? 13 : any_top_p && !any_top_k ? 17 : 11;
 }

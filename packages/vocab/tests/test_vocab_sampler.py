@@ -195,7 +195,10 @@ def test_mode_aware_plan():
         assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
         assert plan(rows, dict(temperature=0.8, top_k=50)) == ("cluster16_gather" if rows <= 8 else lean)
         assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == ("cluster16_gather" if rows <= 8 else lean)
-        assert plan(rows, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == gather
+        # GPU runs 52 / 53: top-k and top-p from B = 8 on the wide form (with the statistics: unchanged)
+        both = dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)
+        assert plan(rows, both) == (gather if rows < 8 else "cluster8_wide")
+        assert plan(rows, both, stats=True) == gather
         # configurations on the device (mlops_sample_plan): the smallest worst loss
         assert mv.sample_variants()[C.sample_plan(rows, V, 90, 132)]["name"] == (gather if rows <= 8 else lean)
     # the unmeasured batch sizes between follow B = 64 from B = 9 on
@@ -211,7 +214,9 @@ def test_mode_aware_plan():
     # a large batch with top-k rows and top-p rows apart: the lean form (the wide one's top-k is not measured better)
     assert plan(64, [dict(temperature=0.8, top_k=50)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
     assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
-    assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_gather"
+    assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_wide"
+    assert plan(7, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster16_gather"
+    assert plan(9, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster8_wide"
     # below sm_90, and below V = 16384, nothing changes
     assert plan(1, dict(temperature=0.8), sm=80) == "t1024"
     assert plan(1, dict(temperature=0.0), stats=True, sm=80) == "t1024"
