@@ -24,8 +24,10 @@ MLOPS_HD uint32_t quantize_table(float x, const uint8_t* bucket, const float* th
   return c + (x >= thr[c] ? 1u : 0u);
 }
 
-#if !defined(__CUDA_ARCH__)
-// Host: are the two maps (bits) the standard ones the tables describe?
+#if !defined(__CUDACC__)
+// Host: are the two maps (bits) the standard ones the tables describe? Plain C++ builds only (the host
+// tests): under nvcc the tables are __device__ arrays, which host code cannot read (nvcc 11.8 / 13.5
+// warning #20091-D on every .cu that included this while it was guarded by __CUDA_ARCH__ alone).
 inline bool qmaps_standard(const float* map1, const float* map2) {
   for (int k = 0; k < 256; ++k)
     if (f32_bits(map1[k]) != kQMapS[k] || f32_bits(map2[k]) != kQMapU[k]) return false;
