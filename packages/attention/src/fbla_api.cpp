@@ -2,12 +2,10 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <string>
 
-#include "mlops/common/api_error.h"
 
+#include "mlops/common/api_error.h"
 #include "fbla_internal.h"
 #include "mlops/fbla.h"
 
@@ -40,7 +38,7 @@ mlops_status check_cache(const mlops_fbla_cache* c) {
   const int64_t rb = layout(c->head_dim, c->mode).bytes;
   if (c->record_bytes != rb)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "record_bytes: expected %lld for head_dim %d, got %lld", (long long)rb,
-                c->head_dim, (long long)c->record_bytes);
+                      c->head_dim, (long long)c->record_bytes);
   if (slots > 0 && !c->records) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "records: NULL with %d slots", slots);
   if (c->records && (reinterpret_cast<uintptr_t>(c->records) & 15u))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 16-byte aligned pointer");
@@ -74,7 +72,7 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->q_heads < 1 || a->q_heads % c->kv_heads)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q_heads: expected a positive multiple of kv_heads = %d, got %d", c->kv_heads,
-                a->q_heads);
+                      a->q_heads);
   if (!a->q) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL");
   if (a->q_batch_stride < 0 || a->q_head_stride < 0)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: negative stride");
@@ -88,13 +86,13 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (a->ctas < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ctas: expected >= 0, got %d", a->ctas);
   if (a->variant < 0 || a->variant > kDecodeVariantCount)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (the planner) ... %d, got %d", kDecodeVariantCount,
-                a->variant);
+                      a->variant);
   if (a->pv != MLOPS_FBLA_PV_DIGITS && a->pv != MLOPS_FBLA_PV_CHAINS)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "pv: expected MLOPS_FBLA_PV_DIGITS (0) or MLOPS_FBLA_PV_CHAINS (1), got %d", a->pv);
   if (a->variant > 0 && variant_pv(a->variant - 1) != a->pv)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: entry %d computes pv %s, args.pv is %s", a->variant - 1,
-                variant_pv(a->variant - 1) == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains",
-                a->pv == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains");
+                      variant_pv(a->variant - 1) == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains",
+                      a->pv == MLOPS_FBLA_PV_DIGITS ? "digits" : "chains");
   if (a->variant > 0 && warps_refine(a->variant - 1) && !rows_aligned16(*c))  // 16-byte loads of the BF16 rows
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "sink / tail: expected 16-byte aligned pointers (variant warps)");
   if (a->variant == 0 && a->pv == MLOPS_FBLA_PV_DIGITS && !rows_aligned16(*c))  // mma_pv: the only digits variant
@@ -181,7 +179,7 @@ mlops_status mlops_fbla_append_host(const mlops_fbla_cache* cache, const mlops_f
     if (int64_t(cache->lengths[b]) + n > cache->capacity) {
       cache->flags[0] |= MLOPS_FBLA_FLAG_FULL;
       return g_err.fail(MLOPS_ERR_DATA, "cache full: sequence %d holds %d tokens, %d more exceed capacity %d; nothing written", b,
-                  cache->lengths[b], n, cache->capacity);
+                        cache->lengths[b], n, cache->capacity);
     }
   }
   append_host(make_append(*cache, *kv));

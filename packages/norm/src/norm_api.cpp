@@ -3,12 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <cstdarg>
-#include <cstdio>
 #include <string>
 
-#include "mlops/common/api_error.h"
 
+#include "mlops/common/api_error.h"
 #include "mlops/norm.h"
 #include "norm_dispatch.h"
 #include "norm_launch.h"
@@ -81,10 +79,10 @@ mlops_status check(const mlops_norm_args* a) {
   if (a->rows < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected at least one row, got %lld", (long long)a->rows);
   if (a->hidden < 1 || a->hidden > kMaxHidden)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a last dimension in [1, %d], got %lld", kMaxHidden,
-                (long long)a->hidden);
+                      (long long)a->hidden);
   if (!is_float_type(a->x_dtype))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected bfloat16, float16 or float32, got %s",
-                mlops_dtype_name(a->x_dtype));
+                      mlops_dtype_name(a->x_dtype));
   if (!a->x) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
   if (a->kind != MLOPS_NORM_RMS && a->kind != MLOPS_NORM_LAYER)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "kind: expected rms or layer, got %d", int(a->kind));
@@ -93,18 +91,18 @@ mlops_status check(const mlops_norm_args* a) {
   if (!(a->eps >= 0.0f)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
   if (a->x_stride < a->hidden && a->rows > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than the row (%lld): rows overlap",
-                (long long)a->x_stride, (long long)a->hidden);
+                      (long long)a->x_stride, (long long)a->hidden);
   // group
   const int64_t G = a->group_size == 0 ? a->hidden : a->group_size;
   if (G != a->hidden && (G % kUnit != 0 || a->hidden % G != 0 || G <= 0))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT,
-                "group_size: expected a multiple of 256 that divides the last dimension %lld, got %lld",
-                (long long)a->hidden, (long long)a->group_size);
+                      "group_size: expected a multiple of 256 that divides the last dimension %lld, got %lld",
+                      (long long)a->hidden, (long long)a->group_size);
   // weight / bias
   if (a->weight || a->bias) {
     if (!is_float_type(a->w_dtype))
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected bfloat16, float16 or float32, got %s",
-                  mlops_dtype_name(a->w_dtype));
+                        mlops_dtype_name(a->w_dtype));
   }
   if (a->weight_offset != 0.0f && !a->weight)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight_offset: set to %g but there is no weight", double(a->weight_offset));
@@ -123,10 +121,10 @@ mlops_status check(const mlops_norm_args* a) {
     if (!a->q) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL with a quantized output");
     if ((a->quant == MLOPS_QUANT_INT8 || a->quant == MLOPS_QUANT_NVFP4) && a->hidden % 16 != 0)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: quantized outputs use blocks of 16 values; last dimension %lld is not a multiple of 16",
-                  (long long)a->hidden);
+                        (long long)a->hidden);
     if (a->quant != MLOPS_QUANT_FP8_STATIC && !a->q_scale)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q_scale: NULL with a %s output",
-                  a->quant == MLOPS_QUANT_FP8_DYNAMIC ? "dynamic FP8" : "block-scaled");
+                        a->quant == MLOPS_QUANT_FP8_DYNAMIC ? "dynamic FP8" : "block-scaled");
     if (a->quant == MLOPS_QUANT_FP8_STATIC && !a->quant_scale)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "quant_scale: static FP8 needs a scale");
   }
@@ -136,7 +134,7 @@ mlops_status check(const mlops_norm_args* a) {
   if (a->variant >= 0 &&
       smem_for(a->variant >= kFirstRowVariant ? 8 : kVariants[a->variant].warps_per_row, a->hidden) > kSmemLimit)
     return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs more than 48 KB of shared memory for a row of %lld",
-                kVariants[a->variant].name, (long long)a->hidden);
+                      kVariants[a->variant].name, (long long)a->hidden);
   return MLOPS_OK;
 }
 

@@ -3,15 +3,12 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <algorithm>
 #include <cstring>
 #include <string>
-
-#include "mlops/common/api_error.h"
 #include <vector>
 
+#include "mlops/common/api_error.h"
 #include "mlops/optimizers.h"
 #include "optim_host.h"
 #include "optim_launch.h"
@@ -36,7 +33,7 @@ mlops_status check_args(const mlops_optim_args* a) {
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "algo: expected adam (0), sgd (1) or lion (2), got %d", int(a->algo));
   if (!is_param_dtype(a->dtype))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "dtype: expected bfloat16, float16 or float32, got %s",
-                mlops_dtype_name(a->dtype));
+                      mlops_dtype_name(a->dtype));
   if (!a->lr_device && !(a->lr >= 0.0))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "lr: expected >= 0, got %g", a->lr);
   if (!(a->weight_decay >= 0.0))
@@ -60,7 +57,7 @@ mlops_status check_args(const mlops_optim_args* a) {
   }
   if (a->stochastic_rounding && a->dtype != MLOPS_DTYPE_BF16)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "stochastic_rounding: only for bfloat16 parameters, not %s",
-                mlops_dtype_name(a->dtype));
+                      mlops_dtype_name(a->dtype));
   if (a->num_tensors < 0 || a->num_chunks < 0)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "num_tensors/num_chunks: expected >= 0");
   if (a->num_chunks > 0x7fffffff)
@@ -68,7 +65,7 @@ mlops_status check_args(const mlops_optim_args* a) {
   if (a->num_tensors > 0 && !a->table) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL");
   if (a->variant < -1 || a->variant >= MLOPS_OPTIM_NUM_VARIANTS)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d",
-                MLOPS_OPTIM_NUM_VARIANTS, a->variant);
+                      MLOPS_OPTIM_NUM_VARIANTS, a->variant);
   return MLOPS_OK;
 }
 
@@ -100,7 +97,7 @@ mlops_status mlops_optim_table_build(const mlops_optim_tensor* tensors, int64_t 
     if (t.numel < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld].numel: negative", (long long)i);
     if (!is_param_dtype(t.dtype))
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld].dtype: expected bfloat16, float16 or float32, got %s",
-                  (long long)i, mlops_dtype_name(mlops_dtype(t.dtype)));
+                        (long long)i, mlops_dtype_name(mlops_dtype(t.dtype)));
     if (t.numel > 0 && (!t.param || !t.grad || !t.step))
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tensors[%lld]: param, grad and step are required", (long long)i);
   }

@@ -2,12 +2,10 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstdarg>
-#include <cstdio>
 #include <string>
 
-#include "mlops/common/api_error.h"
 
+#include "mlops/common/api_error.h"
 #include "mlops/rope.h"
 #include "rope_launch.h"
 
@@ -28,7 +26,7 @@ mlops_status check_side(const char* name, const mlops_rope_tensor& t, int64_t he
     if (s[i] < 0) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: negative stride %lld", name, (long long)s[i]);
   if (t.heads > 1 && (t.head_stride < head_dim || t.out_head_stride < head_dim))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: head stride %lld / %lld is smaller than head_dim %lld: heads overlap",
-                name, (long long)t.head_stride, (long long)t.out_head_stride, (long long)head_dim);
+                      name, (long long)t.head_stride, (long long)t.out_head_stride, (long long)head_dim);
   if (t.out == t.x && (t.batch_stride != t.out_batch_stride || t.seq_stride != t.out_seq_stride ||
                        t.head_stride != t.out_head_stride))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "%s: in place (out == x) needs the same strides for both", name);
@@ -40,15 +38,15 @@ mlops_status check(const mlops_rope_args* a) {
   if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->batch < 1 || a->seq < 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected at least one token, got batch %lld x seq %lld",
-                (long long)a->batch, (long long)a->seq);
+                      (long long)a->batch, (long long)a->seq);
   if (a->batch * a->seq > 0x7fffffffLL || a->batch > 0x7fffffffLL || a->seq > 0x7fffffffLL)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: expected fewer than 2^31 tokens, got batch %lld x seq %lld",
-                (long long)a->batch, (long long)a->seq);
+                      (long long)a->batch, (long long)a->seq);
   if (a->head_dim < 64 || a->head_dim > 256)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "head_dim: expected 64 ... 256, got %lld", (long long)a->head_dim);
   if (a->rotary_dim < 2 || a->rotary_dim > a->head_dim || a->rotary_dim % 2)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "rotary_dim: expected an even value in [2, head_dim=%lld], got %lld",
-                (long long)a->head_dim, (long long)a->rotary_dim);
+                      (long long)a->head_dim, (long long)a->rotary_dim);
   if (a->layout != MLOPS_ROPE_NEOX && a->layout != MLOPS_ROPE_GPTJ)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "layout: expected neox (0) or gptj (1), got %d", int(a->layout));
   if (!is_float_type(a->dtype))
@@ -65,10 +63,10 @@ mlops_status check(const mlops_rope_args* a) {
   if (ms[0] || ms[1] || ms[2]) {
     if (ms[0] < 0 || ms[1] < 0 || ms[2] < 0 || int64_t(ms[0]) + ms[1] + ms[2] != a->rotary_dim / 2)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "mrope_section: expected three values >= 0 summing to rotary_dim/2 = %lld, got (%d, %d, %d)",
-                  (long long)(a->rotary_dim / 2), ms[0], ms[1], ms[2]);
+                        (long long)(a->rotary_dim / 2), ms[0], ms[1], ms[2]);
     if (a->pos_row_stride < a->batch * a->seq)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "positions: mrope rows overlap (row stride %lld < %lld tokens)",
-                  (long long)a->pos_row_stride, (long long)(a->batch * a->seq));
+                        (long long)a->pos_row_stride, (long long)(a->batch * a->seq));
   }
   if (a->max_positions < 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "max_positions: expected >= 1, got %lld", (long long)a->max_positions);
@@ -80,7 +78,7 @@ mlops_status check(const mlops_rope_args* a) {
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "tokens_per_cta: expected 0 (planner) or 1 ... 16, got %d", a->tokens_per_cta);
   if (a->heads_per_cta < 0 || a->heads_per_cta > a->q.heads + a->k.heads)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "heads_per_cta: expected 0 (all) or 1 ... %lld, got %d",
-                (long long)(a->q.heads + a->k.heads), a->heads_per_cta);
+                      (long long)(a->q.heads + a->k.heads), a->heads_per_cta);
   if (a->variant < 0 || a->variant > kNumVariants)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected 0 (planner) or 1 ... %d, got %d", kNumVariants, a->variant);
   return MLOPS_OK;

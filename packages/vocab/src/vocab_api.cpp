@@ -2,12 +2,10 @@
 // and the entry points (GPU and host emulation) of embed, lm_head and sample.
 #include <cuda_runtime.h>
 
-#include <cstdarg>
-#include <cstdio>
 #include <string>
 
-#include "mlops/common/api_error.h"
 
+#include "mlops/common/api_error.h"
 #include "embed_params.h"
 #include "lm_head_params.h"
 #include "sample_params.h"
@@ -48,38 +46,38 @@ mlops_status check_embed(const mlops_embed_args* a) {
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected 1 .. 2^31-1 tokens, got %lld", (long long)a->tokens);
   if (a->hidden < 1 || a->hidden > kMaxEmbedHidden)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected a row length in [1, %lld], got %lld",
-                (long long)kMaxEmbedHidden, (long long)a->hidden);
+                      (long long)kMaxEmbedHidden, (long long)a->hidden);
   if (a->vocab < 1) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected at least one row, got %lld", (long long)a->vocab);
   if (a->id_dtype != MLOPS_DTYPE_INT32 && a->id_dtype != MLOPS_DTYPE_INT64)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: expected int32 or int64, got %s", mlops_dtype_name(a->id_dtype));
   if (!a->ids) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "ids: NULL pointer");
   if (!is_float_type(a->table_dtype))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: expected bfloat16, float16 or float32, got %s",
-                mlops_dtype_name(a->table_dtype));
+                      mlops_dtype_name(a->table_dtype));
   if (!a->table) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: NULL pointer");
   if (a->table_stride < a->hidden && a->vocab > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "table: row stride %lld is smaller than the row (%lld)",
-                (long long)a->table_stride, (long long)a->hidden);
+                      (long long)a->table_stride, (long long)a->hidden);
   if (!a->out && !a->xw && !a->unit_sumsq && !a->rms_r)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: no output requested (out, xw, unit_sumsq and rms_r are all NULL)");
   if (a->out && a->out_stride < a->hidden && a->tokens > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: row stride %lld is smaller than the row (%lld)",
-                (long long)a->out_stride, (long long)a->hidden);
+                      (long long)a->out_stride, (long long)a->hidden);
   if (a->xw) {
     if (!a->norm_weight) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: required with xw (bf16(x * w))");
     if (!is_float_type(a->norm_weight_dtype))
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: expected bfloat16, float16 or float32, got %s",
-                  mlops_dtype_name(a->norm_weight_dtype));
+                        mlops_dtype_name(a->norm_weight_dtype));
     if (a->xw_stride < a->hidden && a->tokens > 1)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "xw: row stride %lld is smaller than the row (%lld)",
-                  (long long)a->xw_stride, (long long)a->hidden);
+                        (long long)a->xw_stride, (long long)a->hidden);
   } else if (a->norm_weight) {
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "norm_weight: given without xw");
   }
   const int64_t units = (a->hidden + kUnit - 1) / kUnit;
   if (a->unit_sumsq && a->unit_sumsq_stride < units && a->tokens > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "unit_sumsq: row stride %lld is smaller than ceil(hidden / 256) = %lld",
-                (long long)a->unit_sumsq_stride, (long long)units);
+                      (long long)a->unit_sumsq_stride, (long long)units);
   if (a->rms_r && !(a->eps >= 0.0f)) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "eps: expected >= 0, got %g", double(a->eps));
   if (a->variant < -1 || a->variant >= kNumEmbed)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumEmbed, a->variant);
@@ -208,11 +206,11 @@ mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
   if (!a) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "args: NULL");
   if (a->tokens < 1 || a->tokens > 8)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT,
-                "x: the LM head takes 1 .. 8 tokens a call (decode); got %lld (use a GEMM for prefill)",
-                (long long)a->tokens);
+                      "x: the LM head takes 1 .. 8 tokens a call (decode); got %lld (use a GEMM for prefill)",
+                      (long long)a->tokens);
   if (a->hidden < 8 || a->hidden % 8)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a hidden size that is a positive multiple of 8, got %lld",
-                (long long)a->hidden);
+                      (long long)a->hidden);
   if (a->vocab < 1 || a->vocab > 0x7fffffff)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: expected 1 .. 2^31-1 rows, got %lld", (long long)a->vocab);
   if (!a->x) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: NULL pointer");
@@ -220,20 +218,20 @@ mlops_status check_lm_head(const mlops_lm_head_args* a, bool device) {
   if (!a->logits) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
   if (a->x_stride < a->hidden && a->tokens > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: row stride %lld is smaller than hidden %lld", (long long)a->x_stride,
-                (long long)a->hidden);
+                      (long long)a->hidden);
   if (a->weight_stride < a->hidden && a->vocab > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "weight: row stride %lld is smaller than hidden %lld",
-                (long long)a->weight_stride, (long long)a->hidden);
+                      (long long)a->weight_stride, (long long)a->hidden);
   if (a->logits_stride < a->vocab && a->tokens > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
-                (long long)a->logits_stride, (long long)a->vocab);
+                      (long long)a->logits_stride, (long long)a->vocab);
   // 16-byte loads of x and W (8 bf16): the kernels need them aligned
   if (device) {
     if (!aligned16(a->x) || a->x_stride % 8)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
     if (!aligned16(a->weight) || a->weight_stride % 8)
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT,
-                  "weight: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
+                        "weight: expected a 16-byte aligned pointer and a row stride that is a multiple of 8");
   }
   if (a->variant < -1 || a->variant >= kNumLmHead)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "variant: expected -1 or an index below %d, got %d", kNumLmHead, a->variant);
@@ -292,7 +290,7 @@ mlops_status check_sample(const mlops_sample_args* a) {
   if (!a->logits) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: NULL pointer");
   if (a->logits_stride < a->vocab && a->rows > 1)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "logits: row stride %lld is smaller than vocab %lld",
-                (long long)a->logits_stride, (long long)a->vocab);
+                      (long long)a->logits_stride, (long long)a->vocab);
   if (!a->configs) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "configs: NULL pointer");
   if (!a->seeds) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "seeds: NULL pointer");
   if (!a->steps) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "steps: NULL pointer");
@@ -449,7 +447,7 @@ mlops_status mlops_lm_head(const mlops_lm_head_args* args, void* stream) {
     return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs sm_%d or newer, this GPU is sm_%d", var.name, var.min_sm, d.sm);
   if (code_arch_of(var) < var.min_sm)
     return g_err.fail(MLOPS_ERR_UNSUPPORTED, "variant: %s needs code built for sm_%d or newer; this build's is for sm_%d",
-                var.name, var.min_sm, code_arch_of(var));
+                      var.name, var.min_sm, code_arch_of(var));
   const LmHeadParams p = make_lm_head_params(*args);
   cudaError_t e;
   if (kLmHeadStreamRows[v]) {
@@ -597,7 +595,7 @@ mlops_status mlops_sample_check_configs(const mlops_sample_config* c, int64_t ro
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "min_p: expected a value in [0, 1], got %g (row %lld)", double(c[i].min_p), (long long)i);
     if (!(c[i].repetition_penalty > 0.0f))
       return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "repetition_penalty: expected > 0, got %g (row %lld)",
-                  double(c[i].repetition_penalty), (long long)i);
+                        double(c[i].repetition_penalty), (long long)i);
   }
   return MLOPS_OK;
 }

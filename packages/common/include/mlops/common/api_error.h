@@ -12,7 +12,8 @@
 
 namespace mlops::common {
 
-struct ErrorSlot {
+class ErrorSlot {
+ public:
   // The message formatted (printf rules, at most 511 bytes) into the slot; returns s, so a check reads
   // `return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "x: ...", ...);`.
   mlops_status fail(mlops_status s, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
@@ -26,6 +27,8 @@ struct ErrorSlot {
   }
   void clear() { msg.clear(); }
   const char* message() const { return msg.c_str(); }
+
+ private:
   std::string msg;
 };
 
