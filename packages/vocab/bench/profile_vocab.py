@@ -12,6 +12,8 @@ B = 1 greedy and temperature through cluster16_lean (the fixed cost of launch, s
 barriers; the exp pass), B = 1 top-p 0.9 and top-k 50 (T = 0.8) through cluster16_gather (rounds
 after the first in each CTA alone), B = 64 temperature through cluster8_lean and top-p through
 cluster8_gather: the launches the ncu report names in that order (each after its warm-up call).
+`--cases s9` (GPU run 51): the sampler launches of session 6's plan instead (B = 1 top-p wide / top-k
+gather, B = 64 temperature lean, top-p wide, top-k lean and wide); `--no-lm-head` skips the LM head.
 """
 
 import argparse
@@ -20,7 +22,11 @@ import torch
 
 import mlops.vocab as mv
 
-# The sampler launches of the open targets (issue 5): the plan of session 6 (runs 31 / 33) per mode and B
+# The LM head launches: (M, variant)
+LM_HEAD_CASES = [(1, None), (1, "mma_m16n8k16_bf16_stream8"), (8, "mma_m16n8k16_bf16_stream8"),
+                 (1, "mma_m16n8k16_bf16_stream32")]
+# The sampler launches (B, variant, configuration): s4, session 4's candidates; s9, the plan of session 6
+# (runs 31 / 33) for the open targets (issue 5)
 SAMPLER_CASES = {
     "s4": [(1, "cluster16_lean", dict(temperature=0.0)),
            (1, "cluster16_lean", dict(temperature=0.8)),
@@ -45,8 +51,7 @@ def main():
     V, H = 151936, 4096
     w = None if a.no_lm_head else torch.randn(V, H, device="cuda", dtype=torch.bfloat16) * 0.02
     o = None
-    for M, variant in [] if a.no_lm_head else [(1, None), (1, "mma_m16n8k16_bf16_stream8"), (8, "mma_m16n8k16_bf16_stream8"),
-                       (1, "mma_m16n8k16_bf16_stream32")]:
+    for M, variant in [] if a.no_lm_head else LM_HEAD_CASES:
         x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16)
         for _ in range(1):  # one warm-up (first-call attribute queries): ncu profiles it too
             o = mv.lm_head(x, w, stats=True, variant=variant)
