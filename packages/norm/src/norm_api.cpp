@@ -184,7 +184,10 @@ Params make_params(const mlops_norm_args& a) {
   p.order = a.order;
   p.quant = a.quant;
   p.eps = a.eps;
-  p.weight_offset = a.weight_offset;
+  // A zero offset is kept as -0: w + -0 is w for every w (+0 would turn a -0 weight into +0, so y
+  // would lose the sign HF's w * t gives it), and it lets the lean kernels multiply w as stored
+  // in packed pairs (norm_row_leanq.cuh, mul_packed8). Host and GPU read the same value.
+  p.weight_offset = a.weight_offset == 0.0f ? -0.0f : a.weight_offset;
   p.x = a.x; p.x_stride = a.x_stride;
   p.residual = a.residual; p.residual_stride = a.residual_stride;
   p.residual_out = a.residual_out; p.residual_out_stride = a.residual_out_stride;

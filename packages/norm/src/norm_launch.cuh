@@ -96,12 +96,13 @@ cudaError_t launch_l(const Params& p, cudaStream_t s) {
 // the common call with INT8, FP8 static / dynamic or NVFP4) with 16 or 8 units at MINB16 /
 // MINB8 CTAs an SM; y alone runs r16l's / r16l4's instance, everything else r16.
 // WS: w + weight_offset staged in shared memory a CTA (stage_weff), y alone included (at
-// Y16 CTAs an SM for 16 units); without WS y alone runs r16l's / r16l4's instance. PERSIST:
+// Y16 CTAs an SM for 16 units); without WS y alone runs r16l's / r16l4's instance, and only w
+// as stored (w_as_stored: weight_offset -0) is taken (packed y = t * w, mul_packed8). PERSIST:
 // a grid of at most the SMs times the CTAs an SM, warps walking the rows.
 template <class XT, int MINB16, int MINB8, bool WS = false, int Y16 = MINB16, bool PERSIST = false>
 cudaError_t launch_lx(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
-    if ((WS || p.quant != MLOPS_QUANT_NONE) && leanq_call<XT>(p) && (p.units == 16 || p.units == 8)) {
+    if ((WS || (p.quant != MLOPS_QUANT_NONE && w_as_stored(p))) && leanq_call<XT>(p) && (p.units == 16 || p.units == 8)) {
       const int64_t ctas = (p.rows + kRowWarps - 1) / kRowWarps;
       auto grid = [&](int per_sm) {
         const int64_t cap = int64_t(p.sms > 0 ? p.sms : 132) * per_sm;
@@ -124,7 +125,8 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
   return launch_l<XT, MINB16, MINB8>(p, s);
 }
 
-// "lx2" / "lx4w" (norm_row_leanq2_kernel): 16-unit rows of leanq_call, y alone included, on
+// "lx2" / "lx4w" (norm_row_leanq2_kernel): 16-unit rows of leanq_call with w as stored
+// (w_as_stored: packed y = t * w, mul_packed8; other offsets go on as r16lx sends them), y alone included, on
 // N warps a row at MINB CTAs (of 4 / N rows) an SM; 8-unit rows and the rest as r16lx.
 // E ("e" variants r16lx2e / r16lx4we): NVFP4 and FP8 by the kE instances (e2m1_nibble, FP8
 // with one clamp); y alone and INT8 run the plain instances (r16lx2's / r16lx4w's: nothing
@@ -135,7 +137,7 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 template <class XT, int MINB, int N = 2, int E = 0, bool B = false>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
-    if (leanq_call<XT>(p) && p.units == 16) {
+    if (leanq_call<XT>(p) && w_as_stored(p) && p.units == 16) {
       constexpr int kSlots = kRowWarps / N;
       const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));
 #define MLOPS_NORM_LX2(Q)                                                        \

@@ -36,6 +36,11 @@ inline bool leanq_call(const Params& p) {
          int64_t(p.units) * kUnit == p.hidden;
 }
 
+// Whether w_eff = w + weight_offset is w itself for every w: the offset is -0 (make_params
+// keeps a zero offset as -0). The lx / lx2 instances without staged weights need it
+// (mul_packed8); the launchers send other calls on.
+inline bool w_as_stored(const Params& p) { return f32_bits(p.weight_offset) == 0x80000000u; }
+
 // w + weight_offset of a lane's 8 columns of unit k, as fp32. kWs: from the CTA's staged copy
 // (stage_weff: fp32, the offset already added, two conflict-free LDS.128), else loaded (L1)
 // and converted here. The same FADD either way, so the same bits.
@@ -100,6 +105,83 @@ __device__ __forceinline__ Raw8<XT> lean_y8(const Raw8<XT>& raw, const float wef
   Raw8<XT> o;
   pack8<XT>(e, o);  // y = round_x(w_eff * t)
   return o;
+}
+
+// t = round_x(v * r) of a unit, packed (lean_y8's first rounding).
+template <class XT, bool kAgain>
+__device__ __forceinline__ Raw8<XT> lean_t8(const Raw8<XT>& raw, float r) {
+  float e[8];
+  if constexpr (kAgain) unpack8_again(raw, e);
+  else unpack8_pairs(raw, e);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) e[i] = e[i] * r;
+  Raw8<XT> t;
+  pack8<XT>(e, t);
+  return t;
+}
+
+// y = round_x(t * w) of a unit in fp32 (t and w unpacked, one FMUL an element, packed again):
+// lean_y8's second rounding with w_eff = w.
+template <class XT>
+__device__ __forceinline__ Raw8<XT> mul_f32_8(const Raw8<XT>& t, const Raw8<XT>& w) {
+  float a[8], b[8];
+  unpack8_pairs(t, a);
+  unpack8_pairs(w, b);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = b[i] * a[i];
+  Raw8<XT> o;
+  pack8<XT>(a, o);
+  return o;
+}
+
+// Whether this device code has a packed multiply of x's type that rounds once: fp16 pairs on
+// sm_53+ (mul.rn.f16x2), bf16 pairs on sm_80+ (fma.rn.bf16x2 with a -0 addend; sm_90 has
+// mul.rn.bf16x2). Host code and older archs: no (the fp32 path).
+template <class XT>
+__device__ constexpr bool packed_mul_here() {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<XT, bf16>) return __CUDA_ARCH__ >= 800;
+  else return __CUDA_ARCH__ >= 530;
+#else
+  return false;
+#endif
+}
+
+// y = round_x(t * w) of a unit by one packed multiply a pair, for w as stored (weight_offset
+// -0: w_eff = w + -0 = w for every w, -0 included): mul_f32_8's bits.
+// Why: mul_f32_8 costs ~4 instructions an element (two unpacks, FMUL, half a cvt; lean_y8 adds
+// the offset's FADD), the packed multiply half of one (sm_90 bf16 16384x4096: the lx2 kernel
+// of y alone from 15.8 to 11.5 SASS instructions an element).
+// The same bits: mul.rn (fma.rn with a -0 addend) rounds the exact product once; the fp32 path
+// rounds fp32's product, and that is the exact product wherever it can matter. fp16: products
+// of fp16 values have <= 22 significant bits and magnitudes >= 2^-48, so fp32 holds them
+// exactly. bf16: <= 16 significant bits; fp32 rounds only a product with a bit below 2^-149,
+// i.e. one under 2^-133 (the smallest bf16 subnormal), where both roads give 0 or 2^-133 alike:
+// fp32 can carry it at most up to 2^-134, the midpoint, which ties to 0 as the product below it
+// does. tests/c/codes_fast_exhaustive.cpp checks every pair of finite bf16 values; inf and NaN
+// products are inf and a NaN both ways (NaN payloads are not part of the contract: the integer
+// rounding below sm_80 keeps a NaN's sign, cvt does not).
+template <class XT>
+__device__ __forceinline__ void mul_packed8(const Raw8<XT>& t, const Raw8<XT>& w, Raw8<XT>& o) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t* a = reinterpret_cast<const uint32_t*>(&t);
+  const uint32_t* b = reinterpret_cast<const uint32_t*>(&w);
+  uint32_t* d = reinterpret_cast<uint32_t*>(&o);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<XT, bf16>) {
+#if __CUDA_ARCH__ >= 900
+      asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d[i]) : "r"(a[i]), "r"(b[i]));
+#else
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d[i]) : "r"(a[i]), "r"(b[i]), "r"(0x80008000u));
+#endif
+    } else {
+      asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d[i]) : "r"(a[i]), "r"(b[i]));
+    }
+  }
+#else
+  o = mul_f32_8(t, w);
+#endif
 }
 
 // amax of a block of 16 (this lane's 8 values and its pair lane's): fmaxf ignores NaN and
@@ -299,11 +381,21 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
     u[k] = warp_butterfly32(lane_sumsq8(e));
   }
   const float r = rms_r(red.fold(u), p.group, p.eps);
-  // y of unit k, packed
+  // y of unit k, packed. kPackW (weights loaded, not staged; the launch routes only calls with
+  // w as stored, weight_offset -0, here): the second rounding by mul_packed8.
+  constexpr bool kPackW = !kWs && packed_mul_here<XT>();
   auto y_unit = [&](int k) {
-    float w[8];
-    wf.get(k, w);
-    return lean_y8<XT, kAgain>(raw[k], w, r);
+    if constexpr (kPackW) {
+      const Raw8<XT> t = lean_t8<XT, kAgain>(raw[k], r);
+      Raw8<XT> wq, o;
+      wq.q[0] = ld_const16(wf.wr + k * kUnit);
+      mul_packed8(t, wq, o);
+      return o;
+    } else {
+      float w[8];
+      wf.get(k, w);
+      return lean_y8<XT, kAgain>(raw[k], w, r);
+    }
   };
 
   if constexpr (kQuant == MLOPS_QUANT_NONE) {

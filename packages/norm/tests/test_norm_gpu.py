@@ -184,7 +184,7 @@ def test_lean_row_variant(H, xdt, variant):
     """The lean kernels (norm_row_lean.cuh, norm_row_leanq.cuh: 16 or 8 units, compile-time
     flags; x kept as fp32 or unpacked twice; staged weights; a persistent grid) where the shapes
     above do not reach: a partial last CTA (2501 rows: more than a persistent grid's warps),
-    signed zeros in w and x (w + 0 turns -0 into +0 before w * t: the sign of a zero y), an
+    signed zeros in w and x (w_eff = w + -0 keeps a -0 weight: the sign of a zero y), an
     all-zero row, every quantized output with and without y, y over x."""
     x, w = randn((2501, H), xdt, 40), randn(H, xdt, 41)
     x[:, ::7] = 0.0
@@ -257,3 +257,36 @@ def test_lean_nvfp4_nonfinite(xdt, variant):
         c = _host(("nonfinite", xdt, i), mn.rms_norm, x, w, **kw)
         kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
         check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")
+
+
+def _tiny_products(H):
+    """bf16 rows whose t = round(v * r) and w multiply to fp32 / bf16 subnormals and below: element
+    0 of a row is 1, the rest ~2^-70 with varied mantissas, so r ~ sqrt(H) and t ~ 2^-64; w spans
+    2^-57 ... 2^-76 with both signs. Returns (x, w, n): n the products under 2^-126."""
+    g = torch.Generator().manual_seed(60)
+    x = (1.0 + torch.rand((64, H), generator=g)) * torch.exp2(torch.full((64, H), -70.0))
+    x[:, 0] = 1.0
+    x = x.to(torch.bfloat16)
+    w = ((1.0 + torch.rand(H, generator=g)) * torch.exp2(-57.0 - torch.randint(0, 20, (H,), generator=g).double()))
+    w = torch.where(torch.rand(H, generator=g) < 0.5, -w, w).to(torch.bfloat16)
+    t = mn.rms_norm(x, torch.ones(H, dtype=torch.bfloat16))  # t itself: y of w = 1
+    n = int(((t.double() * w.double()).abs() < 2.0**-126).sum())
+    return x, w, n
+
+
+@pytest.mark.parametrize("variant", LEAN_VARIANTS)
+@pytest.mark.parametrize("H", (4096, 2048))
+def test_lean_tiny_products(H, variant):
+    """The packed multiply of y = t * w (mul_packed8: HMUL2 on sm_90, fma.rn.bf16x2 on sm_80,
+    the fp32 path below) where t * w falls into bf16's subnormals and under them: the host rounds
+    fp32's product (itself rounded there), the kernel the exact one; the same bits
+    (tests/c/codes_fast_exhaustive.cpp proves it for every pair, this holds the GPU to it)."""
+    x, w, n = _tiny_products(H)
+    assert n > 1000, n
+    s = torch.tensor(1e-30, dtype=torch.float32)
+    xc, wc, sc = x.cuda(), w.cuda(), s.cuda()
+    for i, kw in enumerate(_lean_calls(s)):
+        c = _host(("tiny", H, i), mn.rms_norm, x, w, **kw)
+        kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
+        what = f"{variant} tiny t*w {H} {kw} ({n} subnormal products) [{gpu_arch_tag()}]"
+        check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, what)

@@ -4,7 +4,7 @@ against an independent float64 reference and against Hugging Face's own modules.
 import pytest
 import torch
 from mlops_testing import FLOAT_DTYPES, randn, ulp_diff
-from norm_reference import norm64
+from norm_reference import hf_order_rms, norm64
 
 import mlops.norm as mn
 
@@ -102,6 +102,24 @@ def test_hf_llama_rmsnorm_bits():
         d = ulp_diff(y, ref)
         assert int(d.max()) <= 2
         assert float((d == 0).float().mean()) > 0.995, float((d == 0).float().mean())
+
+
+def test_zero_weight_sign_as_hf():
+    """y = round(t * w) with w as stored: a -0 weight gives a zero y with the sign of t * (-0), as
+    HF's weight * t does (the offset of a plain weight is kept as -0, so w + offset is w)."""
+    H = 4096
+    x = randn((8, H), torch.bfloat16, 12)
+    x[:, 5::40] = 0.0
+    w = randn(H, torch.bfloat16, 13)
+    w[::10] = -0.0
+    w[5::10] = 0.0
+    y = mn.rms_norm(x, w, eps=1e-6)
+    zero_w = w == 0
+    expect_neg = torch.signbit(x[:, zero_w].float()) ^ torch.signbit(w[zero_w].float())
+    assert torch.equal(torch.signbit(y[:, zero_w].float()), expect_neg)
+    assert bool((y[:, zero_w] == 0).all())
+    ref = hf_order_rms(x, w, 1e-6)
+    assert torch.equal(torch.signbit(ref[:, zero_w].float()), expect_neg)
 
 
 def test_hf_gemma_rmsnorm():

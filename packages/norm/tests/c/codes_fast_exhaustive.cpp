@@ -13,8 +13,12 @@
 //     (|p| < 7 or NaN / |p| < 7);
 //   * the bound e2m1_nibble_near relies on: amax * mul < 6.5 for every bf16 / fp16 amax whose
 //     amax / 6 is not clamped at 448 (mul: nvfp4_block's, no global factor);
-//   * e4m3_normal_to_f32: every positive normal E4M3 code.
+//   * e4m3_normal_to_f32: every positive normal E4M3 code;
+//   * mul_packed8's bf16 multiply: every pair of finite bf16 values, the exact product rounded
+//     once equals the fp32 product rounded to bf16 (the host emulation's order).
 // Prints "N passed, M failed" (a case is one function over its whole input set).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -147,6 +151,24 @@ int main() {
     for (uint32_t c = 0x08; c < 0x7f; ++c)
       if (f32_bits(e4m3_normal_to_f32(c)) != f32_bits(e4m3_to_f32(uint8_t(c)))) ++bad;
     report(bad == 0, "e4m3_normal_to_f32", bad);
+  }
+  {  // mul_packed8 (norm_row_leanq.cuh): every pair of finite bf16 values (the sign only flips the
+     // result), the exact product (double holds its <= 16 significant bits) rounded once to bf16,
+     // against the host's road: the product in fp32, then f32_to_bf16_int. Overflow included.
+    long bad = 0;
+    for (uint32_t a = 0; a <= 0x7f7fu; ++a)
+      for (uint32_t b = a; b <= 0x7f7fu; ++b) {
+        const float fa = bf16_to_f32(uint16_t(a)), fb = bf16_to_f32(uint16_t(b));
+        const uint16_t host = f32_to_bf16_int(fa * fb);
+        const double e = double(fa) * double(fb);
+        int ex = 0;
+        std::frexp(e, &ex);  // e = m * 2^ex, m in [0.5, 1): a normal bf16 ulp is 2^(ex - 8)
+        const int ue = e == 0.0 ? -133 : std::max(ex - 8, -133);
+        const double r = std::ldexp(std::nearbyint(std::ldexp(e, -ue)), ue);  // RNE (the default mode)
+        const uint16_t once = r >= 0x1p128 ? uint16_t(0x7f80u) : uint16_t(f32_bits(float(r)) >> 16);
+        if (host != once) ++bad;
+      }
+    report(bad == 0, "bf16 product rounded once", bad);
   }
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
