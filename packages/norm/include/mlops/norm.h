@@ -49,7 +49,7 @@ typedef struct mlops_norm_args {
   mlops_norm_order order;
   mlops_norm_quant quant;
   float eps;
-  float weight_offset; /* 0: w, 1: 1 + w (Gemma, Qwen3-Next, LayerNorm1P) */
+  float weight_offset; /* 0: w (applied as -0: w + -0 = w, a -0 weight keeps its sign), 1: 1 + w (Gemma, Qwen3-Next, LayerNorm1P) */
 
   mlops_dtype x_dtype; /* BF16, FP16, FP32; also the dtype of residual, gate, y, residual_out */
   const void* x;        int64_t x_stride;
