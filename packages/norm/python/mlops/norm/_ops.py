@@ -286,7 +286,8 @@ def norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[
     """Normalize the last dimension of x.
 
     kind: 'rms' or 'layer'. weight (optional) is used as weight + weight_offset
-    (weight_offset=1: Gemma, Qwen3-Next, LayerNorm1P). bias (optional) is added after
+    (weight_offset=1: Gemma, Qwen3-Next, LayerNorm1P; 0 is applied as -0, so the weight
+    itself, a -0 weight included). bias (optional) is added after
     the weight. residual: x + residual (rounded to x's dtype) is normalized and returned.
     gate: silu(gate) multiplies before ('before', Mamba-2 norm_before_gate=False) or after
     ('after', Mamba-2 / Nemotron-H / Qwen3-Next) the norm. group_size: normalize groups of
