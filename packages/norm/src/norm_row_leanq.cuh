@@ -88,26 +88,7 @@ __device__ __forceinline__ void stage_weff(const Params& p, float* ws) {
   }
 }
 
-// y of one unit (a lane's 8 values) as x's dtype, packed: norm_row_lean_kernel's epilogue with
-// weff = w + weight_offset.
-template <class XT, bool kAgain>
-__device__ __forceinline__ Raw8<XT> lean_y8(const Raw8<XT>& raw, const float weff[8], float r) {
-  float e[8];
-  if constexpr (kAgain) unpack8_again(raw, e);
-  else unpack8_pairs(raw, e);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) e[i] = e[i] * r;
-  Raw8<XT> t;
-  pack8<XT>(e, t);  // t = round_x(v * r)
-  unpack8_pairs(t, e);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) e[i] = weff[i] * e[i];
-  Raw8<XT> o;
-  pack8<XT>(e, o);  // y = round_x(w_eff * t)
-  return o;
-}
-
-// t = round_x(v * r) of a unit, packed (lean_y8's first rounding).
+// t = round_x(v * r) of a unit, packed: the first rounding.
 template <class XT, bool kAgain>
 __device__ __forceinline__ Raw8<XT> lean_t8(const Raw8<XT>& raw, float r) {
   float e[8];
@@ -120,18 +101,24 @@ __device__ __forceinline__ Raw8<XT> lean_t8(const Raw8<XT>& raw, float r) {
   return t;
 }
 
-// y = round_x(t * w) of a unit in fp32 (t and w unpacked, one FMUL an element, packed again):
-// lean_y8's second rounding with w_eff = w.
+// y = round_x(w_eff * t) of a unit in fp32 (t unpacked, one FMUL an element, packed again): the
+// second rounding.
 template <class XT>
-__device__ __forceinline__ Raw8<XT> mul_f32_8(const Raw8<XT>& t, const Raw8<XT>& w) {
-  float a[8], b[8];
-  unpack8_pairs(t, a);
-  unpack8_pairs(w, b);
+__device__ __forceinline__ Raw8<XT> mul_weff8(const Raw8<XT>& t, const float weff[8]) {
+  float e[8];
+  unpack8_pairs(t, e);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) a[i] = b[i] * a[i];
+  for (int i = 0; i < 8; ++i) e[i] = weff[i] * e[i];
   Raw8<XT> o;
-  pack8<XT>(a, o);
+  pack8<XT>(e, o);
   return o;
+}
+
+// y of one unit (a lane's 8 values) as x's dtype, packed: norm_row_lean_kernel's epilogue with
+// weff = w + weight_offset.
+template <class XT, bool kAgain>
+__device__ __forceinline__ Raw8<XT> lean_y8(const Raw8<XT>& raw, const float weff[8], float r) {
+  return mul_weff8<XT>(lean_t8<XT, kAgain>(raw, r), weff);
 }
 
 // Whether this device code has a packed multiply of x's type that rounds once: fp16 pairs on
@@ -148,8 +135,8 @@ __device__ constexpr bool packed_mul_here() {
 }
 
 // y = round_x(t * w) of a unit by one packed multiply a pair, for w as stored (weight_offset
-// -0: w_eff = w + -0 = w for every w, -0 included): mul_f32_8's bits.
-// Why: mul_f32_8 costs ~4 instructions an element (two unpacks, FMUL, half a cvt; lean_y8 adds
+// -0: w_eff = w + -0 = w for every w, -0 included): mul_weff8's bits.
+// Why: the fp32 road costs ~4 instructions an element (two unpacks, FMUL, half a cvt; lean_y8 adds
 // the offset's FADD), the packed multiply half of one (sm_90 bf16 16384x4096: the lx2 kernel
 // of y alone from 15.8 to 11.5 SASS instructions an element).
 // The same bits: mul.rn (fma.rn with a -0 addend) rounds the exact product once; the fp32 path
@@ -180,7 +167,9 @@ __device__ __forceinline__ void mul_packed8(const Raw8<XT>& t, const Raw8<XT>& w
     }
   }
 #else
-  o = mul_f32_8(t, w);
+  float b[8];  // host pass (never run: kPackW is false there): the fp32 road
+  unpack8_pairs(w, b);
+  o = mul_weff8<XT>(t, b);
 #endif
 }
 
