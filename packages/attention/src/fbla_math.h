@@ -72,7 +72,13 @@ MLOPS_HD float dequant(float mn, float scale, int code) { return mn + scale * fl
 // one int8's 2^-8. Both digit dots are DP4A (exact integers); the combined what . code =
 // 256 (hi . code) + lo . code < 2^31, and
 //   score[t] = (bias + s_w * float(what . code[t])) * scale.
-MLOPS_HD float qhat_inv(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
+// A group whose largest |q_d k_scale_d| is at most 2^-96 gets inv 0: all digits 0, its score the bias term
+// alone (off by < 2^-96 * 63 * D * scale). Why: 127 / amax overflows to inf below ~3.7e-37 (bf16 q ~ 1e-38),
+// and then a zero w_d gives inf * 0 = NaN, whose int conversion is undefined in C++ (x86 gives INT_MIN, the
+// GPU 0) and 256 * INT_MIN overflows. The outputs did not show it (s_w is subnormal there, the scores ~0),
+// but the host emulation had undefined behaviour; test_tiny_q_digits / test_tiny_q_gpu_equals_host run it.
+constexpr float kTinyWeight = 1.2621774483536189e-29f;  // 2^-96
+MLOPS_HD float qhat_inv(float amax) { return amax > kTinyWeight ? 127.0f / amax : 0.0f; }
 
 MLOPS_HD float qhat_sw(float amax) { return amax / 32512.0f; }
 
@@ -116,7 +122,7 @@ constexpr int kSlice = 32;
 constexpr int kSlicesPerGroup = kGroup / kSlice;  // 4
 constexpr int kSlicesPerChunk = kChunkGroups * kSlicesPerGroup;  // 8
 
-MLOPS_HD float pv_inv(float wmax) { return wmax > 1.2621774483536189e-29f ? 127.0f / wmax : 0.0f; }  // 2^-96
+MLOPS_HD float pv_inv(float wmax) { return wmax > kTinyWeight ? 127.0f / wmax : 0.0f; }
 
 // ---- softmax pieces -----------------------------------------------------------------------
 MLOPS_HD float neg_inf() { return bits_f32(0xff800000u); }

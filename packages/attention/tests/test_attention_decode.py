@@ -52,6 +52,23 @@ def test_decode_against_float64(mode, D, G, pv):
         check_close(out, A.reference_decode(q, c), v, f"exact={exact} pv={pv}")
 
 
+@pytest.mark.parametrize("pv", ["digits", "chains"])
+def test_tiny_q_digits(pv):
+    """q ~ 1e-38 (bf16 normals and subnormals, zeros among them): every |q_d k_scale_d| of a group is below
+    2^-96, so its q digits are 0 (qhat_inv) and the scores the bias term; without that guard 127 / amax was
+    inf and a zero q_d gave NaN digits (undefined int conversion on the host). Softmax is flat, as the
+    reference's."""
+    k, v, q = make(1, 2, 3 * GROUP + 5, 128, seed=21, Hq=4)
+    q = (q.float() * 1e-38).bfloat16()
+    q[..., ::9] = 0.0  # zero q_d: 0 * inf was the NaN
+    assert bool((q == 0).any()) and bool((q != 0).any())
+    c = A.encode(k, v, mode="3+3")
+    for exact in (True, False):
+        out = A.decode(q, c, exact=exact, out_dtype=torch.float32, pv=pv)
+        assert bool(torch.isfinite(out).all())
+        check_close(out, A.reference_decode(q, c), v, f"tiny q exact={exact} pv={pv}")
+
+
 @pytest.mark.parametrize("peaked", [0.0, 2.0, 6.0])
 def test_pv_digits_error(peaked):
     """The digits form's own error: a slice's weights to 15 bits of its largest (relative 2^-16 a weight), so

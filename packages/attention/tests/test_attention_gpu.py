@@ -88,6 +88,21 @@ def test_decode_gpu_equals_host(mode, D, G, variant):
                                         f"({gpu_arch_tag()})")
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_tiny_q_gpu_equals_host(variant):
+    """q ~ 1e-38 (zeros among it): every group's q digits 0 by qhat_inv's 2^-96 guard (before it, inf * 0 gave
+    NaN digits, converted to int by undefined behaviour on the host), kernels == host bit for bit."""
+    k, v, q = make(2, 2, 3 * GROUP + 5, 128, seed=21, Hq=8)
+    q = (q.float() * 1e-38).bfloat16()
+    q[..., ::9] = 0.0  # zero q_d: 0 * inf was the NaN
+    gc = A.encode(k.cuda(), v.cuda(), [3 * GROUP + 5, GROUP + 3])
+    cc = A.encode(k, v, [3 * GROUP + 5, GROUP + 3])
+    for exact in (True, False):
+        g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
+        c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv=PV[variant])
+        assert_bits_equal(g, c, f"tiny q [{variant}] exact={exact} ({gpu_arch_tag()})")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_decode_independent_of_ctas(variant):
     B, H, D, G = 2, 8, 128, 4
     k, v, q = make(B, H, 20 * GROUP + 5, D, seed=3, Hq=H * G, peaked=1.0)
