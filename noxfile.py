@@ -244,12 +244,33 @@ def lint(session):
     session.run("clang-format", "--dry-run", *files, silent=True, success_codes=[0, 1])
 
 
-def _conda(session, names, cuda, archs, out: pathlib.Path, run_tests=True) -> list[pathlib.Path]:
-    """Build recipes/<names> offline into <out>/channel against the stand-in channel <out>/standin,
-    install mlops into <out>/prefix from it and run the packages' CPU tests there. Returns the packages."""
-    py = session.python
+def _conda_torch_python(session, py: str, torch: str) -> str:
+    """An interpreter of Python py with torch and the test pins, for the stand-in channel's pytorch and
+    mlops-test-extras: the session's own for its Python, else the venv build/conda/venv-py<py>-torch<t>
+    (made like nox -s matrix's test venvs: pyenv's pythonX.Y, PyPI's torch; about 5 GB for 3.12)."""
+    if py == session.python:
+        return "python"
+    interp = _interpreter(py)
+    if not interp:
+        session.error(f"no python{py} on this machine")
+    venv = ROOT / "build" / "conda" / f"venv-py{py}-torch{torch}"
+    if not (venv / "bin" / "python").exists():
+        session.run(interp, "-m", "venv", str(venv), external=True)
+    session.run(str(venv / "bin" / "python"), "-m", "pip", "install", "-q", PINS["torch"][torch], *_test_pins(py),
+                external=True)
+    return str(venv / "bin" / "python")
+
+
+def _conda(session, names, cuda, archs, out: pathlib.Path, run_tests=True, py=None, torch=DEFAULT_TORCH
+           ) -> list[pathlib.Path]:
+    """Build recipes/<names> offline for (CUDA cuda, Python py: default the session's) into <out>/channel
+    against the stand-in channel <out>/standin, install mlops into <out>/prefix from it and run the
+    packages' CPU tests there. Returns the packages."""
+    py = py or session.python
     standin, channel, prefix = out / "standin", out / "channel", out / "prefix"
-    session.run("python", str(ROOT / "tools" / "conda_standin.py"), str(standin), "--python", py, "--cuda", cuda)
+    torch_py = _conda_torch_python(session, py, torch)
+    session.run("python", str(ROOT / "tools" / "conda_standin.py"), str(standin), "--python", py, "--cuda", cuda,
+                *(["--torch-python", torch_py] if torch_py != "python" else []))
     shutil.rmtree(channel, ignore_errors=True)
     session.run("python", str(ROOT / "tools" / "conda_recipes.py"), "build", "--out", str(channel),
                 "--channel", str(standin), "--python", py, "--cuda", cuda, *names, env={"MLOPS_CUDA_ARCHS": archs})
@@ -282,16 +303,21 @@ def _conda_names() -> list[str]:
 
 @nox.session(python="3.11")
 def conda(session):
-    """Conda packages, offline: nox -s conda -- [--package all|NAME] [--cuda 13.0] [--archs all].
+    """Conda packages, offline: nox -s conda -- [--package all|NAME] [--cuda 13.0|12.4] [--python 3.11]
+    [--archs all] [--out build/conda].
     recipes/*/recipe.yaml (conda-forge v1) built with py-rattler-build in dependency order into
     build/conda/channel (a conda channel, indexed with py-rattler) against a local stand-in for
     conda-forge (tools/conda_standin.py, build/conda/standin); then mlops is solved and installed
-    from it into build/conda/prefix with py-rattler, imported, and the packages' CPU tests run there."""
-    o = _opts(session, package="all", cuda=DEFAULT_CUDA, torch=DEFAULT_TORCH, archs="all",
+    from it into build/conda/prefix with py-rattler, imported, and the packages' CPU tests run there.
+    --python picks the variant's Python (3.10 ... 3.13 of recipes/variants.yaml); for one other than
+    the session's 3.11 the stand-in's pytorch links a venv build/conda/venv-py<X.Y>-torch<t> (PyPI's
+    torch: made once, online; the builds stay offline)."""
+    o = _opts(session, package="all", cuda=DEFAULT_CUDA, python=session.python, torch=DEFAULT_TORCH, archs="all",
               out=str(ROOT / "build" / "conda"))
     session.install(*PINS["conda"], PINS["torch"][o["torch"]], *PINS["test"])
     names = _conda_names() if o["package"] == "all" else [o["package"]]
-    _conda(session, names, o["cuda"], o["archs"], pathlib.Path(o["out"]).resolve())
+    _conda(session, names, o["cuda"], o["archs"], pathlib.Path(o["out"]).resolve(), py=o["python"],
+           torch=o["torch"])
 
 
 @nox.session(python="3.11")

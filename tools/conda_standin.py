@@ -21,12 +21,15 @@ render to on linux-64 with recipes/variants.yaml) and get these (../shared/notes
   * cuda-version X.Y: empty, constrains __cuda >=X (as conda-forge's)
   * cuda-cudart-dev, cuda-cudart-static X.Y: empty (the toolkit of nvcc has libcudart_static.a); the
     recipes link cudart statically and ignore their run_exports
-  * pytorch 2.13.0 (one Python): a .pth file naming a folder of symlinks to the running interpreter's
-    torch, its dependencies and numpy (as tools/tests/test_distribution.py does for venvs)
+  * pytorch (one Python): a .pth file naming a folder of symlinks to the torch, its dependencies and
+    numpy of an interpreter (--torch-python; default the running one), pinned to that interpreter's
+    X.Y (as tools/tests/test_distribution.py does for venvs)
   * mlops-test-extras: the same for what the packages' CPU tests import besides torch and pytest
 
-Run it with an interpreter that has torch (the nox session's venv) and conda-package-handling,
-py-rattler installed. Files are written with placeholder-free absolute paths of this machine.
+Run it with an interpreter that has conda-package-handling and py-rattler installed (the nox
+session's venv); --torch-python names one of the Python of the recipes' variant with torch and the
+test pins (`nox -s conda -- --python 3.12` makes that venv). Files are written with placeholder-free
+absolute paths of this machine.
 """
 from __future__ import annotations
 
@@ -131,12 +134,11 @@ def python_shim(channel, ver: str):
     (exe,) = sorted(glob.glob(str(exe)))[-1:]
     full = pathlib.Path(exe).parents[1].name  # e.g. 3.11.7
     tag = ver.replace(".", "")
-    major, minor = ver.split(".")
     cfg = f"home = {pathlib.Path(exe).parent}\ninclude-system-site-packages = false\nversion = {full}\n"
     make_package(channel, "python", full, f"0_shim_cp{tag}", "linux-64",
                  files={"pyvenv.cfg": cfg.encode(), f"lib/python{ver}/site-packages/.keep": b""},
                  symlinks={f"bin/python{ver}": exe, "bin/python3": f"python{ver}", "bin/python": f"python{ver}"},
-                 run_exports={"weak": [f"python >={ver},<{major}.{int(minor) + 1}.0a0"]})
+                 run_exports={"weak": [python_pin(ver)]})
 
 
 def wheel_package(channel, whl: pathlib.Path):
@@ -186,35 +188,62 @@ def closure(roots, exclude=()) -> list:
     return out
 
 
+def python_pin(ver: str) -> str:
+    """python's run_exports for X.Y: python >=X.Y,<X.(Y+1).0a0"""
+    major, minor = ver.split(".")[:2]
+    return f"python >={major}.{minor},<{major}.{int(minor) + 1}.0a0"
+
+
+def env_report(roots, exclude=()) -> dict:
+    """This interpreter's X.Y and the distributions roots require (closure): name, version and the
+    absolute paths of their top-level entries in site-packages. Run inside the interpreter whose
+    packages the stand-in links (dists_of)."""
+    dists = []
+    for dist in closure(roots, exclude):
+        tops = sorted({f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] not in ("..", "__pycache__")})
+        dists.append({"name": dist.metadata["Name"], "version": dist.version,
+                      "tops": [str(pathlib.Path(dist.locate_file(t))) for t in tops]})
+    return {"python": f"{sys.version_info.major}.{sys.version_info.minor}", "dists": dists}
+
+
+def dists_of(python: str, roots, exclude=()) -> dict:
+    """env_report(roots, exclude) of another interpreter (this file run there with --report)."""
+    p = subprocess.run([python, __file__, "--report", json.dumps({"roots": list(roots), "exclude": list(exclude)})],
+                       check=True, capture_output=True, text=True)
+    return json.loads(p.stdout)
+
+
 def _link_dists(dists, site_dir: pathlib.Path):
     shutil.rmtree(site_dir, ignore_errors=True)
     site_dir.mkdir(parents=True)
     for dist in dists:
-        for top in {f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] not in ("..", "__pycache__")}:
-            src = pathlib.Path(dist.locate_file(top))
-            if src.exists() and not (site_dir / top).exists():
-                (site_dir / top).symlink_to(src)
+        for top in dist["tops"]:
+            src = pathlib.Path(top)
+            if src.exists() and not (site_dir / src.name).exists():
+                (site_dir / src.name).symlink_to(src)
 
 
-def pytorch_standin(channel, site_dir: pathlib.Path):
-    """pytorch (+ numpy) of the running interpreter; and mlops-test-extras: what the packages' CPU
-    tests import besides torch and pytest (transformers, torchao, pkgconf, nvrtc), if installed."""
-    import torch
-
-    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
-    pin = f"python >={ver},<{ver.split('.')[0]}.{int(ver.split('.')[1]) + 1}.0a0"
-    torch_dists = closure(["torch", "numpy"])
+def pytorch_standin(channel, site_dir: pathlib.Path, python: str | None = None) -> str:
+    """pytorch (+ numpy) of the interpreter `python` (default: the running one), pinned to its X.Y;
+    and mlops-test-extras: what the packages' CPU tests import besides torch and pytest (transformers,
+    torchao, pkgconf, nvrtc), if installed there. Returns that X.Y."""
+    rep = dists_of(python or sys.executable, ["torch", "numpy"])
+    ver, torch_dists = rep["python"], rep["dists"]
+    pin = python_pin(ver)
     _link_dists(torch_dists, site_dir)
-    tv = torch.__version__.split("+")[0]
-    make_package(channel, "pytorch", tv, f"cpu_standin_py{ver.replace('.', '')}_0", "linux-64",
+    full = next(d["version"] for d in torch_dists if d["name"].lower() == "torch")
+    tv = full.split("+")[0]
+    kind = "cpu_" if full.endswith("+cpu") else ""
+    make_package(channel, "pytorch", tv, f"{kind}standin_py{ver.replace('.', '')}_0", "linux-64",
                  files={f"lib/python{ver}/site-packages/pytorch-standin.pth": f"{site_dir}\n".encode()},
                  depends=[pin])
     extras_dir = site_dir.with_name(site_dir.name + "-test-extras")
-    names = {d.metadata["Name"].lower() for d in torch_dists} | {"pytest", "pluggy", "iniconfig", "pygments", "packaging"}
-    _link_dists(closure(TEST_EXTRAS, exclude=names), extras_dir)
+    names = {d["name"].lower() for d in torch_dists} | {"pytest", "pluggy", "iniconfig", "pygments", "packaging"}
+    _link_dists(dists_of(python or sys.executable, TEST_EXTRAS, exclude=names)["dists"], extras_dir)
     make_package(channel, "mlops-test-extras", "0", f"standin_py{ver.replace('.', '')}_0", "linux-64",
                  files={f"lib/python{ver}/site-packages/mlops-test-extras.pth": f"{extras_dir}\n".encode()},
                  depends=[pin, "pytorch", "pytest"])
+    return ver
 
 
 def cuda_packages(channel, cuda: str):
@@ -241,6 +270,8 @@ def main(argv=None):
     ap.add_argument("channel", type=pathlib.Path)
     ap.add_argument("--python", action="append", help="X.Y of the python shims (default: the running one)")
     ap.add_argument("--cuda", action="append", help="toolkits of cuda-nvcc stand-ins (default 13.0)")
+    ap.add_argument("--torch-python", help="an interpreter with torch (and the test pins) of one of the --python "
+                    "versions: the pytorch stand-in links its packages (default: the running interpreter)")
     ap.add_argument("--wheels", type=pathlib.Path, default=pathlib.Path.home() / ".cache/mlops/conda-standin/wheels")
     a = ap.parse_args(argv)
     channel = a.channel.resolve()
@@ -264,7 +295,10 @@ def main(argv=None):
                      constrains=constrains, noarch="generic" if subdir == "noarch" else None)
     for cuda in a.cuda or ["13.0"]:
         cuda_packages(channel, cuda)
-    pytorch_standin(channel, channel.parent / (channel.name + "-torch-site"))
+    ver = pytorch_standin(channel, channel.parent / (channel.name + "-torch-site"), a.torch_python)
+    shims = a.python or [f"{sys.version_info.major}.{sys.version_info.minor}"]
+    if ver not in shims:
+        sys.exit(f"--torch-python is a Python {ver}, the python shims are {shims}: no pytorch for them")
     from rattler.index import index_fs
 
     asyncio.run(index_fs(channel, write_zst=False, write_shards=False, force=True))
@@ -274,4 +308,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--report"]:  # dists_of: run in the interpreter whose packages are linked
+        print(json.dumps(env_report(**json.loads(sys.argv[2]))))
+    else:
+        main()

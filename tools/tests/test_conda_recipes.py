@@ -187,3 +187,45 @@ def test_meta_pins_resolve_local_versions(tmp_path):
     got = sorted(p.name for p in target.glob("*.dist-info"))
     assert got == sorted([f"mlops-{version_of('mlops')}.dist-info"]
                          + [f"{d.split('~=')[0].replace('-', '_')}-{d.split('~=')[1]}+cu130.dist-info" for d in deps])
+
+
+def test_standin_python_pin():
+    """python's run_exports in the stand-in channel (python shim, pytorch, test extras): X.Y only."""
+    import conda_standin
+
+    assert conda_standin.python_pin("3.12") == "python >=3.12,<3.13.0a0"
+    assert conda_standin.python_pin("3.10.13") == "python >=3.10,<3.11.0a0"
+    assert conda_standin.python_pin("3.9") == "python >=3.9,<3.10.0a0"
+
+
+def _other_pythons():
+    import glob
+    import os
+
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    found = []
+    for v in ("3.10", "3.12", "3.13"):
+        exe = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{v}.*/bin/python{v}")))
+        if exe and v != mine:
+            found.append((v, exe[-1]))
+    return found[:1] or [pytest.param(None, None, marks=pytest.mark.skip(reason="no other pyenv Python"))]
+
+
+@pytest.mark.parametrize("ver,exe", [(f"{sys.version_info.major}.{sys.version_info.minor}", sys.executable),
+                                     *_other_pythons()])
+def test_standin_links_another_interpreters_packages(tmp_path, ver, exe):
+    """The stand-in's pytorch / mlops-test-extras link the packages of the interpreter they name (nox -s
+    conda -- --python 3.12 gives a venv of 3.12): the closure is taken in that interpreter (dists_of runs
+    conda_standin.py --report there), pinned to its X.Y, and every top-level entry is linked."""
+    import conda_standin
+
+    rep = conda_standin.dists_of(exe, ["pip"])
+    assert rep["python"] == ver
+    (pip,) = [d for d in rep["dists"] if d["name"].lower() == "pip"]
+    assert any(pathlib.Path(t).name == "pip" and pathlib.Path(t).is_dir() for t in pip["tops"]), pip
+    assert all(f"python{ver}" in t for t in pip["tops"]), pip["tops"]  # that interpreter's site-packages
+    site = tmp_path / "site"
+    conda_standin._link_dists(rep["dists"], site)
+    assert (site / "pip").is_symlink() and (site / "pip" / "__init__.py").exists()
+    rep = conda_standin.dists_of(exe, ["pip"], exclude=["pip"])
+    assert not [d for d in rep["dists"] if d["name"].lower() == "pip"]
