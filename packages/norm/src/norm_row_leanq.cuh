@@ -212,6 +212,19 @@ __device__ __forceinline__ uint2 int8_codes8(const float y[8], float inv) {
   return make_uint2(c[0], c[1]);
 }
 
+// INT8 codes of 8 values of a clean warp (int8_clean: no NaN y, finite inverses): int8_codes8's
+// bits without its clamp and inf branch (int8_code_bits_nonan).
+__device__ __forceinline__ uint2 int8_codes8_clean(const float y[8], float inv) {
+  uint32_t b[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = int8_code_bits_nonan(y[i], inv);
+  uint32_t c[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
+  return make_uint2(c[0], c[1]);
+}
+
 // int8_codes8 without its inf-inverse branch (kB, r16lx4wb: the caller checks every unit's
 // inverse once and takes int8_codes8 for all of them when one is inf).
 __device__ __forceinline__ uint2 int8_codes8_finite(const float y[8], float inv) {
@@ -314,6 +327,34 @@ __device__ __forceinline__ float amax16_nan(const Raw8<XT>& o) {
 #endif
 }
 
+// The running amax of the FP8 dynamic row, packed (sm_80+): a = max(a, |y|) over the 8 values of o as
+// bf16x2 / f16x2 pairs (sign bits cleared, then max.bf16x2 / max.f16x2, which return the number when one
+// operand is NaN), and its value: the larger half, exact in fp32. From a = 0 it is fmaxf(amax, fabsf(y))
+// over the values (NaN ignored, -0 as +0): the same float. Why: 8 unpacks and 8 FMNMX a unit become 4
+// LOP3 and 4 HMNMX2, and y need not be unpacked before the row's amax is known (run 57's FP8 dynamic
+// kernel had spilled 32 bytes with the unpacked values live: ptxas 13.0, sm_90, 48 registers).
+template <class XT>
+__device__ __forceinline__ uint32_t amax_max8(uint32_t a, const Raw8<XT>& o) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t* u = reinterpret_cast<const uint32_t*>(&o);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<XT, bf16>) asm("max.bf16x2 %0, %0, %1;" : "+r"(a) : "r"(u[i] & 0x7fff7fffu));
+    else asm("max.f16x2 %0, %0, %1;" : "+r"(a) : "r"(u[i] & 0x7fff7fffu));
+  }
+#endif
+  return a;
+}
+template <class XT>
+__device__ __forceinline__ float amax_max8_value(uint32_t a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<XT, bf16>) asm("max.bf16x2 %0, %0, %1;" : "+r"(a) : "r"(__byte_perm(a, 0, 0x1032)));
+  else asm("max.f16x2 %0, %0, %1;" : "+r"(a) : "r"(__byte_perm(a, 0, 0x1032)));
+#endif
+  if constexpr (std::is_same_v<XT, bf16>) return __uint_as_float(a << 16);
+  else return f16_to_f32(uint16_t(a));
+}
+
 // The "f" NVFP4 epilogue's table, staged once a CTA: 1.0f / e4m3_normal_to_f32(c) for every
 // code c, which is nvfp4_block's (1.0f / g) / scale with no global factor (1.0f / g hoisted as
 // 1.0f): the same division, so the same bits (codes 0-7 and 127 are never a block scale).
@@ -357,8 +398,10 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
   constexpr int kCodeBytes = kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr bool kNanAmax = kE == 2 && kQuant == MLOPS_QUANT_NVFP4;  // amax16_nan: max.NaN is sm_80+
+  constexpr bool kCleanI8 = kQuant == MLOPS_QUANT_INT8;  // the INT8 pairs' clean-warp codes (below)
 #else
   constexpr bool kNanAmax = false;
+  constexpr bool kCleanI8 = false;
 #endif
   uint8_t* qr = static_cast<uint8_t*>(p.q) + row * p.q_stride + (k0 * 32 + lane) * kCodeBytes;
   const int64_t sb = row * p.q_scale_stride + k0 * 16 + (lane >> 1);
@@ -404,16 +447,26 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       }
     } else {  // the row's amax first: y of every unit kept packed in raw (x is not needed again)
       float amax = 0.0f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      uint32_t am2 = 0u;  // sm_80+: the lane's amax of both halves, packed (amax_max8)
+#endif
 #pragma unroll
       for (int k = 0; k < U; ++k) {
         const Raw8<XT> o = y_unit(k);
         if (yr) st16<false>(yr + k * kUnit, o.q[0]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        am2 = amax_max8(am2, o);
+#else
         float y[8];
         unpack8_pairs(o, y);
 #pragma unroll
         for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(y[i]));
+#endif
         raw[k] = o;
       }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      amax = amax_max8_value<XT>(am2);
+#endif
 #pragma unroll
       for (int o = 16; o >= 1; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
       amax = red.max(amax);
@@ -491,15 +544,31 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       float y0[8], y1[8];
       unpack8_pairs(o0, y0);
       unpack8_pairs(o1, y1);
-      float a0 = 0.0f, a1 = 0.0f;  // kNanAmax: the "f" branch takes its amaxes itself
-      if constexpr (!kNanAmax) a0 = amax16(y0), a1 = amax16(y1);
+      float a0 = 0.0f, a1 = 0.0f;  // kNanAmax / kCleanI8: the branch takes its amaxes itself
+      if constexpr (!kNanAmax && !kCleanI8) a0 = amax16(y0), a1 = amax16(y1);
       if constexpr (kQuant == MLOPS_QUANT_INT8) {
+        // kCleanI8 (sm_80+): the block amaxes from y packed, NaN-propagating (amax16_nan; |.| turns a
+        // zero block's -0 into amax16's +0); a warp whose blocks are all int8_clean codes without the
+        // clamp and the inf branch (one FMNMX an element and a branch a unit less), else amax16's
+        // amaxes and int8_codes8 as before. Warp-uniform: one path for the warp's codes.
+        bool clean = false;
+        if constexpr (kCleanI8) {
+          a0 = fabsf(amax16_nan(o0));
+          a1 = fabsf(amax16_nan(o1));
+          clean = __all_sync(0xffffffffu, int8_clean(a0) && int8_clean(a1));
+          if (!clean) a0 = amax16(y0), a1 = amax16(y1);
+        }
         float inv0, inv1;
         pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
         inv0 = a0 == 0.0f ? 0.0f : inv0;  // int8_inv
         inv1 = a1 == 0.0f ? 0.0f : inv1;
-        *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
-        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
+        if (clean) {
+          *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8_clean(y0, inv0);
+          *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8_clean(y1, inv1);
+        } else {
+          *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
+          *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
+        }
         if (!odd) {
           float* sr = static_cast<float*>(p.q_scale) + sb;
           sr[k * 16] = div127_bf16(a0);  // int8_scale

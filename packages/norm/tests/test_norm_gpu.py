@@ -259,6 +259,28 @@ def test_lean_nvfp4_nonfinite(xdt, variant):
         check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")
 
 
+@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean_int8_fp8_nonfinite(xdt, variant):
+    """INT8 and dynamic FP8 codes and scales of the lx kernels where y holds NaN or inf, beside clean
+    warps: the sm_80+ INT8 clean-warp path (int8_clean vote: no NaN, finite inverse; codes without the
+    clamp) must hand such warps to int8_codes8, and the packed FP8 row amax (amax_max8) must ignore NaN
+    as fmaxf does; blocks with a tiny amax (inverse past FLT_MAX) too. Against the host emulation."""
+    x, w = randn((64, 4096), xdt, 52), randn(4096, xdt, 53)
+    x[3, 100] = float("nan")  # every y of row 3 NaN
+    x[5, 7] = float("inf")  # r = 0: y = +-0, NaN at column 7
+    x[9, :] = 0.0
+    x[9, 40] = 1.0  # row 9: y = 0 but at column 40 (zero blocks, amax 0)
+    w[1000] = float("nan")  # one NaN y a row
+    w[2000] = float("inf")  # +-inf y a row
+    if xdt == torch.bfloat16:
+        w[3008:3024] = 1e-38  # block 188 of tiny y: amax under 2^-120, int8_inv overflows to inf
+    for i, kw in enumerate(({"quant": "int8"}, {"quant": "fp8"})):  # codes and scales (no y: a NaN y's bits
+        c = _host(("nonfinite-i8", xdt, i), mn.rms_norm, x, w, **kw)  # are the element path's)
+        g = mn.rms_norm(x.cuda(), w.cuda(), variant=variant, **kw)
+        check(g, c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")
+
+
 def _tiny_products(H):
     """bf16 rows whose t = round(v * r) and w multiply to fp32 / bf16 subnormals and below: element
     0 of a row is 1, the rest ~2^-70 with varied mantissas, so r ~ sqrt(H) and t ~ 2^-64; w spans
