@@ -25,19 +25,6 @@ MLOPS_HD uint32_t int8_code_bits(float y, float inv) {
   return f32_bits(fmaxf(y * inv, -127.0f) + 12582912.0f);
 }
 
-// int8_code_bits without the clamp, for a product y * inv that is not NaN (and |y * inv| < 127.5
-// as there): the clamp only moves (-127.5, -127) to -127, which rint puts there anyway. Why: the
-// lx kernels' INT8 warps whose blocks hold no NaN and whose inverses are finite (int8_clean)
-// save one FMNMX an element. Tested for every float in (-127.5, 127.5).
-MLOPS_HD uint32_t int8_code_bits_nonan(float y, float inv) { return f32_bits(y * inv + 12582912.0f); }
-
-// A block amax (finite or not, NaN included) whose INT8 codes int8_code_bits_nonan may give: no NaN,
-// finite, and 0 or at least 2^-120, so that int8_inv(amax) = 127 / amax is finite (< 127 * 2^120)
-// and the bound |y * inv| < 127.5 above holds.
-MLOPS_HD bool int8_clean(float amax) {
-  return amax == 0.0f || (amax >= 7.52316384526264e-37f && amax <= 3.4028234663852886e38f);  // 2^-120, FLT_MAX
-}
-
 // amax / 127 (int8_scale) without a division, for amax a bf16 / fp16 value (finite or inf):
 // q = amax * RN(1/127), then one FMA correction with the exact remainder. Equal to the
 // correctly rounded quotient for every such amax (tested exhaustively: all 2^15 positive bf16

@@ -212,19 +212,6 @@ __device__ __forceinline__ uint2 int8_codes8(const float y[8], float inv) {
   return make_uint2(c[0], c[1]);
 }
 
-// INT8 codes of 8 values of a clean warp (int8_clean: no NaN y, finite inverses): int8_codes8's
-// bits without its clamp and inf branch (int8_code_bits_nonan).
-__device__ __forceinline__ uint2 int8_codes8_clean(const float y[8], float inv) {
-  uint32_t b[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) b[i] = int8_code_bits_nonan(y[i], inv);
-  uint32_t c[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
-  return make_uint2(c[0], c[1]);
-}
-
 // int8_codes8 without its inf-inverse branch (kB, r16lx4wb: the caller checks every unit's
 // inverse once and takes int8_codes8 for all of them when one is inf).
 __device__ __forceinline__ uint2 int8_codes8_finite(const float y[8], float inv) {
@@ -398,10 +385,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
   constexpr int kCodeBytes = kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr bool kNanAmax = kE == 2 && kQuant == MLOPS_QUANT_NVFP4;  // amax16_nan: max.NaN is sm_80+
-  constexpr bool kCleanI8 = kQuant == MLOPS_QUANT_INT8;  // the INT8 pairs' clean-warp codes (below)
 #else
   constexpr bool kNanAmax = false;
-  constexpr bool kCleanI8 = false;
 #endif
   uint8_t* qr = static_cast<uint8_t*>(p.q) + row * p.q_stride + (k0 * 32 + lane) * kCodeBytes;
   const int64_t sb = row * p.q_scale_stride + k0 * 16 + (lane >> 1);
@@ -544,31 +529,15 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       float y0[8], y1[8];
       unpack8_pairs(o0, y0);
       unpack8_pairs(o1, y1);
-      float a0 = 0.0f, a1 = 0.0f;  // kNanAmax / kCleanI8: the branch takes its amaxes itself
-      if constexpr (!kNanAmax && !kCleanI8) a0 = amax16(y0), a1 = amax16(y1);
+      float a0 = 0.0f, a1 = 0.0f;  // kNanAmax: the "f" branch takes its amaxes itself
+      if constexpr (!kNanAmax) a0 = amax16(y0), a1 = amax16(y1);
       if constexpr (kQuant == MLOPS_QUANT_INT8) {
-        // kCleanI8 (sm_80+): the block amaxes from y packed, NaN-propagating (amax16_nan; |.| turns a
-        // zero block's -0 into amax16's +0); a warp whose blocks are all int8_clean codes without the
-        // clamp and the inf branch (one FMNMX an element and a branch a unit less), else amax16's
-        // amaxes and int8_codes8 as before. Warp-uniform: one path for the warp's codes.
-        bool clean = false;
-        if constexpr (kCleanI8) {
-          a0 = fabsf(amax16_nan(o0));
-          a1 = fabsf(amax16_nan(o1));
-          clean = __all_sync(0xffffffffu, int8_clean(a0) && int8_clean(a1));
-          if (!clean) a0 = amax16(y0), a1 = amax16(y1);
-        }
         float inv0, inv1;
         pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
         inv0 = a0 == 0.0f ? 0.0f : inv0;  // int8_inv
         inv1 = a1 == 0.0f ? 0.0f : inv1;
-        if (clean) {
-          *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8_clean(y0, inv0);
-          *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8_clean(y1, inv1);
-        } else {
-          *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
-          *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
-        }
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
+        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
         if (!odd) {
           float* sr = static_cast<float*>(p.q_scale) + sb;
           sr[k * 16] = div127_bf16(a0);  // int8_scale

@@ -262,10 +262,9 @@ def test_lean_nvfp4_nonfinite(xdt, variant):
 @pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 def test_lean_int8_fp8_nonfinite(xdt, variant):
-    """INT8 and dynamic FP8 codes and scales of the lx kernels where y holds NaN or inf, beside clean
-    warps: the sm_80+ INT8 clean-warp path (int8_clean vote: no NaN, finite inverse; codes without the
-    clamp) must hand such warps to int8_codes8, and the packed FP8 row amax (amax_max8) must ignore NaN
-    as fmaxf does; blocks with a tiny amax (inverse past FLT_MAX) too. Against the host emulation."""
+    """INT8 and dynamic FP8 codes and scales of the lx kernels where y holds NaN or inf: the packed FP8 row
+    amax (amax_max8, sm_80+) must ignore NaN as fmaxf does; INT8 blocks with NaN, inf, amax 0 and a tiny
+    amax (inverse past FLT_MAX: int8_codes8's inf branch). Against the host emulation."""
     x, w = randn((64, 4096), xdt, 52), randn(4096, xdt, 53)
     x[3, 100] = float("nan")  # every y of row 3 NaN
     x[5, 7] = float("inf")  # r = 0: y = +-0, NaN at column 7
