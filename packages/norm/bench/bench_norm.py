@@ -80,6 +80,7 @@ def main():
                  peer="F.rms_norm", peer_seconds=t["F.rms_norm"])
         b.record(case="rms_norm", shape=shape, impl="F.rms_norm", seconds=t["F.rms_norm"], bytes=io)
         b.record(case="rms_norm", shape=shape, impl="compile(HF RMSNorm)", seconds=t["compiled_hf"], bytes=io)
+        plain_us = round(t["mlops"] * 1e6, 2)  # the quantized rows' plain norm: this RMSNorm (not layer_norm's)
         t = b.time_interleaved({
             "mlops": lambda: mn.rms_norm(x, w, residual=r),
             "compiled_pair": lambda: hf_add_c(x, r, w),
@@ -100,12 +101,17 @@ def main():
                               ("fp8", T * H + 4 * T)):
             t_q = b.time(lambda: mn.rms_norm(x, w, quant=quant))
             b.record(case=f"rms_norm+{quant}", shape=shape, impl="mlops", seconds=t_q,
-                     bytes=T * H * e + H * e + qbytes, plain_norm_us=round(t["mlops"] * 1e6, 2))
+                     bytes=T * H * e + H * e + qbytes, plain_norm_us=plain_us)
         t_s = b.time(lambda: mn.rms_norm(x, w, quant="fp8", scale=s))
         b.record(case="rms_norm+fp8_static", shape=shape, impl="mlops", seconds=t_s, bytes=io - T * H)
         if a.variants:
             sms = torch.cuda.get_device_properties(0).multi_processor_count
-            planner = mn.norm_variants()[mn._ops.C.plan(T, H, 90, sms)]["name"]
+            names = [v["name"] for v in mn.norm_variants()]
+            # the call planner's pick (plan_call: bf16 RMSNorm, on this GPU's SM count) for each case
+            quant_code = {None: 0, "int8": 1, "nvfp4": 2, "fp8_static": 3, "fp8": 4}
+
+            def planner(quant=None, residual=False):
+                return names[mn._ops.C.plan_call(T, H, 0, 1, residual, quant_code[quant], sms)]
             qbytes = {"int8": T * H + T * H // 16 * 4, "nvfp4": T * H // 2 + T * H // 16, "fp8": T * H + 4 * T}
             kt_names = set(filter(None, a.kernel_time.split(",")))
 
@@ -122,17 +128,17 @@ def main():
                 if only and name not in only:
                     continue
                 tv, ex = timed(name, lambda: mn.rms_norm(x, w, variant=name))
-                b.record(case="rms_norm_variant", shape=shape, impl=name, seconds=tv, bytes=io, planner=planner, **ex)
+                b.record(case="rms_norm_variant", shape=shape, impl=name, seconds=tv, bytes=io, planner=planner(), **ex)
                 tv = b.time(lambda: mn.rms_norm(x, w, residual=r, variant=name))
                 b.record(case="add_rms_norm_variant", shape=shape, impl=name, seconds=tv, bytes=io_add,
-                         planner=planner)
+                         planner=planner(residual=True))
                 for quant in ("int8", "nvfp4", "fp8"):  # no y written, as the rms_norm+<quant> cases
                     tv, ex = timed(name, lambda: mn.rms_norm(x, w, quant=quant, variant=name))
                     b.record(case=f"rms_norm+{quant}_variant", shape=shape, impl=name, seconds=tv,
-                             bytes=T * H * e + H * e + qbytes[quant], planner=planner, **ex)
+                             bytes=T * H * e + H * e + qbytes[quant], planner=planner(quant), **ex)
                 tv, ex = timed(name, lambda: mn.rms_norm(x, w, quant="fp8", scale=s, variant=name))
                 b.record(case="rms_norm+fp8_static_variant", shape=shape, impl=name, seconds=tv,
-                         bytes=T * H * e + H * e + T * H, planner=planner, **ex)
+                         bytes=T * H * e + H * e + T * H, planner=planner("fp8_static"), **ex)
     overhead(b)
 
 
