@@ -12,8 +12,10 @@ render to on linux-64 with recipes/variants.yaml) and get these (../shared/notes
 
   * python X.Y.Z `0_shim_cpXY`: pyvenv.cfg + bin/python* symlinks, so the prefix becomes a venv of
     pyenv's X.Y interpreter; run_exports python >=X.Y,<X.(Y+1).0a0
-  * pip, scikit-build-core, nanobind, packaging, pathspec, pytest, pluggy, iniconfig, pygments:
-    noarch: python, the files of the PyPI wheel (pip download --no-deps)
+  * pip, scikit-build-core, nanobind, packaging, pathspec, pytest, pluggy, iniconfig, pygments, and
+    tomli, exceptiongroup, typing-extensions (what the first ones require on Python < 3.11):
+    noarch: python, the files of the PyPI wheel (pip download --no-deps); a Requires-Dist with a
+    marker is a dependency when the marker holds for one of the channel's --python versions
   * gcc_linux-64, gxx_linux-64 12.2.0, sysroot_linux-64 2.36, cmake 3.25.1, ninja 1.11.1: empty; the
     machine's gcc 12.2, cmake and ninja stay on PATH in the build; sysroot run-exports __glibc >=2.36
   * cuda-nvcc_linux-64 X.Y: bin/nvcc, a wrapper that execs tools/cuda_toolkit.py's nvcc X.Y;
@@ -62,6 +64,10 @@ WHEELS = {
     "pluggy": "pluggy==1.7.0",
     "iniconfig": "iniconfig==2.3.1",
     "pygments": "pygments==2.21.0",
+    # Requires-Dist of scikit-build-core / pytest / exceptiongroup with python_version < '3.11' (/ '3.13')
+    "tomli": "tomli==2.5.0",
+    "exceptiongroup": "exceptiongroup==1.3.2",
+    "typing-extensions": "typing-extensions==4.16.0",
 }
 EMPTY = [
     # name, version, subdir, depends, run_exports, constrains
@@ -141,7 +147,30 @@ def python_shim(channel, ver: str):
                  run_exports={"weak": [python_pin(ver)]})
 
 
-def wheel_package(channel, whl: pathlib.Path):
+def wheel_requires(meta: str, pythons) -> list:
+    """The conda depends of a wheel's METADATA: each Requires-Dist without a marker, and each one with a
+    marker (python_version < '3.11', sys_platform == 'win32', extra == 'test', ...) that holds on linux
+    for one of the Python X.Y in pythons (a noarch package serves every python shim of the channel)."""
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:
+        from pip._vendor.packaging.requirements import Requirement
+
+    out = []
+    for line in meta.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        req = Requirement(line.split(":", 1)[1].strip())
+        if req.marker is not None and not any(
+                req.marker.evaluate({"python_version": v, "python_full_version": f"{v}.0", "sys_platform": "linux",
+                                     "platform_system": "Linux", "os_name": "posix", "extra": ""})
+                for v in pythons):
+            continue
+        out.append(f"{req.name.lower().replace('_', '-')} {req.specifier}".strip())
+    return out
+
+
+def wheel_package(channel, whl: pathlib.Path, pythons=()):
     files, requires = {}, []
     with zipfile.ZipFile(whl) as z:
         for n in z.namelist():
@@ -154,10 +183,7 @@ def wheel_package(channel, whl: pathlib.Path):
                 meta = z.read(n).decode()
                 name = next(line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Name:"))
                 version = next(line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Version:"))
-                for line in meta.splitlines():
-                    if line.startswith("Requires-Dist:") and ";" not in line:
-                        req = line.split(":", 1)[1].strip().replace(" (", " ").replace(")", "")
-                        requires.append(req.lower().replace("_", "-"))
+                requires = wheel_requires(meta, pythons)
     name = name.lower().replace("_", "-").replace(".", "-")
     make_package(channel, name, version, "pyh_standin_0", "noarch", files=files,
                  depends=["python >=3.9", *requires], noarch="python")
@@ -277,7 +303,8 @@ def main(argv=None):
     channel = a.channel.resolve()
     shutil.rmtree(channel, ignore_errors=True)
     t0 = time.time()
-    for ver in a.python or [f"{sys.version_info.major}.{sys.version_info.minor}"]:
+    shims = a.python or [f"{sys.version_info.major}.{sys.version_info.minor}"]
+    for ver in shims:
         python_shim(channel, ver)
     a.wheels.mkdir(parents=True, exist_ok=True)
     missing = [spec for spec in WHEELS.values() if not list(a.wheels.glob(spec.split("==")[0].replace("-", "_") + "-"
@@ -288,7 +315,7 @@ def main(argv=None):
     for spec in WHEELS.values():
         n, v = spec.split("==")
         (whl,) = a.wheels.glob(f"{n.replace('-', '_')}-{v}-*.whl")
-        wheel_package(channel, whl)
+        wheel_package(channel, whl, shims)
     for args in EMPTY:
         name, version, subdir, depends, run_exports, constrains = args
         make_package(channel, name, version, "standin_0", subdir, depends=depends, run_exports=run_exports,
@@ -296,7 +323,6 @@ def main(argv=None):
     for cuda in a.cuda or ["13.0"]:
         cuda_packages(channel, cuda)
     ver = pytorch_standin(channel, channel.parent / (channel.name + "-torch-site"), a.torch_python)
-    shims = a.python or [f"{sys.version_info.major}.{sys.version_info.minor}"]
     if ver not in shims:
         sys.exit(f"--torch-python is a Python {ver}, the python shims are {shims}: no pytorch for them")
     from rattler.index import index_fs

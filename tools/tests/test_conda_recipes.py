@@ -198,6 +198,26 @@ def test_standin_python_pin():
     assert conda_standin.python_pin("3.9") == "python >=3.9,<3.10.0a0"
 
 
+def test_standin_wheel_requires_markers():
+    """A noarch stand-in package keeps a Requires-Dist with a marker when the marker holds for one of the
+    channel's Pythons: scikit-build-core 1.1.2 and pytest 9.2.0 need tomli / exceptiongroup on 3.10
+    (nox -s conda -- --python 3.10 failed with "No module named 'tomli'" when markers were dropped)."""
+    import conda_standin
+
+    meta = ("Name: scikit-build-core\nRequires-Dist: exceptiongroup>=1.0; python_version < '3.11'\n"
+            "Requires-Dist: packaging>=23.2\nRequires-Dist: tomli>=1.2.2; python_version < '3.11'\n"
+            "Requires-Dist: colorama>=0.4; sys_platform == \"win32\"\n"
+            "Requires-Dist: pytest>=6; extra == \"test\"\nRequires-Dist: Typing_Extensions (>=4)\n")
+    plain = ["packaging >=23.2", "typing-extensions >=4"]
+    assert conda_standin.wheel_requires(meta, ["3.11"]) == plain
+    assert conda_standin.wheel_requires(meta, ["3.13"]) == plain
+    assert conda_standin.wheel_requires(meta, ["3.10"]) == ["exceptiongroup >=1.0", "packaging >=23.2",
+                                                            "tomli >=1.2.2", "typing-extensions >=4"]
+    assert conda_standin.wheel_requires(meta, ["3.12", "3.10"]) == conda_standin.wheel_requires(meta, ["3.10"])
+    # the stand-in ships the wheels those markers ask for on 3.10
+    assert {"tomli", "exceptiongroup", "typing-extensions"} <= set(conda_standin.WHEELS)
+
+
 def _other_pythons():
     import glob
     import os
