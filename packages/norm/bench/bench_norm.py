@@ -107,11 +107,13 @@ def main():
         if a.variants:
             sms = torch.cuda.get_device_properties(0).multi_processor_count
             names = [v["name"] for v in mn.norm_variants()]
-            # the call planner's pick (plan_call: bf16 RMSNorm, on this GPU's SM count) for each case
-            quant_code = {None: 0, "int8": 1, "nvfp4": 2, "fp8_static": 3, "fp8": 4}
+            ops = mn._ops
 
+            # the call planner's pick (plan_call: RMSNorm of x's dtype, on this GPU's SM count) for each case;
+            # the bench's "fp8" without a scale is the dynamic kind
             def planner(quant=None, residual=False):
-                return names[mn._ops.C.plan_call(T, H, 0, 1, residual, quant_code[quant], sms)]
+                code = ops._QUANT["fp8_dynamic" if quant == "fp8" else quant]
+                return names[ops.C.plan_call(T, H, ops._KIND["rms"], ops._DTYPE[dt], residual, code, sms)]
             qbytes = {"int8": T * H + T * H // 16 * 4, "nvfp4": T * H // 2 + T * H // 16, "fp8": T * H + 4 * T}
             kt_names = set(filter(None, a.kernel_time.split(",")))
 
