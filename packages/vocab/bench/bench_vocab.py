@@ -184,6 +184,12 @@ KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide"),
                 64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide")}
 
 
+# FlashInfer's call for the same mode (bench_sampling adds these peers when flashinfer imports)
+FI_PEER = {"temperature": "flashinfer.sampling", "top_k50": "flashinfer.top_k", "top_k50+stats": "flashinfer.top_k",
+           "top_p0.9": "flashinfer.top_p", "min_p0.05": "flashinfer.min_p",
+           "top_k50_top_p0.9_min_p0.05": "flashinfer.top_k_top_p"}
+
+
 def torch_top_p(z, p=0.9, t=0.8):
     probs = torch.softmax(z / t, -1)
     sp, si = torch.sort(probs, descending=True)
@@ -230,7 +236,15 @@ def bench_sampling(b: Bench, quick: bool, only_variants: tuple = ()):
         if have_fi:
             import flashinfer
 
-            peers["flashinfer.top_p"] = lambda: flashinfer.sampling.top_p_sampling_from_probs(torch.softmax(z, -1), 0.9)
+            fs = flashinfer.sampling
+            fi_rng = dict(seed=1, offset=0)  # a fixed seed / offset: no host generator, so the call can be graphed
+            # the same modes as ours at temperature 0.8 (softmax of z / 0.8 included in the timed call, as
+            # torch's peers do; FlashInfer's *_from_logits forms where it has them)
+            peers["flashinfer.top_p"] = lambda: fs.top_p_sampling_from_probs(torch.softmax(z / 0.8, -1), 0.9, **fi_rng)
+            peers["flashinfer.top_k"] = lambda: fs.top_k_sampling_from_probs(torch.softmax(z / 0.8, -1), 50, **fi_rng)
+            peers["flashinfer.min_p"] = lambda: fs.min_p_sampling_from_probs(torch.softmax(z / 0.8, -1), 0.05, **fi_rng)
+            peers["flashinfer.top_k_top_p"] = lambda: fs.top_k_top_p_sampling_from_logits(z / 0.8, 50, 0.9, **fi_rng)
+            peers["flashinfer.sampling"] = lambda: fs.sampling_from_logits(z / 0.8, **fi_rng)
         peer_t = {}
         for name, fn in peers.items():
             try:
@@ -250,10 +264,12 @@ def bench_sampling(b: Bench, quick: bool, only_variants: tuple = ()):
                 t, planned, kt = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
                 peer = {"greedy": "torch.argmax", "greedy+stats": "torch.argmax", "top_k50": "torch.topk+multinomial",
                         "top_k50+stats": "torch.topk+multinomial"}.get(mode, "torch.sort top_p")
+                fi = FI_PEER.get(mode) if have_fi else None
                 target = 15e-6 if B == 1 else 60e-6 if B == 64 else None
                 ran = mv.sample_variant_runs_as(planned, B, V)  # the kernel that was timed
                 b.record(case=f"sample V={V} B={B} {mode}", impl="mlops" if variant is None else f"mlops {variant}",
                          ran_as=ran, seconds=t, kernel_seconds=kt, peer=peer, peer_seconds=peer_t[peer],
+                         fi_peer=fi, fi_peer_seconds=peer_t.get(fi),
                          target_us=None if target is None else target * 1e6,
                          meets_target=None if target is None else t <= target)
 
