@@ -72,10 +72,14 @@ enum DecodeVariant {
   kStagePipe = 8,   // kStageImma with the V planes in 4 pieces, the P V loop starting on the first
   kStageBf = 9,     // kStageImma with the BF16 item's rows loaded a whole K row / 16 V rows at once, L2-prefetched
   kMmaPv = 10,      // pv digits: 8 warps an item (a warp a 32-token slice), records staged, scores and P V by mma.sync s8
-  kDecodeVariantCount = 11
+  kMmaPv4 = 11,     // kMmaPv's arithmetic in 54.5 KB of shared memory (D 128): 4 CTAs an SM, 8 warps, <= 64 registers
+  kMmaPv4w = 12,    // kMmaPv4 with 4 warps an item (a warp 2 slices), <= 128 registers
+  kDecodeVariantCount = 13
 };
-// The P V form each variant computes: every variant but mma_pv runs the fp32 chains.
-inline int variant_pv(int v) { return v == kMmaPv ? MLOPS_FBLA_PV_DIGITS : MLOPS_FBLA_PV_CHAINS; }
+// The refine of the digits form: refine_mma_kernel (kMmaPv) or refine_mma4_kernel (kMmaPv4 / kMmaPv4w).
+inline bool mma_refine(int v) { return v == kMmaPv || v == kMmaPv4 || v == kMmaPv4w; }
+// The P V form each variant computes: the mma_pv variants the digits, every other variant the fp32 chains.
+inline int variant_pv(int v) { return mma_refine(v) ? MLOPS_FBLA_PV_DIGITS : MLOPS_FBLA_PV_CHAINS; }
 // The planner's pick for pv digits: the only variant of that form (correct on every arch: below sm_80 its MMA
 // runs by shuffles and DP4A, below sm_90 its staging by plain copies).
 constexpr int kPlannerDigits = kMmaPv;

@@ -1,6 +1,6 @@
 // Launches of the FBLA kernels (the templates are instantiated and launched in this object:
 // nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
-#include "fbla_decode_mma.cuh"
+#include "fbla_decode_mma4.cuh"
 
 namespace mlops::fbla {
 namespace {
@@ -17,7 +17,7 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
 int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
-  static int cache[64][18];  // slot: one a kernel instance (0 .. 17)
+  static int cache[64][22];  // slot: one a kernel instance (0 .. 21)
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
@@ -102,6 +102,33 @@ cudaError_t mma_attributes() {
   return e;
 }
 
+// refine_mma4_kernel<D, kNW>'s dynamic shared memory (past the 48 KB default), once a device and instance.
+template <int D, int kNW>
+cudaError_t mma4_attributes() {
+  static bool done[64];
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
+  e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma4_smem_bytes(D));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  if (e == cudaSuccess && dev < 64) done[dev] = true;
+  return e;
+}
+
+// The mma_pv4 variants' refine (kNW warps an item) and the PDL combine; slot: resident()'s cache slot.
+template <int D, int kNW>
+cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int slot, cudaStream_t s) {
+  cudaError_t e = mma4_attributes<D, kNW>();
+  if (e != cudaSuccess) return e;
+  const int res = ctas > 0 ? ctas : resident(refine_mma4_kernel<D, kNW>, slot, 32 * kNW, mma4_smem_bytes(D));
+  if (res <= 0) return cudaErrorInvalidDevice;
+  const int grid = refine_items < res ? refine_items : res;
+  refine_mma4_kernel<D, kNW><<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
+  e = cudaGetLastError();  // the refine's launch
+  return e != cudaSuccess ? e : combine_pdl<D>(p, s);
+}
+
 template <int D>
 cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
   const int per = p.c.batch * p.c.kv_heads;
@@ -129,6 +156,8 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     e = cudaGetLastError();  // the refine's launch
     return e != cudaSuccess ? e : combine_pdl<D>(p, s);
   }
+  if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+  if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
   if (stage_refine(p.variant)) {
     const cudaError_t e = stage_attributes<D>();
     if (e != cudaSuccess) return e;

@@ -91,6 +91,21 @@ __device__ __forceinline__ void cluster_sync_smem() {
 }
 #endif
 
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)
+// A read of another CTA's dynamic shared memory (the staged slice) at the place of `local` in this
+// CTA's: mapa + ld.shared::cluster on the device; on the host, the same offset in block `rank`'s buffer.
+template <class T>
+__device__ __forceinline__ T remote_load_dyn(const T* local, unsigned rank) {
+#if defined(MLOPS_CUDA_ON_HOST)
+  const char* mine = reinterpret_cast<const char*>(g_dyn_shared[tl_slot].data());
+  const size_t off = size_t(reinterpret_cast<const char*>(local) - mine);
+  return *reinterpret_cast<const T*>(reinterpret_cast<const char*>(g_dyn_shared[rank].data()) + off);
+#else
+  return remote_load(local, rank);
+#endif
+}
+#endif
+
 
 template <int NT>
 struct ClusterShared {
@@ -161,7 +176,9 @@ __device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
 // Moves the slice's elements with key >= lo to shared memory (unordered: only histograms read
 // them). cand_n ends as their count, larger than kClusterCand when they did not fit.
 // hi (the wide forms): only keys <= hi, the elements of one bin.
-template <int NT, class Z>
+// IDX (the tk forms): the list holds each element's slice index (its bits in cand) instead of its
+// value, which stays at zs[index] (the tk forms never rewrite the staged slice while a list is read).
+template <int NT, class Z, bool IDX = false>
 __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh,
                                  uint32_t hi = 0xffffffffu) {
   const int tid = threadIdx.x;
@@ -169,7 +186,7 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();
   // an element x at or above lo (and at most hi) goes to the list
-  auto list = [&](bool in, float x) {
+  auto list = [&](bool in, float x, uint32_t li) {
     const uint32_t k = key_of(x);
     const bool on = in && k >= lo && k <= hi;
     const unsigned ball = __ballot_sync(kFull, on);
@@ -177,18 +194,18 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
     uint32_t at = 0;
     if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(ball)));
     at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(ball & ((1u << lane) - 1u)));
-    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = x;
+    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(li) : x;
   };
   if (v1 - v0 < int64_t(1) << 30) {  // every slice of a real row: 32-bit index arithmetic (run 51's ncu: the
     const int n = int(v1 - v0);      // 64-bit loop was 11 % of top-p's instructions at B = 64)
     for (int base = tid & ~31; base < n; base += NT) {  // warp-uniform trip count
       const int i = base + int(lane);
-      list(i < n, i < n ? z(v0 + i) : 0.0f);
+      list(i < n, i < n ? z(v0 + i) : 0.0f, uint32_t(i));
     }
   } else {
     for (int64_t base = v0 + (tid & ~31); base < v1; base += NT) {
       const int64_t i = base + lane;
-      list(i < v1, i < v1 ? z(i) : 0.0f);
+      list(i < v1, i < v1 ? z(i) : 0.0f, uint32_t(i - v0));
     }
   }
   __syncthreads();
@@ -204,9 +221,11 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
 // V4 (the lean forms): the aligned path stores each 16-byte load as one 16-byte shared store (the
 // four scalar stores of a float4 at a 16-byte stride are a 4-way bank conflict: 3.6-way measured by
 // ncu in run 19 on cluster16_smem).
+// hist (the tk forms, a top-k row measured here): each element's key also counted per top byte into
+// the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
 template <int NT, bool V4 = false>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
-                                            uint64_t& best, int& fl) {
+                                            uint64_t& best, int& fl, uint32_t* hist = nullptr) {
   constexpr int U = 8;
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
@@ -234,6 +253,7 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
     if (!stored) zs[i] = x;
     if (!measure) return;
     const uint32_t k = key_of(x);
+    if (hist) atomicAdd(&hist[(k >> 24) * kRep + (unsigned(tid) & unsigned(kRep - 1))], 1u);
     if (k > kmax) {
       kmax = k;
       imax = int(i);
@@ -415,8 +435,9 @@ __device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, floa
 // list is never rewritten after it (one gather a call) and no CTA exits before the last barrier.
 
 // BOUND (the wide forms): also the largest of the CTAs' published list bounds, into g_bound.
-template <int C, int NT, bool BOUND = false>
-__device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all) {
+// IDX (the tk forms): the lists hold slice indices; the values are read from each CTA's staged slice zs.
+template <int C, int NT, bool BOUND = false, bool IDX = false>
+__device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all, const float* zs = nullptr) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   if (tid == 0) sh.pub_cand_n = sh.cand_n;
@@ -447,7 +468,12 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
   for (int i = tid; i < n; i += NT) {
     int r = 0;
     while (r + 1 < C && uint32_t(i) >= sh.g_off[r + 1]) ++r;
-    all[i] = remote_load(&sh.cand[uint32_t(i) - sh.g_off[r]], unsigned(r));
+    if constexpr (IDX) {
+      const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[uint32_t(i) - sh.g_off[r]]), unsigned(r));
+      all[i] = remote_load_dyn(&zs[li], unsigned(r));
+    } else {
+      all[i] = remote_load(&sh.cand[uint32_t(i) - sh.g_off[r]], unsigned(r));
+    }
   }
   __syncthreads();
   return n;
@@ -744,6 +770,197 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
   if (p.flags) p.flags[row] = 0;
   if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
 }
+// The tk forms (TK, on the gather form) keep the per-element work of a top-k row to the staging, the
+// first round's count and the candidate list: the lists hold slice indices (build_candidates<IDX>),
+// top-p after a gathered top-k is decided on the gathered list directly (tk_top_p), and the draw of a
+// CTA whose list holds every element it keeps walks the list, not the slice (tk_draw).
+constexpr int kTkKept = 256;  // the most kept elements a list form takes (else the rounds / the slice)
+
+// lean_weights4's weight of one element (the same expression, element by element).
+__device__ __forceinline__ uint32_t lean_weight1(const LeanRow& r, float x, bool on) {
+  const float d = x - r.m;
+  const float u = d * r.inv;
+  const bool live = on && !is_nan(x) && d >= r.cutoff && u >= r.u_min;
+  const uint32_t v = lean_weight_of_u(fmaxf(u, -80.0f));
+  return live && v >= r.min_w ? v : 0u;
+}
+
+// Top-p after a gathered top-k (every CTA holds the same list `all` of n elements, a superset of the
+// keys >= tau), in each CTA alone: the definition's rule on the list. The elements of non-zero weight
+// at or above tau (top-p's masses: no min-p) are compacted as (key, weight) into the hlo / hhi words,
+// S_k is their sum, and an element is kept when the weight of the strictly larger keys is below
+// top_p_threshold(p, S_k) (the host emulation's walk over the keys from the top: the same keys kept,
+// ties included); the new bound is the smallest kept key. Elements of weight 0 add nothing to any sum
+// and are never drawn, so the kept weights are the rounds'. Returns false (every CTA alike: the same
+// list) where more than kTkKept elements weigh: the rounds run then.
+template <int NT>
+__device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
+                         uint32_t& tau, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
+  LeanRow lm = lean_row(cfg, m, T);
+  lm.u_min = -__int_as_float(0x7f800000);
+  lm.min_w = 0;
+  if (tid == 0) sh.b_krem = 0;
+  __syncthreads();
+  uint64_t s = 0;
+  for (int i = tid; i < n; i += NT) {
+    const float x = all[i];
+    const uint32_t k = key_of(x);
+    const uint32_t w = lean_weight1(lm, x, k >= tau);
+    if (w) {
+      const uint32_t at = atomicAdd(&sh.b_krem, 1u);
+      kl[at] = (uint64_t(k) << 32) | w;
+      s += w;
+    }
+  }
+  s = block_sum_u64<NT>(s, sh);  // syncs
+  const int nk = int(sh.b_krem);
+  if (nk > kTkKept) {
+    __syncthreads();
+    return false;
+  }
+  const double thr = top_p_threshold(cfg.top_p, s);
+  uint64_t low = 0;  // ~(the smallest kept key) of this thread's elements
+  for (int j = tid; j < nk; j += NT) {
+    const uint64_t e = kl[j];
+    const uint32_t ke = uint32_t(e >> 32);
+    uint64_t above = 0;
+    for (int f = 0; f < nk; ++f) {
+      const uint64_t g = kl[f];
+      above += uint32_t(g >> 32) > ke ? uint64_t(uint32_t(g)) : uint64_t(0);
+    }
+    if (double(above) < thr && uint64_t(~ke) > low) low = uint64_t(~ke);
+  }
+  const uint32_t kp = ~uint32_t(block_max_u64<NT>(low, sh));  // syncs; the max (nothing above it) is kept
+  if (kp > tau) tau = kp;
+  return true;
+}
+
+// The tk forms' draw. A CTA whose candidate list holds every element of its slice at or above tau (`list`,
+// the CTA's own) weighs only the list (slice indices into zs), compacts the kept ones as (index, weight)
+// and, if it holds the target, finds the element whose kept weights at lower indices (of its slice) sum
+// to at most the target and with its own weight to more: the first index whose running sum exceeds it,
+// as the definition's walk. Other CTAs (no list, or more than kTkKept kept) sum their chunks of the slice
+// as lean_draw does but without storing the weights over it (another CTA may still read the slice for
+// its gather); the thread that walks computes its chunk's weights again (the same integers). One
+// cluster barrier for the totals, as lean_draw.
+template <int C, int NT>
+__device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
+                                        const float* zs, const LeanRow& lr, uint32_t tau, bool list,
+                                        ClusterShared<NT>& sh) {
+  constexpr int NW = NT / 32;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+  const int warp = tid >> 5;
+  uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
+  const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
+  uint64_t s = 0;
+  if (list) {
+    if (tid == 0) sh.b_krem = 0;
+    __syncthreads();
+    const int n = int(sh.cand_n);  // <= kClusterCand
+    for (int i = tid; i < n; i += NT) {
+      const uint32_t li = ci[i];
+      const float x = zs[li];
+      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+      if (w) {
+        const uint32_t at = atomicAdd(&sh.b_krem, 1u);
+        kl[at] = (uint64_t(li) << 32) | w;
+        s += w;
+      }
+    }
+    __syncthreads();
+    if (sh.b_krem > uint32_t(kTkKept)) {  // CTA-uniform
+      list = false;
+      s = 0;
+    }
+  }
+  const int n = int(v1 - v0);  // a staged slice: < 2^16 elements
+  const int q = ((n + NT - 1) / NT) | 1;
+  const int c0 = tid * q < n ? tid * q : n;
+  const int c1 = c0 + q < n ? c0 + q : n;
+  const bool sparse = tau > 0u || lr.min_w > 0u;
+  if (!list) {
+    for (int k = 0; k < q; k += 4) {  // lean_draw's sums (warp-uniform trip count), nothing stored
+      const int i = c0 + k;
+      float x[4];
+      bool on[4];
+      uint32_t w[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        x[j] = i + j < c1 ? zs[i + j] : 0.0f;
+        on[j] = i + j < c1 && key_of(x[j]) >= tau;
+      }
+      if (sparse)
+        lean_weights_sparse4(lr, x, on, w);
+      else
+        lean_weights4(lr, x, on, w);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s += w[j];
+    }
+  }
+  const uint64_t incl = warp_incl_scan(s);
+  if (lane == 31) sh.wsum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+    x = warp_incl_scan(x);
+    if (lane < unsigned(NW)) sh.red[lane] = x;
+    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
+  }
+  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
+  const uint64_t ex = incl - s + (warp ? sh.red[warp - 1] : 0);
+  if (warp == 0) {
+    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
+    const uint64_t ki = warp_incl_scan(k);
+    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
+    if (lane == 0) {
+      sh.b_total = total;
+      sh.b_acc = before;
+      sh.b_mine = mine;
+    }
+  }
+  __syncthreads();
+  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+  const uint64_t S = sh.b_total, before = sh.b_acc, mine = sh.b_mine;
+  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
+  if (!(mine && before <= target && target < before + mine)) return;  // S > 0: the max is kept
+  const uint64_t t = target - before;
+  if (list) {
+    const int nk = int(sh.b_krem);
+    for (int j = tid; j < nk; j += NT) {
+      const uint64_t e = kl[j];
+      const uint32_t ie = uint32_t(e >> 32), we = uint32_t(e);
+      uint64_t below = 0;  // the kept weight of this CTA's elements at lower indices
+      for (int f = 0; f < nk; ++f) {
+        const uint64_t g = kl[f];
+        below += uint32_t(g >> 32) < ie ? uint64_t(uint32_t(g)) : uint64_t(0);
+      }
+      if (below <= t && t < below + we) {
+        p.tokens[row] = int32_t(v0 + int64_t(ie));
+        if (p.flags) p.flags[row] = 0;
+        if (p.logprobs) p.logprobs[row] = float(log(double(we) / double(S)));
+      }
+    }
+    return;
+  }
+  if (!(s && ex <= t && t < ex + s)) return;
+  uint64_t run = ex;
+  int i = c0;
+  uint32_t w = 0;
+  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
+    const float x = zs[i];
+    w = lean_weight1(lr, x, key_of(x) >= tau);
+    run += w;
+    if (run > t) break;
+  }
+  p.tokens[row] = int32_t(v0 + int64_t(i));
+  if (p.flags) p.flags[row] = 0;
+  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+}
 #endif
 
 // Bytes of dynamic shared memory the staged form takes for a row of `vocab` over C CTAs.
@@ -760,8 +977,10 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // WIDE (the *_wide variants, on the late form): top-k's first round in each CTA alone on a wide
 // digit, then one gather (wide_topk_gather); top-p without top-k: a first round on the wide digit
 // across the cluster and a gather of the crossing bin's elements (wide_top_p).
+// TK (the *_tk variants, on the gather form): candidate lists of slice indices, top-p after a gathered
+// top-k decided on the list (tk_top_p), the draw over a CTA's list where it holds the kept elements (tk_draw).
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false>
+          bool LATE = false, bool WIDE = false, bool TK = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -769,6 +988,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!GATHER || LEAN, "the gathered rounds are a lean form's");
   static_assert(!LATE || GATHER, "the second gather is a gather form's");
   static_assert(!WIDE || LATE, "the wide rounds are a late form's");
+  static_assert(!TK || (GATHER && !LATE), "the tk forms are gather forms (the late / wide lists hold values)");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -834,8 +1054,15 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   uint64_t best = 0;
   int flags = 0;
   int fl = 0;
+  // TK: a top-k row measured here counts its first round (the key's top byte) in the staging pass and
+  // publishes it with its max: one pass over the slice and one cluster barrier fewer
+  const bool fused = TK && !stats && cfg.top_k > 0 && int64_t(cfg.top_k) < V && !config_greedy(cfg);
   if constexpr (STAGE) {
-    stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl);
+    if (fused) {
+      for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
+      __syncthreads();
+    }
+    stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   if (stats) {
@@ -857,6 +1084,11 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
     const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
     best = block_max_u64<NT>(best, sh);
+    if (fused && tid < 256) {  // round 0's buffer (cnt[0]), read after the barrier below
+      uint32_t t = 0;
+      for (int r = 0; r < kRep; ++r) t += sh.hlo[tid * kRep + r];
+      sh.cnt[0][tid] = t;
+    }
     if (tid == 0) {
       sh.pub_best = best;
       sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
@@ -925,6 +1157,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     const Temperature T = temperature_of(cfg.temperature);
     int rnd = 0;            // histogram rounds so far (the buffer of round r is r % 2)
     bool use_cand = false;  // later rounds read sh.cand instead of the slice
+    uint32_t cand_lo = 0xffffffffu;  // TK: the bound the candidate list was built under
+    // element i of the candidate list (TK: a slice index into zs)
+    auto cv = [&](int i) -> float {
+      if constexpr (TK) return zs[f32_bits(sh.cand[i])];
+      else return sh.cand[i];
+    };
     uint32_t tau = 0;
     // ---- top-k: the k-th largest key (ties at it are kept), one byte a round
     const bool has_top_k = cfg.top_k > 0 && int64_t(cfg.top_k) < V;
@@ -944,6 +1182,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         uint32_t c = 0;
         if (from_stats) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
+        } else if (level == 3 && fused) {  // counted in the staging, published with the max (round 0)
+          if (tid < 256)
+            for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
+          ++rnd;
         } else if (GATHER && all_n >= 0) {  // the gathered candidates: this CTA's count is the cluster's
           for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
           __syncthreads();
@@ -962,7 +1204,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           const uint32_t copy = lane & uint32_t(kRep - 1);
           if (use_cand) {
             for (int i = tid; i < int(sh.cand_n); i += NT) {
-              const uint32_t k = key_of(sh.cand[i]);
+              const uint32_t k = key_of(cv(i));
               if ((k & mask) == prefix) atomicAdd(&sh.hlo[((k >> sh_bits) & 255u) * kRep + copy], 1u);
             }
           } else {
@@ -1012,11 +1254,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         if (done) break;
         if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
-          build_candidates<NT>(zr, v0, v1, prefix, sh);
+          build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
+          cand_lo = prefix;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
           if constexpr (GATHER) {
             gather_tried = true;
-            all_n = gather_candidates<C, NT>(sh, all);
+            all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
           }
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA
           late_gather<C, NT>(zr, v0, v1, prefix, sh, all, use_cand, all_n);
@@ -1031,6 +1274,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       double thr = 0.0;
       int top = 3;  // the first level of the rounds below
       bool wide = false;
+      if constexpr (TK) {  // a gathered top-k: top-p on the list, no rounds (where few enough weigh)
+        if (has_top_k && all_n >= 0 && tk_top_p<NT>(cfg, m, T, all, all_n, tau, sh)) top = -1;
+      }
       if constexpr (WIDE) {
         if (!has_top_k) {
           wide = true;
@@ -1063,6 +1309,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           lm.min_w = 0;
           const int n = all_n >= 0 ? all_n : use_cand ? int(sh.cand_n) : int(v1 - v0);
           const float* src = all_n >= 0 ? all : use_cand ? sh.cand : zs;
+          const bool viac = TK && all_n < 0 && use_cand;  // the list's slice indices
           for (int i0 = tid; i0 < n; i0 += 4 * NT) {
             float x[4];
             bool on[4];
@@ -1070,7 +1317,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
               const int i = i0 + j * NT;
-              x[j] = i < n ? src[i] : 0.0f;
+              x[j] = i < n ? (viac ? cv(i) : src[i]) : 0.0f;
               k[j] = key_of(x[j]);
               on[j] = i < n && k[j] >= tau && (k[j] & mask) == prefix;
             }
@@ -1160,14 +1407,15 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         if (done) break;
         if (level == 3 && !use_cand && all_n < 0) {  // the keys >= max(tau, the chosen bin), when they fit
-          build_candidates<NT>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
+          build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
+          cand_lo = prefix > tau ? prefix : tau;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
         }
         // one gather a call, decided alike in every CTA (use_cand is a CTA's own: after a top-k
         // whose gather did not fit, some CTAs may hold candidates and others not)
         if (GATHER && level == 3 && !gather_tried) {
           gather_tried = true;
-          all_n = gather_candidates<C, NT>(sh, all);
+          all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
         } else if (LATE && level == 2 && all_n < 0) {
           late_gather<C, NT>(zr, v0, v1, prefix > tau ? prefix : tau, sh, all, use_cand, all_n);
         }
@@ -1181,7 +1429,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     kw.tau = tau;
     kw.use_min_p = cfg.min_p > 0.0f;
     kw.min_thr = min_p_threshold(cfg.min_p);
-    if constexpr (LEAN) {
+    if constexpr (TK) {
+      writer = false;  // the thread that finds the target writes the token itself
+      tk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+    } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
       lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, sh);
     } else {

@@ -81,7 +81,7 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
 template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
-          bool WIDE = false>
+          bool WIDE = false, bool TK = false>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
   static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
@@ -91,7 +91,7 @@ bool staged_ok(size_t bytes) {
     cudaGetLastError();
     return false;
   }
-  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE>;
+  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK>;
   std::lock_guard<std::mutex> g(mu);
   if (max_dyn[dev] == 0) {
     int optin = 0;
@@ -120,10 +120,10 @@ bool staged_ok(size_t bytes) {
 }
 
 template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
-          bool WIDE = false>
+          bool WIDE = false, bool TK = false>
 cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
-  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE>, p);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK>, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -155,6 +155,10 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
   if (staged == 4)  // the gather forms: the gathered list after the slice
     return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true>(b16 + kGatherBytes)) ||
            ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true>(b8 + kGatherBytes));
+  if (staged == 7)  // the tk forms: as the gather forms
+    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, false, false, true>(b16 + kGatherBytes)) ||
+           ((cluster == 8 || !cluster16_ok()) &&
+            staged_ok<8, kClusterThreads, false, true, true, false, false, true>(b8 + kGatherBytes));
   if (staged == 6)  // the wide forms: as the gather forms
     return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true, true>(b16 + kGatherBytes)) ||
            ((cluster == 8 || !cluster16_ok()) &&
@@ -173,7 +177,14 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
 
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
-  if (staged == 6) {  // the wide forms (512 threads); the unstaged form where they do not fit
+  if (staged == 7) {  // the tk forms (512 threads); the unstaged form where they do not fit
+    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
+    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
+    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, false, false, true>(b16))
+      return launch_cluster_staged<16, kClusterThreads, false, true, true, false, false, true>(p, s, b16);
+    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true, false, false, true>(b8))
+      return launch_cluster_staged<8, kClusterThreads, false, true, true, false, false, true>(p, s, b8);
+  } else if (staged == 6) {  // the wide forms (512 threads); the unstaged form where they do not fit
     const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
     const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
     if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true, true>(b16))

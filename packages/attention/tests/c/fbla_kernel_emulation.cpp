@@ -20,7 +20,7 @@
 #include <random>
 #include <vector>
 
-#include "fbla_decode_mma.cuh"
+#include "fbla_decode_mma4.cuh"
 
 thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
@@ -197,6 +197,10 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
   if (p.variant == kMmaPv)
     run_grid(std::min(refine_items, res), kMmaThreads, [&] { refine_mma_kernel<D>(p, refine_items); });
+  else if (p.variant == kMmaPv4)
+    run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8>(p, refine_items); });
+  else if (p.variant == kMmaPv4w)
+    run_grid(std::min(refine_items, res), 128, [&] { refine_mma4_kernel<D, 4>(p, refine_items); });
   else if (p.variant == kStageImma)
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 1>(p, refine_items); });
   else if (p.variant == kStagePipe)
@@ -214,7 +218,7 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
   if (p.variant == kItems)
     run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
-  else if (stage_refine(p.variant) || p.variant == kMmaPv)
+  else if (stage_refine(p.variant) || mma_refine(p.variant))
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D, true>(p); });
   else
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D>(p); });

@@ -1,0 +1,265 @@
+// The "mma_pv4" decode variants (mma_pv4+coarse_imma, mma_pv4w+coarse_imma): refine_mma_kernel's arithmetic
+// (pv digits, fbla_decode_mma.cuh; the same bits) in a CTA that fits 4 an SM, so that B1 L16K's 520 work items
+// (8 kv heads x 64 chunks + 8 BF16 items) run in one round on an H200's 132 SMs (528 resident CTAs) instead of
+// two (refine_mma_kernel: 62 KB of shared memory a CTA at D 128, 3 an SM, 396 CTAs).
+// - shared memory: the front keeps only what lives across the item's barriers before the K planes are dead
+//   (q digits, q rows, the group constants, maxima, l, refine flags: 4.5 KB); the P V digits of a slice
+//   (256 bytes) go over its group's staged K planes after the slice sums (the planes are dead from the chunk-max
+//   barrier on: the sums take 64 D of their 96 D bytes, the digits of the group's 4 slices 1 KB of the rest),
+//   and the BF16 item's p (512 bytes a slice) over its group's V planes (the BF16 item stages nothing). So
+//   4.5 KB + 2 x 25 KB = 54.5 KB a CTA at D 128: 4 CTAs an SM (228 KB, 1 KB reserved a CTA).
+// - kNW warps a CTA (8: warp w <-> slice w, at most 64 registers for 4 CTAs of 256 threads an SM; 4: warp w <->
+//   slices w and w + 4, the same token range of both groups, at most 128 registers for 4 CTAs of 128 threads).
+//   A warp's slices are computed one after another between the same barriers; every value a slice writes is
+//   the one refine_mma_kernel's warp of that slice writes, so the partial (the slices in slice order) is too.
+#pragma once
+#include "fbla_decode_mma.cuh"
+
+namespace mlops::fbla {
+
+constexpr int kMma4Ctas = 4;  // CTAs an SM asked of ptxas (54.5 KB of shared memory a CTA at D 128: 4 fit)
+
+struct alignas(16) Mma4Smem {  // MmaSmem without pt / dig (over the staged planes: mma4_pt, mma4_dig)
+  int8_t what[kWarpHeads][kChunkGroups][2][128];  // q digits in perm_channel order (setup_group_warp)
+  float qf[kWarpHeads][128];
+  float sw[kWarpHeads][kChunkGroups], bias[kWarpHeads][kChunkGroups];
+  int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
+  float red[kSlicesPerChunk][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
+  float ls[kSlicesPerChunk][kWarpHeads];  // a slice's l
+  unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
+};
+constexpr int kMma4Front = (static_cast<int>(sizeof(Mma4Smem)) + 127) / 128 * 128;
+
+MLOPS_HD constexpr int mma4_smem_bytes(int D) { return kMma4Front + kChunkGroups * stage_group_bytes(D); }
+static_assert(kMma4Front >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
+static_assert(mma4_smem_bytes(128) + 1024 <= 228 * 1024 / kMma4Ctas, "4 CTAs an SM at D 128 (sm_90: 228 KB an SM)");
+
+// Slice sl's P V digits (closed items): 256 bytes after its group's 4 slice sums, over the dead K planes.
+typedef int8_t Mma4Dig[2 * kWarpHeads][kSlice];
+__device__ __forceinline__ Mma4Dig& mma4_dig(uint8_t* stage0, long long sbytes, const Layout& l, int sl) {
+  return *reinterpret_cast<Mma4Dig*>(stage0 + (sl / kSlicesPerGroup) * sbytes + (l.kc - l.vmin) + 64LL * l.D +
+                                     (sl % kSlicesPerGroup) * static_cast<long long>(sizeof(Mma4Dig)));
+}
+static_assert(kSlicesPerGroup * sizeof(Mma4Dig) <= 32 * 64, "the digits fit the K planes' last 32 D bytes at D 64");
+
+// Slice sl's p of a token, 4 heads (BF16 item): 512 bytes a slice over its group's V planes (not staged).
+__device__ __forceinline__ F4* mma4_pt(uint8_t* stage0, long long sbytes, const Layout& l, int sl) {
+  return reinterpret_cast<F4*>(stage0 + (sl / kSlicesPerGroup) * sbytes + (l.v - l.vmin) +
+                               (sl % kSlicesPerGroup) * static_cast<long long>(kSlice * sizeof(F4)));
+}
+
+// Refine pass, "mma_pv4" layout (above), pv digits only: kNW warps a CTA (8 or 4), 4 CTAs an SM.
+template <int D, int kNW>
+__global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
+  constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
+  static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
+  __shared__ uint64_t bars[1];
+  uint8_t* const dyn = dyn_smem();
+  Mma4Smem& sm = *reinterpret_cast<Mma4Smem*>(dyn);
+  uint8_t* const stage0 = dyn + kMma4Front;
+  const mlops_fbla_cache& c = p.c;
+  const Layout l = layout(D, c.mode);
+  const int tid = threadIdx.x, w = tid / 32, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+  const long long sbytes = stage_group_bytes(D);
+  const size_t tile = static_cast<size_t>(kGroup) * D;
+  stage_init(bars, 1);
+  pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
+  uint32_t ph = 0u;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const Item it = item_of(item, c.batch, c.kv_heads);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq);
+    if (it.slot > nch) continue;  // uniform over the CTA
+    const bool bf16 = it.slot == 0;
+    const int ch = it.slot - 1;
+    const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
+    const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
+    __syncthreads();  // the previous item is done with the shared memory
+    if (!bf16)
+      stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
+    prefetch_item(p, item + gridDim.x, items, 1);
+    const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
+    bool waited = bf16;
+    for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+      const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
+      const int hq0 = it.kh * p.Gq + h0;
+      if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K planes: copy them again
+        __syncthreads();
+        if (!bf16) {
+          stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes,
+                      static_cast<int>(l.v - l.kc), ng);
+          waited = false;
+        }
+      }
+      pass_q_and_flags<D, kN>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
+        const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
+        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
+      }
+      __syncthreads();
+      if (!waited) {  // every thread, once a copy
+        stage_wait(bars, 0, ph);
+        waited = true;
+      }
+      // ---- scores, the slice's max a head
+      float sc[kJ][2][2];          // closed: token t0 + 16 m + gid + 8 r, head tig
+      float s4[kJ][kWarpHeads];    // BF16: token t0 + lane, head hi
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        const int sl = w + kNW * j, g = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
+        if (bf16) {
+          const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
+          const int nt = cnt - t0 < 0 ? 0 : (cnt - t0 > kSlice ? kSlice : cnt - t0);
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi) s4[j][hi] = neg_inf();
+          if (lane < nt) {
+            const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
+            float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+            for (int d0 = 0; d0 < D; d0 += 8)
+              bf16_dot8(*reinterpret_cast<const U4*>(kr + d0), sm.qf, d0, nh, dot);  // 8 channels, 16 bytes
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi)
+              if (hi < nh) s4[j][hi] = dot[hi] * p.scale;
+          }
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi) {
+            float x = s4[j][hi];
+#pragma unroll
+            for (int off = 16; off >= 1; off >>= 1) x = fmax_step(x, __shfl_xor_sync(0xffffffffu, x, off));
+            if (lane == 0) sm.red[sl][hi] = x;
+          }
+        } else {
+          float wm = neg_inf();
+#pragma unroll
+          for (int m = 0; m < 2; ++m) sc[j][m][0] = sc[j][m][1] = neg_inf();
+          if (g < ng) {
+            const uint8_t* srec = stage0 + g * sbytes - l.vmin;  // at the record's offsets
+            imma_scores_regs<D, Mma4Smem, 2, true>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
+            wm = fmax_step(fmax_step(wm, fmax_step(sc[j][0][0], sc[j][0][1])), fmax_step(sc[j][1][0], sc[j][1][1]));
+          }
+#pragma unroll
+          for (int off = 4; off <= 16; off <<= 1) wm = fmax_step(wm, __shfl_xor_sync(0xffffffffu, wm, off));
+          if (gid == 0) sm.red[sl][tig] = wm;
+        }
+      }
+      __syncthreads();
+      float mh[kWarpHeads];  // the chunk's max a head (maxima: exact in any order)
+#pragma unroll
+      for (int hi = 0; hi < kWarpHeads; ++hi) {
+        float x = neg_inf();
+#pragma unroll
+        for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_step(x, sm.red[ww][hi]);
+        mh[hi] = x;
+      }
+      if (tid < kWarpHeads) sm.m[tid] = tid == 0 ? mh[0] : tid == 1 ? mh[1] : tid == 2 ? mh[2] : mh[3];  // no local array
+#pragma unroll
+      for (int j = 0; j < kJ; ++j) {
+        const int sl = w + kNW * j, g = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
+        float* const aw = slice_sums(stage0, sbytes, l, sl);  // this slice's P V sums (over dead K planes)
+        if (bf16) {
+          // ---- p (lane a token), l (lane h: head h, token order), P V (lane 4 channels x 4 heads, token order)
+          const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
+          const int nt = cnt - t0 < 0 ? 0 : (cnt - t0 > kSlice ? kSlice : cnt - t0);
+          F4* const pts = mma4_pt(stage0, sbytes, l, sl);
+          float pt[kWarpHeads];
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_det(s4[j][hi] - mh[hi]) : 0.0f;
+          pts[lane] = F4{pt[0], pt[1], pt[2], pt[3]};
+          __syncwarp();
+          if (lane < kWarpHeads) {
+            float ls = 0.0f;
+            for (int u = 0; u < nt; ++u) ls = ls + f4_at(pts[u], lane);
+            sm.ls[sl][lane] = ls;
+          }
+          float acc[kWarpHeads][4];
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[hi][i] = 0.0f;
+          if (4 * lane < D) {
+            const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + static_cast<size_t>(t0) * D + 4 * lane;
+            bf16_pv_rows<D, 8>(vr, nt, pts, kWarpHeads, acc);  // 8 tokens' V rows loaded together
+#pragma unroll
+            for (int hi = 0; hi < kWarpHeads; ++hi)
+              if (hi < nh)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) aw[pv_sum_index_of<D>(4 * lane + i, hi)] = acc[hi][i];
+          }
+        } else if (g < ng) {
+          // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)
+          const uint8_t* srec = stage0 + g * sbytes - l.vmin;
+          const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
+          const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
+          const float mt = tig == 0 ? mh[0] : tig == 1 ? mh[1] : tig == 2 ? mh[2] : mh[3];
+          Mma4Dig& dig = mma4_dig(stage0, sbytes, l, sl);
+          float wt[2][2];
+          float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + t0 / kBlock + m];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int i = kBlock * m + gid + 8 * r;
+              const float pr = valid ? exp_det(sc[j][m][r] - mt) : 0.0f;
+              ls = ls + pr;
+              bs = bs + pr * vmn[t0 + i];
+              wt[m][r] = pr * vsc[t0 + i];
+              wmax = fmax_step(wmax, wt[m][r]);
+            }
+          }
+#pragma unroll
+          for (int off = 4; off <= 16; off <<= 1) {  // over the 8 gid lanes of head tig (every lane: the same bits)
+            wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+            ls = ls + __shfl_xor_sync(0xffffffffu, ls, off);
+            bs = bs + __shfl_xor_sync(0xffffffffu, bs, off);
+          }
+          if (gid == 0) sm.ls[sl][tig] = ls;
+          const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
+#pragma unroll
+          for (int m = 0; m < 2; ++m)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const int i = kBlock * m + gid + 8 * r;
+              int dh, dl;
+              qhat_digits(wt[m][r], inv, dh, dl);
+              dig[2 * tig][pv_kpos(i)] = static_cast<int8_t>(dh);
+              dig[2 * tig + 1][pv_kpos(i)] = static_cast<int8_t>(dl);
+            }
+          __syncwarp();
+          const float bsh = bs;  // head tig's
+          // (the chunk-max barrier above: every warp has its scores, so the K planes under aw / dig are dead)
+          pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
+          });
+        }
+      }
+      __syncthreads();
+      // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums
+      const int nsl = ng * kSlicesPerGroup;
+      for (int i = tid; i < kWarpHeads * D; i += kN) {
+        const int hi = i & 3, gi = (i >> 2) & 7, th = i >> 5;  // pv_sum_index(th >> 1, th & 1, gi, hi)
+        if (hi >= nh) continue;
+        const int d = pv_channel<D>(th >> 1, gi, th & 1);
+        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
+        float a = 0.0f;
+        const bool any_tok = sm.m[hi] != neg_inf();
+        if (any_tok)
+          for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+        p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
+        if (d == 0) {
+          float lt = 0.0f;
+          if (any_tok)
+            for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mlops::fbla
