@@ -64,6 +64,12 @@ const mlops_norm_variant kVariants[] = {
     // value where no scale of the warp's blocks is clamped at 448 (e2m1_nibble_near), and
     // each lane of a pair storing one scale; other outputs as r16lx2e / r16lx4we.
     {25, 2, 2, 8, "r16lx2f"}, {26, 4, 1, 4, "r16lx4wf"},
+    // Session 12 candidates (issue 2, the 2048x4096 quantized gap): r16lx4w's row split on a
+    // persistent grid (at most SMs x 2 / 4 / 8 CTAs), each CTA streaming its rows through a ring
+    // of 4 / 3 / 2 row stages in shared memory (cp.async.bulk + mbarrier on sm_90, cp.async on
+    // sm_80+, plain loads below) so a row's epilogue overlaps the next rows' loads; INT8 and y
+    // alone by r16lx4w's epilogue, NVFP4 by r16lx4wf's, FP8 by r16lx4we's (same bits).
+    {27, 4, 1, 4, "r16lxp2"}, {28, 4, 1, 4, "r16lxp4"}, {29, 4, 1, 4, "r16lxp8"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

@@ -7,6 +7,7 @@
 #include "norm_row.cuh"
 #include "norm_row_lean.cuh"
 #include "norm_row_leanq.cuh"
+#include "norm_row_leanp.cuh"
 #include "norm_launch.h"
 
 namespace mlops::norm {
@@ -170,6 +171,32 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   return launch_lx<XT, 3, 6>(p, s);
 }
 
+// "lxp" (norm_row_leanp_kernel, session 12): 16-unit rows of leanq_call with w as stored on four
+// warps a row, a persistent grid of at most SMs x CTAS CTAs, each streaming its rows through a
+// ring of S row stages in shared memory; y alone and INT8 by the plain epilogue, NVFP4 by the
+// "f" one, FP8 by the "e" one (r16lx4we's / r16lx4wf's choices); the rest as r16lx2 sends it on.
+template <class XT, int CTAS, int S>
+cudaError_t launch_lxp(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if (leanq_call<XT>(p) && w_as_stored(p) && p.units == 16) {
+      const int64_t cap = int64_t(p.sms > 0 ? p.sms : 132) * CTAS;
+      const dim3 grid(static_cast<unsigned>(p.rows < cap ? p.rows : cap));
+#define MLOPS_NORM_LXP(Q, EQ)                                                              \
+  if (p.quant == Q) {                                                                     \
+    norm_row_leanp_kernel<XT, 16, CTAS, Q, EQ, S><<<grid, kRowThreads, 0, s>>>(p);          \
+    return cudaGetLastError();                                                            \
+  }
+      MLOPS_NORM_LXP(MLOPS_QUANT_NONE, 0)
+      MLOPS_NORM_LXP(MLOPS_QUANT_INT8, 0)
+      MLOPS_NORM_LXP(MLOPS_QUANT_NVFP4, 2)
+      MLOPS_NORM_LXP(MLOPS_QUANT_FP8_STATIC, 1)
+      MLOPS_NORM_LXP(MLOPS_QUANT_FP8_DYNAMIC, 1)
+#undef MLOPS_NORM_LXP
+    }
+  }
+  return launch_lx<XT, 3, 6>(p, s);
+}
+
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
 cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
@@ -201,6 +228,9 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 24: return launch_lx2<XT, 10, 4, 1, true>(p, s);
     case 25: return launch_lx2<XT, 8, 2, 2>(p, s);
     case 26: return launch_lx2<XT, 10, 4, 2>(p, s);
+    case 27: return launch_lxp<XT, 2, 4>(p, s);
+    case 28: return launch_lxp<XT, 4, 3>(p, s);
+    case 29: return launch_lxp<XT, 8, 2>(p, s);
   }
   return cudaErrorInvalidValue;
 }
