@@ -535,7 +535,7 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
                               int has_stats, int has_history) {
   const int base = mlops_sample_plan(rows, vocab, sm, sms);
   if (!configs || !kSampleVariants[base].cluster) return base;
-  bool all_greedy = true, any_top_k = false, any_top_p = false, any_top_k_top_p = false;
+  bool all_greedy = true, any_top_k = false, any_top_p = false, any_top_k_top_p = false, any_sampled_no_top_k = false;
   for (int64_t i = 0; i < rows; ++i) {
     const mlops_sample_config c = sanitize(configs[i]);
     const bool greedy = config_greedy(c);
@@ -544,6 +544,7 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
     any_top_k = any_top_k || top_k;
     any_top_p = any_top_p || top_p;
     any_top_k_top_p = any_top_k_top_p || (top_k && top_p);
+    any_sampled_no_top_k = any_sampled_no_top_k || (!greedy && !top_k);
   }
   // Measured on the H200 (GPU run 21, V = 151936, CUDA-graph replay, logits in L2; docs/vocab.md,
   // the mode-aware plan). The gather forms win where top-k's lower levels (and top-p's after them)
@@ -573,7 +574,16 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // 101.5 vs cluster8_gather's 105.5 / 104.7; at B = 1 the two tie (24.3 / 26.8 vs 25.9 / 26.5), so B < 8
   // keeps the gather form. With the head's statistics (top-k's first level from its histogram) unmeasured:
   // unchanged.
+  // GPU run 6x (session 12, commit 20a575b's kernels; docs/vocab.md "Session 12"): where every sampled row has
+  // top-k, the tk forms (top-k's first round in the staging pass, top-p after it on the gathered list, the
+  // draw over the CTAs' lists): B = 1 (cluster16_tk) top-k 18.4 us vs cluster16_gather's 19.7, top-k + top-p
+  // + min-p 20.0 vs 26.7, top-k with the statistics 15.8 vs 16.0; B = 8 20.6 / 23.5 / 17.3 vs 23.7 /
+  // 31.1 (cluster8_wide) / 18.7; B = 64 (cluster8_tk) 66.2 / 74.0 / 56.5 vs cluster8_lean's 79.4,
+  // cluster8_wide's 102.9, cluster8_lean's 61.7. Batches with sampled rows without top-k keep the picks
+  // below (the tk forms' temperature / min-p / top-p rows are slower: B = 64 54.9 / 47.7 / 186.9 vs
+  // 50.4 / 44.1 / 110.7; mixed batches unmeasured). Top-k + top-p + min-p with the statistics unmeasured.
   if (all_greedy && has_stats && !has_history) return 2;
+  if (any_top_k && !any_sampled_no_top_k) return rows <= 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
   if (rows <= 8) return any_top_k ? 14 : any_top_p ? 18 : 12;
   return any_top_k_top_p ? 13 : any_top_p && !any_top_k ? 17 : 11;

@@ -193,12 +193,20 @@ def test_mode_aware_plan():
         wide = "cluster16_wide" if rows <= 8 else "cluster8_wide"
         assert plan(rows, dict(temperature=0.8, top_p=0.9)) == wide
         assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
-        assert plan(rows, dict(temperature=0.8, top_k=50)) == ("cluster16_gather" if rows <= 8 else lean)
-        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == ("cluster16_gather" if rows <= 8 else lean)
-        # GPU runs 52 / 53: top-k and top-p from B = 8 on the wide form (with the statistics: unchanged)
+        # GPU run 6x (session 12): the tk forms where every sampled row has top-k (with the statistics too)
+        tk = "cluster16_tk" if rows <= 8 else "cluster8_tk"
+        assert plan(rows, dict(temperature=0.8, top_k=50)) == tk
+        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == tk
         both = dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)
-        assert plan(rows, both) == (gather if rows < 8 else "cluster8_wide")
-        assert plan(rows, both, stats=True) == gather
+        assert plan(rows, both) == tk
+        assert plan(rows, both, stats=True) == tk
+        assert plan(rows, [dict(temperature=0.0)] + [both] * (rows - 1)) == (tk if rows > 1 else lean)
+        # batches with a sampled row without top-k keep the earlier picks: GPU runs 52 / 53, top-k and top-p
+        # from B = 8 on the wide form, the gather form below (with the statistics too)
+        mixed = [dict(temperature=0.8)] + [both] * (rows - 1)
+        if rows > 1:
+            assert plan(rows, mixed) == (gather if rows < 8 else "cluster8_wide")
+            assert plan(rows, mixed, stats=True) == gather
         # configurations on the device (mlops_sample_plan): the smallest worst loss
         assert mv.sample_variants()[C.sample_plan(rows, V, 90, 132)]["name"] == (gather if rows <= 8 else lean)
     # the unmeasured batch sizes between follow B = 64 from B = 9 on
@@ -215,8 +223,10 @@ def test_mode_aware_plan():
     assert plan(64, [dict(temperature=0.8, top_k=50)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
     assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
     assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_wide"
-    assert plan(7, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster16_gather"
-    assert plan(9, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster8_wide"
+    assert plan(7, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster16_tk"
+    assert plan(9, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster8_tk"
+    assert plan(7, [dict(temperature=0.8, top_p=0.9)] + [dict(temperature=0.8, top_k=50, top_p=0.9)] * 6) == "cluster16_gather"
+    assert plan(9, [dict(temperature=0.8, top_p=0.9)] + [dict(temperature=0.8, top_k=50, top_p=0.9)] * 8) == "cluster8_wide"
     # below sm_90, and below V = 16384, nothing changes
     assert plan(1, dict(temperature=0.8), sm=80) == "t1024"
     assert plan(1, dict(temperature=0.0), stats=True, sm=80) == "t1024"
