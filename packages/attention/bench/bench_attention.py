@@ -79,8 +79,9 @@ def run_case(b: Bench, B: int, L: int, peaked: bool, variants, kernel_time: bool
         caches[mode] = c
         out = torch.empty(B, HQ, D, dtype=torch.bfloat16, device="cuda")
         for var in variants:
-            fns[f"{mode} exact [{var}]"] = lambda c=c, out=out, var=var: A.decode(q, c, exact=True, out=out, variant=var)
-            fns[f"{mode} skip [{var}]"] = lambda c=c, out=out, var=var: A.decode(q, c, out=out, variant=var)
+            v_ = None if var == "planner" else var  # "planner": variant 0, the planner's pick (pv digits)
+            fns[f"{mode} exact [{var}]"] = lambda c=c, out=out, v_=v_: A.decode(q, c, exact=True, out=out, variant=v_)
+            fns[f"{mode} skip [{var}]"] = lambda c=c, out=out, v_=v_: A.decode(q, c, out=out, variant=v_)
     t = b.time_interleaved(fns, reps=50 if L >= 131072 else 200)
     # the kernels' own durations summed (CUPTI; no launch latency): coarse + refine + combine for FBLA
     kt = {n: b.kernel_time(fn, reps=10 if L >= 131072 else 30) for n, fn in fns.items()} if kernel_time else {}
@@ -107,7 +108,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="L = 4K and 16K only")
     ap.add_argument("--peaked", action="store_true", help="also the cases with q drawn from the keys")
     ap.add_argument("--targets", action="store_true", help="B1 L16K and B8 L128K only, random and peaked q")
-    ap.add_argument("--variants", default="", help="comma-separated variant names (default: all)")
+    ap.add_argument("--variants", default="",
+                    help="comma-separated variant names, 'planner' for the planner's pick (default: every variant)")
     ap.add_argument("--kernel-time", action="store_true",
                     help="also kernel_us: the call's kernel durations summed (Bench.kernel_time, CUPTI), no launch latency")
     a = ap.parse_args()

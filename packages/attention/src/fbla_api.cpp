@@ -128,7 +128,7 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
     p.variant = kPlannerDigits;
   else
     p.variant = rows_aligned16(c) ? kPlannerVariant : kItemsCombineWarps;
-  p.planned = a.variant == 0 && p.variant == kPlannerVariant;
+  p.planned = a.variant != 0 ? 0 : p.variant == kPlannerVariant ? 1 : p.variant == kPlannerDigits ? 2 : 0;
   scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
   return p;
 }

@@ -55,7 +55,8 @@ struct DecodeParams {
   int exact;
   int pv;       // MLOPS_FBLA_PV_DIGITS / MLOPS_FBLA_PV_CHAINS: which numerics (fbla_host.cpp runs either)
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
-  int planned;  // 1: variant is the planner's pick (decode_device may take kPlannerBelowSm80 instead)
+  int planned;  // 1: variant is the planner's pick for pv chains (decode_device may take kPlannerBelowSm80 instead);
+                // 2: the planner's pick for pv digits (decode_t may run kMmaPv4's kernel instead: one round of items)
   Scratch s;
 };
 

@@ -152,6 +152,15 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     if (e != cudaSuccess) return e;
     const int res = ctas > 0 ? ctas : resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
     if (res <= 0) return cudaErrorInvalidDevice;
+    // The planner (pv digits, the device's resident CTAs): mma_pv4's kernel (the same bits) where its 4 CTAs an SM make
+    // the refine one round of items instead of more (H200, session 12: B1 L16K 3+3 exact 34.9 us against mma_pv's
+    // 39.9); with more rounds mma_pv's (B8 L128K: 1187 us against mma_pv4's 1210, issue-bound; mma_pv4 spills).
+    if (p.planned == 2 && ctas == 0 && refine_items > res) {
+      e = mma4_attributes<D, 8>();
+      if (e != cudaSuccess) return e;
+      if (refine_items <= resident(refine_mma4_kernel<D, 8>, D == 64 ? 18 : 19, 256, mma4_smem_bytes(D)))
+        return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+    }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
     return e != cudaSuccess ? e : combine_pdl<D>(p, s);
@@ -217,7 +226,7 @@ static int device_major() {
 }
 
 cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t s) {
-  if (p.planned && device_major() < 8) {  // the planner's pick needs the tensor core (fbla_internal.h)
+  if (p.planned == 1 && device_major() < 8) {  // the planner's pick needs the tensor core (fbla_internal.h)
     DecodeParams q = p;
     q.variant = kPlannerBelowSm80;
     return q.c.head_dim == 64 ? decode_t<64>(q, ctas, s) : decode_t<128>(q, ctas, s);

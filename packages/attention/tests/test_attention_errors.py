@@ -123,7 +123,8 @@ def test_decode_variants_by_name_or_index():
 
 
 def test_decode_planner_pick():
-    # pv digits: mma_pv+coarse_imma, its form's only variant (docs/attention.md, "Two P V forms");
+    # pv digits: mma_pv+coarse_imma (docs/attention.md, "Two P V forms"), whose launch takes mma_pv4's refine where
+    # that makes the items one round (session 12; the same bits);
     # pv chains: H200 runs 18 / 20: imma_occ+coarse_imma fastest at B1 L16K and B8 L128K, exact and skip;
     # below sm_80 decode_device takes warps+coarse_warps (no tensor core), unaligned rows items+combine_warps
     picks = [(v["name"], v["pv"]) for v in A.decode_variants() if v["planner"]]

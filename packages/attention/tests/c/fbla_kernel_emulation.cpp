@@ -42,6 +42,7 @@ unsigned g_warp_arrived[32], g_warp_gen[32];
 uint32_t g_xchg[32][32];
 int g_or[1024];
 int g_default_ctas = 5;
+int g_planner_pv4 = 0;  // decodes where the planner (pv digits) ran mma_pv4's kernel
 constexpr size_t kStack = 64 * 1024;
 char* g_stacks = static_cast<char*>(std::malloc(kStack * 256));  // once: no zeroing, no new page faults a CTA
 
@@ -195,7 +196,12 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  if (p.variant == kMmaPv)
+  // the planner's pick for pv digits (fbla_launch.cu): mma_pv4's kernel where it makes the refine one round instead of
+  // more; here "resident" is res CTAs for mma_pv and res * 4 / 3 for mma_pv4 (3 and 4 an SM on an H200)
+  if (p.variant == kMmaPv && p.planned == 2 && ctas == 0 && refine_items > res && refine_items <= res * 4 / 3) {
+    ++g_planner_pv4;
+    run_grid(std::min(refine_items, res * 4 / 3), 256, [&] { refine_mma4_kernel<D, 8>(p, refine_items); });
+  } else if (p.variant == kMmaPv)
     run_grid(std::min(refine_items, res), kMmaThreads, [&] { refine_mma_kernel<D>(p, refine_items); });
   else if (p.variant == kMmaPv4)
     run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8>(p, refine_items); });
@@ -374,6 +380,19 @@ int main() {
         decode_case(what, gc, hc, H * G, seed, G % 2 == 0, d);
         ++seed;
       }
+  // the planner's pick for pv digits with 6 refine items (B 1, 2 kv heads, 3 slots a row) on the default 5 CTAs:
+  // one round of mma_pv4's kernel (res * 4 / 3 = 6 CTAs) instead of two of mma_pv's (decode_case's vp 0 at ctas 0)
+  {
+    const int B = 1, H = 2, D = 128, T = 4 * 128 + 70;
+    const Data d = make_data(B, H, T, D, 400);
+    Cache gc(B, H, T + 50, D, MLOPS_FBLA_3_3), hc(B, H, T + 50, D, MLOPS_FBLA_3_3);
+    mlops_fbla_kv kv = kv_of(d, 0, nullptr, T, T);
+    CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
+          "planner case: append");
+    const int before = g_planner_pv4;
+    decode_case("planner one round", gc, hc, H * 4, 400, false, d);
+    CHECK(g_planner_pv4 > before, "the planner case ran mma_pv4's kernel %d times", g_planner_pv4 - before);
+  }
   // appends in steps (uniform counts), crossing boundaries, one token at a time
   for (int mode = 0; mode < 2; ++mode) {
     const int B = 2, H = 2, D = 128;
