@@ -574,7 +574,7 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // 101.5 vs cluster8_gather's 105.5 / 104.7; at B = 1 the two tie (24.3 / 26.8 vs 25.9 / 26.5), so B < 8
   // keeps the gather form. With the head's statistics (top-k's first level from its histogram) unmeasured:
   // unchanged.
-  // GPU run 6x (session 12, commit 20a575b's kernels; docs/vocab.md "Session 12"): where every sampled row has
+  // GPU run 66 (session 12, commit 20a575b's kernels; docs/vocab.md "Session 12"): where every sampled row has
   // top-k, the tk forms (top-k's first round in the staging pass, top-p after it on the gathered list, the
   // draw over the CTAs' lists): B = 1 (cluster16_tk) top-k 18.4 us vs cluster16_gather's 19.7, top-k + top-p
   // + min-p 20.0 vs 26.7, top-k with the statistics 15.8 vs 16.0; B = 8 20.6 / 23.5 / 17.3 vs 23.7 /

@@ -193,7 +193,7 @@ def test_mode_aware_plan():
         wide = "cluster16_wide" if rows <= 8 else "cluster8_wide"
         assert plan(rows, dict(temperature=0.8, top_p=0.9)) == wide
         assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
-        # GPU run 6x (session 12): the tk forms where every sampled row has top-k (with the statistics too)
+        # GPU run 66 (session 12): the tk forms where every sampled row has top-k (with the statistics too)
         tk = "cluster16_tk" if rows <= 8 else "cluster8_tk"
         assert plan(rows, dict(temperature=0.8, top_k=50)) == tk
         assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == tk
