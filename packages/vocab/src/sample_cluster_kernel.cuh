@@ -211,6 +211,48 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
   __syncthreads();
 }
 
+// build_candidates<IDX> of the tk forms on the staged slice zs (n < 2^30 elements, 16-byte aligned): a
+// lane tests 4 elements of one 16-byte load and a warp pushes (ballot, one atomic) only where one of
+// its 128 is listed (~0.4 % of the elements at top-k 50 on N(0, 3^2) logits), where build_candidates
+// pushes every element. The same elements listed (the list is unordered: every reader counts, sums,
+// or orders by index); cand_n the same.
+template <int NT>
+__device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();
+  auto push = [&](bool on, int li) {  // the whole warp calls it
+    const unsigned ball = __ballot_sync(kFull, on);
+    if (!ball) return;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(ball)));
+    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(ball & ((1u << lane) - 1u)));
+    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = bits_f32(uint32_t(li));
+  };
+  const int n4 = n >> 2;
+  const float4* s4 = reinterpret_cast<const float4*>(zs);
+  for (int base = tid & ~31; base < n4; base += NT) {  // warp-uniform trip count
+    const int i = base + int(lane);
+    const bool in = i < n4;
+    float4 x = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (in) x = s4[i];
+    const bool o0 = in && key_of(x.x) >= lo, o1 = in && key_of(x.y) >= lo;
+    const bool o2 = in && key_of(x.z) >= lo, o3 = in && key_of(x.w) >= lo;
+    if (__ballot_sync(kFull, o0 || o1 || o2 || o3)) {
+      push(o0, 4 * i);
+      push(o1, 4 * i + 1);
+      push(o2, 4 * i + 2);
+      push(o3, 4 * i + 3);
+    }
+  }
+  if (tid < 32) {  // the last n % 4 elements
+    const int i = 4 * n4 + int(lane);
+    push(i < n && key_of(zs[i < n ? i : 0]) >= lo, i);
+  }
+  __syncthreads();
+}
+
 // The staged form: the CTA's slice [v0, v1) of the (penalized) row is copied into dynamic shared
 // memory in one pass of independent 16-byte loads (U a thread issued before the first is used: one
 // L2 round trip where the scalar loop of `#pragma unroll 4` waits ~slice / (4 NT) times), the max /
@@ -837,6 +879,44 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
   return true;
 }
 
+// The tk forms' top-k after a round on (or before the gather of) the gathered list `all` of n elements
+// (every CTA holds the same), where the round's crossing bin (the keys k with (k & mask) == prefix)
+// holds at most 32 keys of the row, all in the list: the bin's k_rem-th largest key (ties counted
+// as the rounds count them), by one warp, instead of the rounds below. The rounds end at the same key,
+// or stop early at the bin's lower bound where every key of a bin is kept; either bound keeps the
+// same elements as this exact key (no key lies between a bin's bound and its smallest key), so the
+// same weights, S_k, token and log-probability. Every thread of the CTA calls it (two barriers).
+template <int NT>
+__device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t mask, uint32_t k_rem,
+                              ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* keys = sh.hlo;  // the bin's keys (hlo is dead after the round's sums, hhi[0] the count)
+  if (tid == 0) sh.hhi[0] = 0;
+  __syncthreads();
+  for (int i = tid; i < n; i += NT) {
+    const uint32_t k = key_of(all[i]);
+    if ((k & mask) == prefix) {
+      const uint32_t at = atomicAdd(&sh.hhi[0], 1u);
+      if (at < 32u) keys[at] = k;
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t nb = sh.hhi[0] < 32u ? sh.hhi[0] : 32u;
+    const uint32_t k = lane < nb ? keys[lane] : 0u;
+    uint32_t gt = 0, ge = 0;  // keys of the bin above / at or above this lane's
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t o = __shfl_sync(kFull, k, int(j));
+      gt += o > k ? 1u : 0u;
+      ge += o >= k ? 1u : 0u;
+    }
+    if (lane < nb && gt < k_rem && k_rem <= ge) sh.b_prefix = k;  // lanes of equal keys write the same
+  }
+  __syncthreads();
+  return sh.b_prefix;
+}
+
 // The tk forms' draw. A CTA whose candidate list holds every element of its slice at or above tau (`list`,
 // the CTA's own) weighs only the list (slice indices into zs), compacts the kept ones as (index, weight)
 // and, if it holds the target, finds the element whose kept weights at lower indices (of its slice) sum
@@ -1245,16 +1325,19 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           // every key of the bin is kept (WIDE: and the list holds all of the bin)
           sh.b_done = c == k_rem - cum && (prefix | (bin << sh_bits)) >= bound;
           sh.b_krem = k_rem - cum;
+          if constexpr (TK) sh.b_warp = int(c);  // the crossing bin's count (the row's), for tk_finish
         }
         __syncthreads();
         prefix = sh.b_prefix;
         mask = sh.b_mask;
         k_rem = sh.b_krem;
         const int done = sh.b_done;
+        const int c_bin = TK ? sh.b_warp : 0;
         __syncthreads();
         if (done) break;
         if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
-          build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
+          if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix, sh);
+          else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
           cand_lo = prefix;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
           if constexpr (GATHER) {
@@ -1263,6 +1346,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           }
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA
           late_gather<C, NT>(zr, v0, v1, prefix, sh, all, use_cand, all_n);
+        }
+        if constexpr (TK) {  // a gathered list whose crossing bin holds few keys: its k_rem-th, no more rounds
+          if (level > 0 && all_n >= 0 && c_bin <= 32) {
+            prefix = tk_finish<NT>(all, all_n, prefix, mask, k_rem, sh);
+            break;
+          }
         }
       }
       tau = prefix;
@@ -1407,7 +1496,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         if (done) break;
         if (level == 3 && !use_cand && all_n < 0) {  // the keys >= max(tau, the chosen bin), when they fit
-          build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
+          if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix > tau ? prefix : tau, sh);
+          else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
           cand_lo = prefix > tau ? prefix : tau;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
         }
