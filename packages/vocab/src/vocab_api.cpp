@@ -582,8 +582,12 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // cluster8_wide's 102.9, cluster8_lean's 61.7. Batches with sampled rows without top-k keep the picks
   // below (the tk forms' temperature / min-p / top-p rows are slower: B = 64 54.9 / 47.7 / 186.9 vs
   // 50.4 / 44.1 / 110.7; mixed batches unmeasured). Top-k + top-p + min-p with the statistics unmeasured.
+  // GPU run 69 (session 12, commit c85f57c's tk forms: tk_finish, build_candidates_tk; docs/vocab.md
+  // "Session 12"): B = 8 takes cluster8_tk (top-k 20.7 us vs cluster16_tk's 21.7, top-k + top-p + min-p 23.0
+  // vs 25.0, top-k with the statistics 17.5 vs 18.4; the same call); B = 1 keeps cluster16_tk (17.0 / 19.3 /
+  // 14.4 vs 19.3 / 21.7 / 16.4). B = 2 .. 7 unmeasured: cluster16_tk as before.
   if (all_greedy && has_stats && !has_history) return 2;
-  if (any_top_k && !any_sampled_no_top_k) return rows <= 8 ? 20 : 19;
+  if (any_top_k && !any_sampled_no_top_k) return rows < 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
   if (rows <= 8) return any_top_k ? 14 : any_top_p ? 18 : 12;
   return any_top_k_top_p ? 13 : any_top_p && !any_top_k ? 17 : 11;

@@ -193,8 +193,9 @@ def test_mode_aware_plan():
         wide = "cluster16_wide" if rows <= 8 else "cluster8_wide"
         assert plan(rows, dict(temperature=0.8, top_p=0.9)) == wide
         assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
-        # GPU run 66 (session 12): the tk forms where every sampled row has top-k (with the statistics too)
-        tk = "cluster16_tk" if rows <= 8 else "cluster8_tk"
+        # GPU run 66 (session 12): the tk forms where every sampled row has top-k (with the statistics too);
+        # run 69: cluster8_tk from B = 8 on
+        tk = "cluster16_tk" if rows < 8 else "cluster8_tk"
         assert plan(rows, dict(temperature=0.8, top_k=50)) == tk
         assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == tk
         both = dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)
