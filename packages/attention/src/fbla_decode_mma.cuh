@@ -154,8 +154,12 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
   stage_init(bars, 1);
   pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
   uint32_t ph = 0u;
+  // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item)
+  const Item step = items > 0 ? item_of(gridDim.x, c.batch, c.kv_heads) : Item{0, 0, 0};
+  Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const Item it = item_of(item, c.batch, c.kv_heads);
+    const Item it = nxt;
+    nxt = item_add(it, step, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) continue;  // uniform over the CTA
@@ -166,7 +170,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
     __syncthreads();  // the previous item is done with the shared memory
     if (!bf16)
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
-    prefetch_item(p, item + gridDim.x, items, 1);
+    prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
     const uint8_t* srec = !bf16 && g < ng ? stage0 + g * sbytes - l.vmin : nullptr;  // at the record's offsets
     // BF16 item: the slice's tokens (sink: group 0, filling group: group 1)
     const int cnt = bf16 ? (g == 0 ? sink_tokens(L) : tail_tokens(L)) : 0;
@@ -187,7 +191,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
       pass_q_and_flags<D, kMmaThreads>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
       {  // warp w: the q digits of (head w % 4, group w / 4)
         const int hs = w % kWarpHeads, gs = w / kWarpHeads;
-        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
+        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D, MmaSmem, false>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
       }
       __syncthreads();
       if (!waited) {  // every thread, once a copy

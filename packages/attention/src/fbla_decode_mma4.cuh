@@ -65,8 +65,12 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   stage_init(bars, 1);
   pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
   uint32_t ph = 0u;
+  // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item)
+  const Item step = items > 0 ? item_of(gridDim.x, c.batch, c.kv_heads) : Item{0, 0, 0};
+  Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const Item it = item_of(item, c.batch, c.kv_heads);
+    const Item it = nxt;
+    nxt = item_add(it, step, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) continue;  // uniform over the CTA
@@ -77,7 +81,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     __syncthreads();  // the previous item is done with the shared memory
     if (!bf16)
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
-    prefetch_item(p, item + gridDim.x, items, 1);
+    prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     bool waited = bf16;
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
@@ -95,7 +99,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
         const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
-        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
+        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D, Mma4Smem, false>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
       }
       __syncthreads();
       if (!waited) {  // every thread, once a copy

@@ -94,8 +94,9 @@ struct alignas(16) WarpSmem {
 
 // fbla_host.cpp qgroup() for (head hi, group g of the chunk), by one warp: the same per-lane folds
 // and butterflies as setup_groups; the digits land in perm_channel order. Smem: WarpSmem or StageSmem
-// (the same field names: what, qf, sw, bias, wsum, wabs).
-template <int D, class Smem>
+// (the same field names: what, qf, sw, bias, wsum, wabs). kSums false (the mma_pv / mma_pv4 refines, which
+// never read them): the coarse pass's wsum / wabs are not computed (nor written); every other value the same.
+template <int D, class Smem, bool kSums = true>
 __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, int hi, int g) {
   constexpr int per = D / 32;
   const int lane = threadIdx.x & 31;
@@ -119,14 +120,18 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
     const int pc = perm_channel(lane * per + i);
     sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
     sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
-    const int q = dh * 256 + dl;
-    ws += q;
-    wa += q < 0 ? -q : q;
+    if (kSums) {
+      const int q = dh * 256 + dl;
+      ws += q;
+      wa += q < 0 ? -q : q;
+    }
   }
+  if (kSums) {
 #pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) {
-    ws += __shfl_xor_sync(0xffffffffu, ws, off);
-    wa += __shfl_xor_sync(0xffffffffu, wa, off);
+    for (int off = 16; off >= 1; off >>= 1) {
+      ws += __shfl_xor_sync(0xffffffffu, ws, off);
+      wa += __shfl_xor_sync(0xffffffffu, wa, off);
+    }
   }
   float bsum = 0.0f;
 #pragma unroll
@@ -135,8 +140,10 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
   if (lane == 0) {
     sm.sw[hi][g] = qhat_sw(amax);
     sm.bias[hi][g] = bsum;
-    sm.wsum[hi][g] = ws;
-    sm.wabs[hi][g] = wa;
+    if (kSums) {
+      sm.wsum[hi][g] = ws;
+      sm.wabs[hi][g] = wa;
+    }
   }
 }
 

@@ -199,6 +199,20 @@ __device__ __forceinline__ Item item_of(int item, int B, int Hkv) {
   return it;
 }
 
+// item_of(item + step) from it = item_of(item) and st = item_of(step): a mixed-radix add (kh, then b, then slot),
+// no division. The grid-stride item loops of the mma refines walk their items with it (st = item_of(gridDim.x),
+// divided once a CTA) instead of dividing every item.
+__device__ __forceinline__ Item item_add(Item it, const Item& st, int B, int Hkv) {
+  it.kh += st.kh;
+  const int ck = it.kh >= Hkv ? 1 : 0;
+  it.kh -= ck * Hkv;
+  it.b += st.b + ck;
+  const int cb = it.b >= B ? 1 : 0;
+  it.b -= cb * B;
+  it.slot += st.slot + cb;
+  return it;
+}
+
 __device__ __forceinline__ const uint8_t* record_of(const mlops_fbla_cache& c, int b, int h, int slot) {
   return c.records + ((static_cast<long long>(b) * c.kv_heads + h) * c.slots + slot) * c.record_bytes;
 }
@@ -234,6 +248,15 @@ __device__ __forceinline__ void prefetch_item(const DecodeParams& p, int item, i
   if (ch < 0 || ch >= chunks_of(nq)) return;
   const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
   prefetch_range(record_of(p.c, b, kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes, false);
+}
+
+// prefetch_item for an item already decoded (it = item_of(item), `valid`: item < items).
+__device__ __forceinline__ void prefetch_item_at(const DecodeParams& p, const Item& it, bool valid, int first) {
+  if (!valid) return;
+  const int nq = closed_groups(len_of(p, it.b)), ch = it.slot - first;
+  if (ch < 0 || ch >= chunks_of(nq)) return;
+  const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
+  prefetch_range(record_of(p.c, it.b, it.kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes, false);
 }
 
 // q of the heads of a batch -> smem floats (every thread of the CTA calls it).
