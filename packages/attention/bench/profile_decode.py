@@ -4,7 +4,9 @@
         python packages/attention/bench/profile_decode.py --B 1 --L 16384 --variant warps --exact
 
 (the reference decodes of "items" and "mma_pv+coarse_imma" run first: -k regex:"_warps" keeps only the warps
-layouts' kernels; -k regex:refine_mma with --launch-skip 1 skips the reference's mma_pv launch.)
+layouts' kernels; -k regex:refine_mma with --launch-skip 1 skips the reference's mma_pv launch; --variant planner
+decodes as a default call does, e.g. -k regex:"refine_mma4_kernel|combine_warps_kernel" --launch-skip 1 -c 2 at
+B1 L16K: the planner's refine and combine, after the mma_pv reference's combine.)
 
 Runs a warm-up decode, then --reps decodes of each variant named (comma-separated), so ncu's
 kernel filter with -c picks the kernels of the variants in order.
@@ -23,7 +25,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--B", type=int, default=1)
     ap.add_argument("--L", type=int, default=16384)
-    ap.add_argument("--variant", default="warps", help="comma-separated names of decode_variants()")
+    ap.add_argument("--variant", default="warps",
+                    help="comma-separated names of decode_variants(), or 'planner' (variant 0: the planner's launch)")
     ap.add_argument("--exact", action="store_true")
     ap.add_argument("--peaked", action="store_true")
     ap.add_argument("--mode", default="3+3")
@@ -43,12 +46,13 @@ def main():
     out = torch.empty(a.B, HQ, D, dtype=torch.bfloat16, device="cuda")
     # the reference of each P V form: "items" (chains) and mma_pv (digits, the form's only variant)
     pv = {v["name"]: v["pv"] for v in A.decode_variants()}
+    pv["planner"] = "digits"  # the default form; its launch is the planner's (mma_pv4's refine where one round)
     ref = {f: A.decode(q, c, exact=a.exact, out=out.clone(), variant=r)
            for f, r in (("chains", "items"), ("digits", "mma_pv+coarse_imma"))}
     torch.cuda.synchronize()
     for var in a.variant.split(","):
         for _ in range(a.reps):
-            A.decode(q, c, exact=a.exact, out=out, variant=var)
+            A.decode(q, c, exact=a.exact, out=out, variant=None if var == "planner" else var)
         torch.cuda.synchronize()
         same = torch.equal(out.view(torch.int16), ref[pv[var]].view(torch.int16))
         print(f"{var}: B={a.B} L={a.L} exact={a.exact} peaked={a.peaked} mode={a.mode}: same bits as its form's "
