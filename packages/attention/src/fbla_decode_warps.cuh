@@ -5,9 +5,8 @@
 //   against them; the integer dot is exact, so the layout does not change a bit). P V: a lane owns 4
 //   channels for 4 q heads and runs their fmaf chains in token order (the V code of 4 channels is
 //   assembled once a token for all heads). l and the V-min sum: lane hi of warp g, in token order.
-// - combine_warps_kernel: a CTA of kCombineWarps warps a (row, 32 channels); the round's partials and
-//   per-slot exps staged in shared memory by all warps, then warp 0's lanes run combine_kernel's
-//   slot-order chains from it.
+// - combine_warps_kernel: a warp a (row, 32 channels); the per-slot exp in parallel, then each lane
+//   runs the slot-order chains of combine_kernel on 32 partials loaded at once.
 // The host emulation (fbla_host.cpp) is unchanged: every chain here is one of its chains.
 #pragma once
 #include "fbla_kernels.cuh"
@@ -929,83 +928,72 @@ __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodePar
   }
 }
 
-// Combine, a CTA of kCombineWarps warps a (row, 32 channels): M = max of the partials' m (exact in any
-// order); then rounds of kCombineSlots slots: every thread loads one slot's m / l and its warp's share of
-// the round's partials (warp w: slots w, w + W, ...; a load a slot covers the 32 channels, coalesced) into
-// registers, all loads of a round independent of each other and of the chains; the e (exp_det, a thread a
-// slot) and the partials go to shared memory, a barrier, then warp 0 runs combine_kernel's chains in slot
-// order from shared memory (same bits) while the next round's loads are in flight. B1 L16K (65 slots a row)
-// is one round: ~2 load latencies a CTA instead of one a tile (GPU run 71: 11.8 K cycles at IPC 0.16 for
-// the one-warp form, a warp walking its row's tiles). Any slot count: further rounds past kCombineSlots.
+// Combine, a warp a (row, 32 channels): M = max of the partials' m (exact in any order); then tiles of
+// 32 slots: lane i computes e of slot i0 + i (exp_det, in parallel) and every lane loads its channel
+// of the 32 partials at once, then runs combine_kernel's chains in slot order (same bits).
 // kPdl (variant stage+coarse_imma): launched as a programmatic dependent of the refine (sm_90), so its CTAs
 // may start before the refine has finished: griddepcontrol.wait holds them until it has, memory included.
-constexpr int kCombineWarps = 4;
-constexpr int kCombineThreads = 32 * kCombineWarps;
-constexpr int kCombineSlots = kCombineThreads;  // slots a round: a thread a slot's m / l
-
 template <int D, bool kPdl = false>
-__global__ void __launch_bounds__(kCombineThreads) combine_warps_kernel(DecodeParams p) {
-  constexpr int W = kCombineWarps, C = kCombineSlots, K = C / W;  // K: slots a warp a round
-  __shared__ float sa[C][32];                                     // the round's partials, [slot][channel]
-  __shared__ float se[C], sl[C], sx[W];
+__global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
+  // The m / l of the first kHeld tiles of 32 slots are loaded at once (B1 L16K: 65 slots) and their e computed
+  // together, and each tile's partials are loaded while the previous tile's chains run: a few memory latencies
+  // a row instead of two a tile (GPU run 48: 9.3 us for B1 L16K's combine at ncu's clocks, 2 % issue).
+  constexpr int kHeld = 4;
+  __shared__ float se[32 * kHeld], sl[32 * kHeld];
   if constexpr (kPdl) pdl_wait();
   constexpr int S = D / 32;
-  const int row = blockIdx.x / S, tid = threadIdx.x, lane = tid % 32, w = tid / 32;
-  const int d = (blockIdx.x % S) * 32 + lane, b = row / p.Hq;
+  const int row = blockIdx.x / S, lane = threadIdx.x, d = (blockIdx.x % S) * 32 + lane, b = row / p.Hq;
   const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
   const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
   const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
   const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
-  // round 0's loads, all at once: they do not wait for M
-  float m = tid < P ? pm[tid] : neg_inf(), l = tid < P ? pl[tid] : 0.0f;
-  float a[K];
+  float Mx = neg_inf();
+  float mh[kHeld], lh[kHeld];
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int i = w + W * k;
-    a[k] = i < P ? pacc[static_cast<size_t>(i) * D + d] : 0.0f;
+  for (int j = 0; j < kHeld; ++j) {
+    const int i = lane + 32 * j;
+    mh[j] = i < P ? pm[i] : neg_inf();
+    lh[j] = i < P ? pl[i] : 0.0f;
   }
-  float Mx = m;
-  for (int i = tid + C; i < P; i += C) Mx = fmax_step(Mx, pm[i]);  // slots past round 0
+#pragma unroll
+  for (int j = 0; j < kHeld; ++j) Mx = fmax_step(Mx, mh[j]);
+  for (int i = lane + 32 * kHeld; i < P; i += 32) Mx = fmax_step(Mx, pm[i]);  // slots past the held tiles
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) Mx = fmax_step(Mx, __shfl_xor_sync(0xffffffffu, Mx, off));
-  if (lane == 0) sx[w] = Mx;
-  __syncthreads();
-  Mx = sx[0];
-#pragma unroll
-  for (int ww = 1; ww < W; ++ww) Mx = fmax_step(Mx, sx[ww]);  // the same value in every thread
   float lt = 0.0f, acc = 0.0f;
-  if (Mx != neg_inf()) {  // uniform over the CTA
-    for (int s0 = 0; s0 < P; s0 += C) {
-      se[tid] = m == neg_inf() ? -1.0f : exp_det(m - Mx);  // -1: an empty partial or past P (e in [0, 1])
-      sl[tid] = l;
+  if (Mx != neg_inf()) {  // uniform over the warp
 #pragma unroll
-      for (int k = 0; k < K; ++k) sa[w + W * k][lane] = a[k];
+    for (int j = 0; j < kHeld; ++j) {
+      se[32 * j + lane] = mh[j] == neg_inf() ? -1.0f : exp_det(mh[j] - Mx);  // -1: an empty partial (e in [0, 1])
+      sl[32 * j + lane] = lh[j];
+    }
+    float a[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) a[k] = k < P ? pacc[static_cast<size_t>(k) * D + d] : 0.0f;
+    for (int i0 = 0; i0 < P; i0 += 32) {
+      const int n = P - i0 < 32 ? P - i0 : 32, t = i0 / 32, base = 32 * (t % kHeld);
+      float an[32];  // the next tile's partials, in flight during this tile's chains
+#pragma unroll
+      for (int k = 0; k < 32; ++k) an[k] = i0 + 32 + k < P ? pacc[static_cast<size_t>(i0 + 32 + k) * D + d] : 0.0f;
+      __syncthreads();  // se / sl written (the held tiles) or read (the tile kHeld back)
+      if (t >= kHeld && lane < n) {  // past the held tiles: this tile's e / l
+        const float m = pm[i0 + lane];
+        se[base + lane] = m == neg_inf() ? -1.0f : exp_det(m - Mx);
+        sl[base + lane] = pl[i0 + lane];
+      }
       __syncthreads();
-      const int n = P - s0 < C ? P - s0 : C, s1 = s0 + C;
-      if (s1 < P) {  // the next round's loads, in flight during this round's chains
-        m = s1 + tid < P ? pm[s1 + tid] : neg_inf();
-        l = s1 + tid < P ? pl[s1 + tid] : 0.0f;
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-          const int i = s1 + w + W * k;
-          a[k] = i < P ? pacc[static_cast<size_t>(i) * D + d] : 0.0f;
-        }
+      for (int k = 0; k < 32; ++k) {
+        if (k >= n) break;
+        const float e = se[base + k];
+        if (e < 0.0f) continue;
+        lt = fmaf(sl[base + k], e, lt);
+        acc = fmaf(a[k], e, acc);
       }
-      if (w == 0) {
-#pragma unroll 8
-        for (int k = 0; k < n; ++k) {
-          const float e = se[k];
-          const float lk = sl[k], ak = sa[k][lane];
-          if (!(e < 0.0f)) {  // as combine_kernel's skip of an empty partial
-            lt = fmaf(lk, e, lt);
-            acc = fmaf(ak, e, acc);
-          }
-        }
-      }
-      __syncthreads();  // se / sl / sa read before the next round writes them
+#pragma unroll
+      for (int k = 0; k < 32; ++k) a[k] = an[k];
     }
   }
-  if (w != 0) return;
   const float o = Mx != neg_inf() ? acc / lt : 0.0f;
   if (p.out_fp32)
     static_cast<float*>(p.out)[static_cast<size_t>(row) * D + d] = o;

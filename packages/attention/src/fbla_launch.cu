@@ -73,12 +73,12 @@ cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
     if (dev < 64) pdl[dev] = mode;
   }
   if (mode == 2) {
-    combine_warps_kernel<D, true><<<p.c.batch * p.Hq * (D / 32), kCombineThreads, 0, s>>>(p);
+    combine_warps_kernel<D, true><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
     return cudaGetLastError();
   }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(p.c.batch * p.Hq * (D / 32)));
-  cfg.blockDim = dim3(kCombineThreads);
+  cfg.blockDim = dim3(32);
   cfg.dynamicSmemBytes = 0;
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
@@ -203,7 +203,7 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     const cudaError_t e = cudaGetLastError();  // the refine's launch
     return e != cudaSuccess ? e : combine_pdl<D>(p, s);
   } else
-    combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), kCombineThreads, 0, s>>>(p);
+    combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
   return cudaGetLastError();
 }
 

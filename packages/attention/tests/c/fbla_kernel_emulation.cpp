@@ -225,9 +225,9 @@ static void decode_e(const DecodeParams& p, int ctas) {  // src/fbla_launch.cu d
   if (p.variant == kItems)
     run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
   else if (stage_refine(p.variant) || mma_refine(p.variant))
-    run_grid(p.c.batch * p.Hq * (D / 32), kCombineThreads, [&] { combine_warps_kernel<D, true>(p); });
+    run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D, true>(p); });
   else
-    run_grid(p.c.batch * p.Hq * (D / 32), kCombineThreads, [&] { combine_warps_kernel<D>(p); });
+    run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D>(p); });
 }
 
 cudaError_t append_device(const AppendParams& p, cudaStream_t) {
@@ -364,16 +364,18 @@ static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned
       }
 }
 
-// a long row: more slots than combine_warps_kernel's round (kCombineSlots), so its later rounds run too
+// a long row of 297 slots (B1, ~76 K tokens): combine_warps_kernel's tiles of 32 slots past its held ones (the first
+// 4 tiles) and the rounds of the 4-warp form tried in session 12 (128 slots a round; GPU run 72, reverted)
 static void long_case() {
-  const int B = 1, H = 1, D = 64, G = 2;
-  const int T = (2 * mlops::fbla::kCombineSlots + 40) * mlops::fbla::kChunkGroups * mlops::fbla::kGroup + 100;  // ~2.3 rounds of slots
+  namespace f = mlops::fbla;
+  const int B = 1, H = 1, D = 64, G = 2, slots = 297;
+  const int T = (slots - 1) * f::kChunkGroups * f::kGroup + 100;
   const Data d = make_data(B, H, T, D, 500);
   Cache gc(B, H, T, D, MLOPS_FBLA_3_3), hc(B, H, T, D, MLOPS_FBLA_3_3);
   mlops_fbla_kv kv = kv_of(d, 0, nullptr, T, T);
   CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
         "long case: append");
-  CHECK(1 + mlops::fbla::chunks_of(mlops::fbla::closed_groups(T)) > 2 * mlops::fbla::kCombineSlots, "long case: %d slots", 1 + mlops::fbla::chunks_of(mlops::fbla::closed_groups(T)));
+  CHECK(1 + f::chunks_of(f::closed_groups(T)) == slots, "long case: %d slots", 1 + f::chunks_of(f::closed_groups(T)));
   decode_case("long row", gc, hc, H * G, 500, false, d, true);
 }
 
