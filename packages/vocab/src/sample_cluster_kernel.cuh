@@ -723,6 +723,49 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   return false;
 }
 
+// The draw's cluster step (lean_draw and tk_draw): a block scan of the threads' kept sums s, the CTA's total
+// published, one cluster barrier, warp 0 reads the C totals (a lane a CTA) and finds the CTA whose range holds
+// floor(R S / 2^64). False in every other CTA (nothing left to do there); in that CTA, S = the row's kept total,
+// ex = the kept weight of the CTA's lower threads and t = the target less the lower CTAs' weight. The last cluster barrier is only arrived at.
+template <int C, int NT>
+__device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, int64_t step, uint64_t s,
+                                            ClusterShared<NT>& sh, uint64_t& S, uint64_t& ex, uint64_t& t) {
+  constexpr int NW = NT / 32;
+  const unsigned lane = threadIdx.x & 31u, rank = cluster_rank();
+  const int warp = int(threadIdx.x) >> 5;
+  const uint64_t incl = warp_incl_scan(s);
+  if (lane == 31) sh.wsum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+    x = warp_incl_scan(x);
+    if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
+    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
+  }
+  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
+  ex = incl - s + (warp ? sh.red[warp - 1] : 0);
+  if (warp == 0) {
+    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
+    const uint64_t ki = warp_incl_scan(k);
+    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
+    if (lane == 0) {
+      sh.b_total = total;
+      sh.b_acc = before;
+      sh.b_mine = mine;
+    }
+  }
+  __syncthreads();
+  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+  S = sh.b_total;
+  const uint64_t before = sh.b_acc, mine = sh.b_mine;
+  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
+  if (!(mine && before <= target && target < before + mine)) return false;  // S > 0: the max is kept
+  t = target - before;
+  return true;
+}
+
 // The lean forms' draw. Thread t takes the contiguous chunk [t q, (t + 1) q) of the staged slice (q
 // odd: a warp's 32 reads of one step fall in 32 banks), writes each element's kept weight over it
 // (the slice is not read again) and sums them; a block scan of the chunk sums, the CTA's total
@@ -733,10 +776,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
 template <int C, int NT>
 __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                           float* zs, const LeanRow& lr, uint32_t tau, ClusterShared<NT>& sh) {
-  constexpr int NW = NT / 32;
   const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
-  const int warp = tid >> 5;
   uint32_t* wz = reinterpret_cast<uint32_t*>(zs);
   const int n = int(v1 - v0);  // a staged slice: < 2^16 elements
   const int q = ((n + NT - 1) / NT) | 1;
@@ -770,35 +810,8 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
         s += w[j];
       }
   }
-  const uint64_t incl = warp_incl_scan(s);
-  if (lane == 31) sh.wsum[warp] = incl;
-  __syncthreads();
-  if (warp == 0) {
-    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
-    x = warp_incl_scan(x);
-    if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
-    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
-  }
-  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
-  const uint64_t ex = incl - s + (warp ? sh.red[warp - 1] : 0);
-  if (warp == 0) {
-    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
-    const uint64_t ki = warp_incl_scan(k);
-    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
-    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
-    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
-    if (lane == 0) {
-      sh.b_total = total;
-      sh.b_acc = before;
-      sh.b_mine = mine;
-    }
-  }
-  __syncthreads();
-  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
-  const uint64_t S = sh.b_total, before = sh.b_acc, mine = sh.b_mine;
-  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
-  if (!(mine && before <= target && target < before + mine)) return;  // S > 0: the max is kept
-  const uint64_t t = target - before;
+  uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
+  if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
   if (!(s && ex <= t && t < ex + s)) return;
   uint64_t run = ex;
   int i = c0;
@@ -929,10 +942,7 @@ template <int C, int NT>
 __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                         const float* zs, const LeanRow& lr, uint32_t tau, bool list,
                                         ClusterShared<NT>& sh) {
-  constexpr int NW = NT / 32;
   const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
-  const int warp = tid >> 5;
   uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
   const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
   uint64_t s = 0;
@@ -980,35 +990,8 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
       for (int j = 0; j < 4; ++j) s += w[j];
     }
   }
-  const uint64_t incl = warp_incl_scan(s);
-  if (lane == 31) sh.wsum[warp] = incl;
-  __syncthreads();
-  if (warp == 0) {
-    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
-    x = warp_incl_scan(x);
-    if (lane < unsigned(NW)) sh.red[lane] = x;
-    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
-  }
-  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
-  const uint64_t ex = incl - s + (warp ? sh.red[warp - 1] : 0);
-  if (warp == 0) {
-    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
-    const uint64_t ki = warp_incl_scan(k);
-    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
-    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
-    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
-    if (lane == 0) {
-      sh.b_total = total;
-      sh.b_acc = before;
-      sh.b_mine = mine;
-    }
-  }
-  __syncthreads();
-  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
-  const uint64_t S = sh.b_total, before = sh.b_acc, mine = sh.b_mine;
-  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
-  if (!(mine && before <= target && target < before + mine)) return;  // S > 0: the max is kept
-  const uint64_t t = target - before;
+  uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
+  if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
   if (list) {
     const int nk = int(sh.b_krem);
     for (int j = tid; j < nk; j += NT) {
