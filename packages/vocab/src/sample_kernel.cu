@@ -145,31 +145,49 @@ int sample_cluster_code_arch(int cluster) { return cluster > 8 ? cluster_code_ar
 
 bool sample_cluster16_ok() { return cluster16_ok(); }
 
+// The 512-thread staged forms (kSampleStaged 2 .. 7, vocab_api.cpp; ES, LEAN, GATHER, LATE, WIDE, TK as
+// sample_cluster_kernel takes them; the GATHER-based forms keep the gathered list after the slice) at a cluster
+// of 16, or of 8 where that is asked or where 16 cannot schedule: the cluster size whose staged form runs, 0
+// where neither fits (the unstaged form runs: the same tokens).
+template <bool ES, bool LEAN = false, bool GATHER = false, bool LATE = false, bool WIDE = false, bool TK = false>
+int staged512_cluster(int cluster, int64_t vocab, size_t* bytes) {
+  const size_t extra = GATHER ? kGatherBytes : 0;
+  const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)) + extra, b16 = size_t(cluster_stage_bytes(vocab, 16)) + extra;
+  if (cluster == 16 && staged_ok<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK>(b16)) {
+    *bytes = b16;
+    return 16;
+  }
+  if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK>(b8)) {
+    *bytes = b8;
+    return 8;
+  }
+  return 0;
+}
+
+// staged512_cluster's form launched, if one fits: true and its launch status in *e; false where none fits.
+template <bool ES, bool LEAN = false, bool GATHER = false, bool LATE = false, bool WIDE = false, bool TK = false>
+bool launch_staged512(const SampleParams& p, int cluster, cudaStream_t s, cudaError_t* e) {
+  size_t bytes = 0;
+  switch (staged512_cluster<ES, LEAN, GATHER, LATE, WIDE, TK>(cluster, p.vocab, &bytes)) {
+    case 16: *e = launch_cluster_staged<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK>(p, s, bytes); return true;
+    case 8: *e = launch_cluster_staged<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK>(p, s, bytes); return true;
+  }
+  return false;
+}
+
 // What sample_launch_cluster does with a staged variant: whether its staged form runs (cluster 16
 // at `threads`, or the cluster-8 form where 16 cannot schedule).
 bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int staged) {
+  size_t bytes = 0;
+  switch (staged) {
+    case 2: return staged512_cluster<true>(cluster, vocab, &bytes) != 0;                  // the early-stop forms
+    case 3: return staged512_cluster<false, true>(cluster, vocab, &bytes) != 0;           // the lean forms
+    case 4: return staged512_cluster<false, true, true>(cluster, vocab, &bytes) != 0;     // the gather forms
+    case 5: return staged512_cluster<false, true, true, true>(cluster, vocab, &bytes) != 0;        // the late forms
+    case 6: return staged512_cluster<false, true, true, true, true>(cluster, vocab, &bytes) != 0;  // the wide forms
+    case 7: return staged512_cluster<false, true, true, false, false, true>(cluster, vocab, &bytes) != 0;  // tk
+  }
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)), b16 = size_t(cluster_stage_bytes(vocab, 16));
-  if (staged == 3)  // the lean forms: 512 threads
-    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true>(b16)) ||
-           ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true>(b8));
-  if (staged == 4)  // the gather forms: the gathered list after the slice
-    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true>(b16 + kGatherBytes)) ||
-           ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true>(b8 + kGatherBytes));
-  if (staged == 7)  // the tk forms: as the gather forms
-    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, false, false, true>(b16 + kGatherBytes)) ||
-           ((cluster == 8 || !cluster16_ok()) &&
-            staged_ok<8, kClusterThreads, false, true, true, false, false, true>(b8 + kGatherBytes));
-  if (staged == 6)  // the wide forms: as the gather forms
-    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true, true>(b16 + kGatherBytes)) ||
-           ((cluster == 8 || !cluster16_ok()) &&
-            staged_ok<8, kClusterThreads, false, true, true, true, true>(b8 + kGatherBytes));
-  if (staged == 5)  // the late forms: as the gather forms
-    return (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true>(b16 + kGatherBytes)) ||
-           ((cluster == 8 || !cluster16_ok()) &&
-            staged_ok<8, kClusterThreads, false, true, true, true>(b8 + kGatherBytes));
-  if (staged == 2)  // the early-stop forms: 512 threads
-    return (cluster == 16 && staged_ok<16, kClusterThreads, true>(b16)) ||
-           ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, true>(b8));
   if (cluster == 16 && threads == 1024 && staged_ok<16, 1024>(b16)) return true;
   if (cluster == 16 && threads != 1024 && staged_ok<16, kClusterThreads>(b16)) return true;
   return (cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads>(b8);
@@ -177,54 +195,26 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
 
 cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged, int threads, void* stream) {
   cudaStream_t s = static_cast<cudaStream_t>(stream);  // the kernel applies the penalties itself
-  if (staged == 7) {  // the tk forms (512 threads); the unstaged form where they do not fit
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
-    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
-    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, false, false, true>(b16))
-      return launch_cluster_staged<16, kClusterThreads, false, true, true, false, false, true>(p, s, b16);
-    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true, false, false, true>(b8))
-      return launch_cluster_staged<8, kClusterThreads, false, true, true, false, false, true>(p, s, b8);
-  } else if (staged == 6) {  // the wide forms (512 threads); the unstaged form where they do not fit
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
-    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
-    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true, true>(b16))
-      return launch_cluster_staged<16, kClusterThreads, false, true, true, true, true>(p, s, b16);
-    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true, true, true>(b8))
-      return launch_cluster_staged<8, kClusterThreads, false, true, true, true, true>(p, s, b8);
-  } else if (staged == 5) {  // the late forms (512 threads); the unstaged form where they do not fit
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
-    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
-    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true, true>(b16))
-      return launch_cluster_staged<16, kClusterThreads, false, true, true, true>(p, s, b16);
-    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true, true>(b8))
-      return launch_cluster_staged<8, kClusterThreads, false, true, true, true>(p, s, b8);
-  } else if (staged == 4) {  // the gather forms (512 threads); the unstaged form where they do not fit
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)) + kGatherBytes;
-    const size_t b16 = size_t(cluster_stage_bytes(p.vocab, 16)) + kGatherBytes;
-    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true, true>(b16))
-      return launch_cluster_staged<16, kClusterThreads, false, true, true>(p, s, b16);
-    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true, true>(b8))
-      return launch_cluster_staged<8, kClusterThreads, false, true, true>(p, s, b8);
-  } else if (staged == 3) {  // the lean forms (512 threads); the unstaged form where they do not fit
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
-    if (cluster == 16 && staged_ok<16, kClusterThreads, false, true>(b16))
-      return launch_cluster_staged<16, kClusterThreads, false, true>(p, s, b16);
-    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, false, true>(b8))
-      return launch_cluster_staged<8, kClusterThreads, false, true>(p, s, b8);
-  } else if (staged == 2) {  // the early-stop forms (512 threads); the unstaged form where they do not fit
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
-    if (cluster == 16 && staged_ok<16, kClusterThreads, true>(b16))
-      return launch_cluster_staged<16, kClusterThreads, true>(p, s, b16);
-    if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, true>(b8))
-      return launch_cluster_staged<8, kClusterThreads, true>(p, s, b8);
-  } else if (staged) {  // a slice too large for shared memory runs the unstaged form: the same tokens
-    const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
-    if (threads == 1024 && cluster == 16 && staged_ok<16, 1024>(b16)) return launch_cluster_staged<16, 1024>(p, s, b16);
-    if (cluster == 16 && staged_ok<16, kClusterThreads>(b16)) return launch_cluster_staged<16, kClusterThreads>(p, s, b16);
-    if (cluster == 16 && !cluster16_ok() && staged_ok<8, kClusterThreads>(b8))
-      return launch_cluster_staged<8, kClusterThreads>(p, s, b8);
-    if (cluster == 8 && staged_ok<8, kClusterThreads>(b8)) return launch_cluster_staged<8, kClusterThreads>(p, s, b8);
+  cudaError_t e = cudaSuccess;
+  bool ran = false;  // a staged form launched; where its slice does not fit, the unstaged form (the same tokens)
+  switch (staged) {
+    case 2: ran = launch_staged512<true>(p, cluster, s, &e); break;
+    case 3: ran = launch_staged512<false, true>(p, cluster, s, &e); break;
+    case 4: ran = launch_staged512<false, true, true>(p, cluster, s, &e); break;
+    case 5: ran = launch_staged512<false, true, true, true>(p, cluster, s, &e); break;
+    case 6: ran = launch_staged512<false, true, true, true, true>(p, cluster, s, &e); break;
+    case 7: ran = launch_staged512<false, true, true, false, false, true>(p, cluster, s, &e); break;
+    case 0: break;
+    default: {  // the first staged forms (512 or 1024 threads)
+      const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
+      if (threads == 1024 && cluster == 16 && staged_ok<16, 1024>(b16)) return launch_cluster_staged<16, 1024>(p, s, b16);
+      if (cluster == 16 && staged_ok<16, kClusterThreads>(b16)) return launch_cluster_staged<16, kClusterThreads>(p, s, b16);
+      if (cluster == 16 && !cluster16_ok() && staged_ok<8, kClusterThreads>(b8))
+        return launch_cluster_staged<8, kClusterThreads>(p, s, b8);
+      if (cluster == 8 && staged_ok<8, kClusterThreads>(b8)) return launch_cluster_staged<8, kClusterThreads>(p, s, b8);
+    }
   }
+  if (ran) return e;
   switch (cluster) {
     case 8: return launch_cluster<8>(p, s);
     case 16: return cluster16_ok() ? launch_cluster<16>(p, s) : launch_cluster<8>(p, s);  // same tokens
