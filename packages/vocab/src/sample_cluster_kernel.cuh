@@ -723,6 +723,23 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   return false;
 }
 
+// The draws' weights of the staged positions i .. i + 3 of a thread's chunk [.., c1) (0 past c1 or below tau):
+// lean_weights_sparse4's where the row keeps few elements, else lean_weights4's. Called by the whole warp.
+__device__ __forceinline__ void draw_weights4(const LeanRow& lr, const float* zs, int i, int c1, uint32_t tau,
+                                              bool sparse, uint32_t (&w)[4]) {
+  float x[4];
+  bool on[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    x[j] = i + j < c1 ? zs[i + j] : 0.0f;
+    on[j] = i + j < c1 && key_of(x[j]) >= tau;
+  }
+  if (sparse)
+    lean_weights_sparse4(lr, x, on, w);
+  else
+    lean_weights4(lr, x, on, w);
+}
+
 // The draw's cluster step (lean_draw and tk_draw): a block scan of the threads' kept sums s, the CTA's total
 // published, one cluster barrier, warp 0 reads the C totals (a lane a CTA) and finds the CTA whose range holds
 // floor(R S / 2^64). False in every other CTA (nothing left to do there); in that CTA, S = the row's kept total,
@@ -791,18 +808,8 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
   uint64_t s = 0;
   for (int k = 0; k < q; k += 4) {  // 4 at a time: the 4 exps interleave; warp-uniform trip count
     const int i = c0 + k;
-    float x[4];
-    bool on[4];
     uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      x[j] = i + j < c1 ? zs[i + j] : 0.0f;
-      on[j] = i + j < c1 && key_of(x[j]) >= tau;
-    }
-    if (sparse)
-      lean_weights_sparse4(lr, x, on, w);
-    else
-      lean_weights4(lr, x, on, w);
+    draw_weights4(lr, zs, i, c1, tau, sparse, w);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (i + j < c1) {
@@ -974,18 +981,8 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   if (!list) {
     for (int k = 0; k < q; k += 4) {  // lean_draw's sums (warp-uniform trip count), nothing stored
       const int i = c0 + k;
-      float x[4];
-      bool on[4];
       uint32_t w[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        x[j] = i + j < c1 ? zs[i + j] : 0.0f;
-        on[j] = i + j < c1 && key_of(x[j]) >= tau;
-      }
-      if (sparse)
-        lean_weights_sparse4(lr, x, on, w);
-      else
-        lean_weights4(lr, x, on, w);
+      draw_weights4(lr, zs, i, c1, tau, sparse, w);
 #pragma unroll
       for (int j = 0; j < 4; ++j) s += w[j];
     }
