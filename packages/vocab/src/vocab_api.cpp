@@ -155,7 +155,8 @@ int code_arch_of(const mlops_lm_head_variant& v) {
 // and the CUDA-core instance last, everywhere (below sm_70 alone). Every list ends with index 0.
 // sm_90, H <= 4096 (the stream kernels hold a segment of x in registers; larger H keeps the run-14
 // plan below), from GPU run 21 (H200, with the statistics; docs/vocab.md, round A):
-//   - every M: stream32 (contiguous rows a CTA, 32-row chunks): in the standard bench of run 21 the
+//   - every M where the pipe's last wave of tiles is not full: stream32 (contiguous rows a CTA, 32-row
+//     chunks): in the standard bench of run 21 the
 //     fastest form at every (V, M) (151936 x 4096: 306.3 .. 310.4 us, the 4-stage pipe 325.6 ..
 //     336.4, cuBLAS without statistics 308.9 .. 311.4; 32000 x 4096: 76.6 .. 79.0, the pipe 84.1 ..
 //     85.2); but that bench flushed L2 with a write, whose dirty lines cost the pipe's order more;
@@ -163,10 +164,14 @@ int code_arch_of(const mlops_lm_head_variant& v) {
 //     6-stage pipe. With L2 left clean (how the bench measures from run 22 on) it took 291.0 us at
 //     151936 x 4096 (4748 tiles: 36 rounds of 132, the last one full), stream8 301.8, cuBLAS 299.9;
 //     at 32000 x 4096 (1000 tiles: 7.6 rounds) its half-empty last round lost, 71.9 against 68.7.
-//     From M = 3 on it loses by 40 us or more (x re-read from L1 next to 192 KB of stages), M = 2 is
-//     measured only after the write flush (328.4 vs stream32's 306.7): stream32.
+//     From M = 3 on it loses by 40 us or more (x re-read from L1 next to 192 KB of stages);
+//   - M = 2 .. 8 where that last wave is full: the 4-stage pipe. GPU run 23 (read flush, the same call,
+//     151936 x 4096 with stats): 295.1 / 295.1 / 295.2 / 295.6 / 295.9 / 298.9 / 301.6 us at M = 2 .. 8
+//     (99.2 .. 97.3 % of copy bandwidth) against stream32's 302.7 .. 306.7 (96.7 .. 95.7 %) and
+//     cuBLAS's 300.5 .. 302.8 without stats; at 32000 rows (not full) it lost, 75.5 .. 77.2 vs 71.5 .. 72.7.
 // Only sm_90 measured them (an A100's 164 KB fit 4 pipe stages, so there it would run as the pipe).
 constexpr int kPlanSm90Pipe[] = {8, 12, 6, 3, 4, 5, 0};
+constexpr int kPlanSm90Pipe4[] = {6, 12, 3, 4, 5, 0};
 constexpr int kPlanSm90Stream[] = {12, 6, 3, 4, 5, 0};
 // H > 4096 on sm_90 (the stream kernels would run the 6-stage pipe): GPU run 14, with stats, 151936
 // x 4096: the 6-stage pipe 319.7 us at M = 1 against the 4-stage pipe's 325.9; at M = 8 379.2
@@ -192,8 +197,10 @@ int plan_lm_head(int sm, int64_t tokens, int64_t hidden, int64_t vocab, int sms,
     for (;; ++list)
       if (*list == 0 || runs(kLmHeadVariants[*list])) return *list;
   };
-  if (sm >= 90 && hidden <= 16 * kUnit)
-    return first(tokens == 1 && pipe_waves_full(vocab, sms) ? kPlanSm90Pipe : kPlanSm90Stream);
+  if (sm >= 90 && hidden <= 16 * kUnit) {
+    if (!pipe_waves_full(vocab, sms)) return first(kPlanSm90Stream);
+    return first(tokens == 1 ? kPlanSm90Pipe : kPlanSm90Pipe4);
+  }
   if (sm >= 90 && tokens == 1) return first(kPlanSm90M1);
   if (sm >= 80) return first(kPlanSm80);
   if (sm >= 75) return first(kPlanSm75);
