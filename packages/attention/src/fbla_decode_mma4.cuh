@@ -48,8 +48,102 @@ __device__ __forceinline__ F4* mma4_pt(uint8_t* stage0, long long sbytes, const 
                                (sl % kSlicesPerGroup) * static_cast<long long>(kSlice * sizeof(F4)));
 }
 
+// A global float read from L2 (ld.global.cg): the folded combine reads partials other CTAs of this grid wrote.
+__device__ __forceinline__ float ld_l2(const float* a) {
+#ifdef MLOPS_FBLA_ON_HOST
+  return *a;
+#else
+  return __ldcg(a);
+#endif
+}
+
+// The folded combine's shared memory (floats over the staged groups, dead after the item's partial): the row maxima
+// of kWarpHeads heads, then e and l of every (head, slot).
+MLOPS_HD constexpr int fold_smem_floats(int P) { return kWarpHeads + 2 * kWarpHeads * P; }
+
+// combine_warps_kernel / combine_kernel for the q heads of (b, kv head kh), run by the CTA that finished the pair's last
+// item (the same bits: M the max of the partials' m, then in slot order lt = fmaf(l, e, lt), acc = fmaf(acc_i, e, acc)
+// with e = exp_det(m - M), empty partials (m = -inf) left out; out = acc / lt, 0 when nothing was refined). Thread u:
+// head u / (D / 2), channels u % (D / 2) and + D / 2, the partials loaded kStep slots at once.
+template <int D, int kN>
+__device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int kh, float* fs, int tid) {
+  constexpr int kStep = 8, H2 = D / 2;
+  const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
+  const int w = tid / 32, lane = tid & 31;
+  float* const fM = fs;
+  float* const se = fs + kWarpHeads;
+  float* const sl = se + kWarpHeads * P;
+  for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+    const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
+    const size_t row0 = static_cast<size_t>(b) * p.Hq + static_cast<size_t>(kh) * p.Gq + h0;
+    if (h0 > 0) __syncthreads();  // the previous heads' chains are done with fs
+    if (w < nh) {  // warp w: head h0 + w's M (maxima: exact in any order)
+      const float* pm = p.s.pm + (row0 + w) * p.s.P;
+      float Mx = neg_inf();
+      for (int i = lane; i < P; i += 32) Mx = fmax_step(Mx, ld_l2(pm + i));
+#pragma unroll
+      for (int off = 16; off >= 1; off >>= 1) Mx = fmax_step(Mx, __shfl_xor_sync(0xffffffffu, Mx, off));
+      if (lane == 0) fM[w] = Mx;
+    }
+    __syncthreads();
+    for (int k = tid; k < nh * P; k += kN) {  // e and l of (head k / P, slot k % P)
+      const int hi = k / P, i = k - hi * P;
+      const float m = ld_l2(p.s.pm + (row0 + hi) * p.s.P + i);
+      se[k] = m == neg_inf() ? -1.0f : exp_det(m - fM[hi]);  // -1: an empty partial (e in [0, 1])
+      sl[k] = ld_l2(p.s.pl + (row0 + hi) * p.s.P + i);
+    }
+    __syncthreads();
+    for (int u = tid; u < nh * H2; u += kN) {
+      const int hi = u / H2, d = u - hi * H2;
+      const size_t row = row0 + hi;
+      const float Mx = fM[hi];
+      const float* pa = p.s.pacc + row * p.s.P * D + d;
+      float lt = 0.0f, a0 = 0.0f, a1 = 0.0f;
+      if (Mx != neg_inf()) {
+        for (int i0 = 0; i0 < P; i0 += kStep) {
+          float x0[kStep], x1[kStep];
+#pragma unroll
+          for (int k = 0; k < kStep; ++k) {
+            const bool in = i0 + k < P;
+            x0[k] = in ? ld_l2(pa + static_cast<size_t>(i0 + k) * D) : 0.0f;
+            x1[k] = in ? ld_l2(pa + static_cast<size_t>(i0 + k) * D + H2) : 0.0f;
+          }
+#pragma unroll
+          for (int k = 0; k < kStep; ++k) {
+            if (i0 + k >= P) break;
+            const float e = se[hi * P + i0 + k];
+            if (e < 0.0f) continue;
+            lt = fmaf(sl[hi * P + i0 + k], e, lt);
+            a0 = fmaf(x0[k], e, a0);
+            a1 = fmaf(x1[k], e, a1);
+          }
+        }
+      }
+      const float o0 = Mx != neg_inf() ? a0 / lt : 0.0f, o1 = Mx != neg_inf() ? a1 / lt : 0.0f;
+      if (p.out_fp32) {
+        static_cast<float*>(p.out)[row * D + d] = o0;
+        static_cast<float*>(p.out)[row * D + d + H2] = o1;
+      } else {
+        static_cast<uint16_t*>(p.out)[row * D + d] = f32_to_bf16(o0);
+        static_cast<uint16_t*>(p.out)[row * D + d + H2] = f32_to_bf16(o1);
+      }
+    }
+  }
+}
+
+// The folded combine's counters (s.cnt, one a (b, kv head)) zeroed: the decode's first kernel where no coarse pass
+// runs (exact mode), the refine a programmatic dependent of it (its counting waits for this grid: griddepcontrol.wait).
+__global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
+  pdl_launch_dependents();
+  for (int i = threadIdx.x; i < p.c.batch * p.c.kv_heads; i += blockDim.x) p.s.cnt[i] = 0;
+}
+
 // Refine pass, "mma_pv4" layout (above), pv digits only: kNW warps a CTA (8 or 4), 4 CTAs an SM.
-template <int D, int kNW>
+// kFold (the planner's one-round launch): no combine kernel; after an item's partial the CTA counts the item for its
+// (b, kv head) (s.cnt, zeroed earlier in the decode), and the CTA that counts the pair's last item (1 + nch of them:
+// slots 0 .. nch) runs the combine of its q heads (fold_combine: the same bits). The split-K "last CTA reduces" form:
+// every thread's partial stores, a barrier, thread 0's fence and atomic; the last one's fence, a barrier, L2 reads.
+template <int D, int kNW, bool kFold = false>
 __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
@@ -262,6 +356,17 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           p.s.pl[row * p.s.P + it.slot] = lt;
         }
       }
+    }
+    if constexpr (kFold) {
+      __syncthreads();  // every thread's partial stores before thread 0's fence; the staged groups are dead
+      int last = 0;
+      if (tid == 0) {
+        pdl_wait();  // fold_zero_kernel's zeros (a no-op without a programmatic launch: the coarse pass zeroed them)
+        __threadfence();
+        last = atomicAdd(p.s.cnt + it.b * c.kv_heads + it.kh, 1) == nch;  // the pair's items: slots 0 .. nch
+        if (last) __threadfence();
+      }
+      if (__syncthreads_or(last)) fold_combine<D, kN>(p, it.b, it.kh, reinterpret_cast<float*>(stage0), tid);
     }
   }
 }

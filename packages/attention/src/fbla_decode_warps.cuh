@@ -862,6 +862,8 @@ __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodePar
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
   const int tid = threadIdx.x, g = tid / 32, lane = tid & 31;
+  if (p.fold && blockIdx.x == 0)  // the folded combine's counters (refine_mma4_kernel<.., true> runs after this grid)
+    for (int i = tid; i < c.batch * c.kv_heads; i += kWarpThreads) p.s.cnt[i] = 0;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const Item it = item_of(item, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);

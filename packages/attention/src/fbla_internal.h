@@ -15,13 +15,16 @@ MLOPS_HD int tail_tokens(int L) { return L >= kGroup ? L - kGroup * (closed_grou
 
 // The decode scratch (floats; no initial contents needed: every value read is written first in
 // the same call). ub [B][Hq][slots*8]: upper bound score a block; lbmax [B][Hq][nch]: the largest
-// lower bound of a chunk; partials [B][Hq][1 + nch]: m, l, acc[D] (slot 0: the BF16 tokens).
+// lower bound of a chunk; partials [B][Hq][1 + nch]: m, l, acc[D] (slot 0: the BF16 tokens); cnt [B][Hkv] (ints, in
+// B * Hq places): the folded combine's count of a (b, kv head)'s finished items, zeroed by the decode's first kernel
+// (fold_zero_kernel, or the coarse pass) before the refine counts.
 struct Scratch {
   float* ub;
   float* lbmax;
   float* pm;
   float* pl;
   float* pacc;
+  int* cnt;
   int nblk, nch, P;
 };
 
@@ -32,6 +35,7 @@ inline size_t scratch_floats(int B, int Hq, int D, int slots, Scratch* s, float*
   const size_t n_lb = up(size_t(B) * Hq * (nch > 0 ? nch : 1));
   const size_t n_m = up(size_t(B) * Hq * P);
   const size_t n_acc = up(size_t(B) * Hq * P * D);
+  const size_t n_cnt = up(size_t(B) * Hq);
   if (s) {
     s->nblk = nblk; s->nch = nch; s->P = P;
     s->ub = base;
@@ -39,8 +43,9 @@ inline size_t scratch_floats(int B, int Hq, int D, int slots, Scratch* s, float*
     s->pm = s->lbmax + n_lb;
     s->pl = s->pm + n_m;
     s->pacc = s->pl + n_m;
+    s->cnt = reinterpret_cast<int*>(s->pacc + n_acc);
   }
-  return n_ub + n_lb + 2 * n_m + n_acc;
+  return n_ub + n_lb + 2 * n_m + n_acc + n_cnt;
 }
 
 struct DecodeParams {
@@ -57,6 +62,8 @@ struct DecodeParams {
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
   int planned;  // 1: variant is the planner's pick for pv chains (decode_device may take kPlannerBelowSm80 instead);
                 // 2: the planner's pick for pv digits (decode_t may run kMmaPv4's kernel instead: one round of items)
+  int fold;     // set by decode_t only: the refine combines a (b, kv head)'s partials itself (refine_mma4_kernel<.., true>),
+                // the coarse pass (when it runs) zeroes s.cnt first
   Scratch s;
 };
 

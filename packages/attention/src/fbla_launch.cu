@@ -116,6 +116,21 @@ cudaError_t mma4_attributes() {
   return e;
 }
 
+// ... and of refine_mma4_kernel<D, 8, true> (the folded combine: the same shared memory).
+template <int D>
+cudaError_t mma4_attributes_fold() {
+  static bool done[64];
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
+  e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           mma4_smem_bytes(D));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  if (e == cudaSuccess && dev < 64) done[dev] = true;
+  return e;
+}
+
 // The mma_pv4 variants' refine (kNW warps an item) and the PDL combine; slot: resident()'s cache slot.
 template <int D, int kNW>
 cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int slot, cudaStream_t s) {
@@ -129,11 +144,71 @@ cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int s
   return e != cudaSuccess ? e : combine_pdl<D>(p, s);
 }
 
+// The planner's one-round launch (refine_items on as many refine_mma4_kernel<D, 8> CTAs) with the combine folded into
+// the refine (kFold): where no coarse pass ran (coarse: false), fold_zero_kernel zeroes the counters and the refine is
+// its programmatic dependent (griddepcontrol.wait before its first count), or an ordinary launch where the code that
+// runs has no wait (a compute_61 / 80 PTX build: ptxVersion < 90); after the coarse pass (it zeroed them), ordinary.
 template <int D>
-cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
-  const int per = p.c.batch * p.c.kv_heads;
-  const int coarse_items = per * p.s.nch, refine_items = per * p.s.P;
+cudaError_t fold_launch(const DecodeParams& p, int refine_items, bool coarse, cudaStream_t s) {
+  static int pdl[64];  // 0: unknown, 1: PDL, 2: ordinary launch
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  if (coarse) {
+    refine_mma4_kernel<D, 8, true><<<refine_items, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
+    return cudaGetLastError();
+  }
+  int mode = dev < 64 ? pdl[dev] : 0;
+  if (mode == 0) {
+    cudaFuncAttributes fa{};
+    e = cudaFuncGetAttributes(&fa, refine_mma4_kernel<D, 8, true>);
+    if (e != cudaSuccess) return e;
+    mode = fa.ptxVersion >= 90 ? 1 : 2;
+    if (dev < 64) pdl[dev] = mode;
+  }
+  fold_zero_kernel<<<1, 128, 0, s>>>(p);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  if (mode == 2) {
+    refine_mma4_kernel<D, 8, true><<<refine_items, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(refine_items));
+  cfg.blockDim = dim3(256);
+  cfg.dynamicSmemBytes = mma4_smem_bytes(D);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, refine_mma4_kernel<D, 8, true>, p, refine_items);
+}
+
+template <int D>
+cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
+  const int per = p0.c.batch * p0.c.kv_heads;
+  const int coarse_items = per * p0.s.nch, refine_items = per * p0.s.P;
   auto grid = [&](int items, int res) { return items < res ? items : res; };
+  // The planner (pv digits, the device's resident CTAs): mma_pv4's kernel (the same bits) where its 4 CTAs an SM make
+  // the refine one round of items instead of more (H200, session 12: B1 L16K 3+3 exact 34.9 us against mma_pv's
+  // 39.9); with more rounds mma_pv's (B8 L128K: 1187 us against mma_pv4's 1210, issue-bound; mma_pv4 spills). That
+  // one round runs with the combine folded into the refine (session 13) where its shared memory holds a row's e / l.
+  DecodeParams p = p0;
+  p.fold = 0;
+  bool one_round = false;
+  if (p.variant == kMmaPv && p.planned == 2 && ctas == 0) {
+    cudaError_t e = mma_attributes<D>();
+    if (e == cudaSuccess) e = mma4_attributes<D, 8>();
+    if (e == cudaSuccess) e = mma4_attributes_fold<D>();
+    if (e != cudaSuccess) return e;
+    const int res = resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
+    if (res <= 0) return cudaErrorInvalidDevice;
+    one_round = refine_items > res &&
+                refine_items <= resident(refine_mma4_kernel<D, 8>, D == 64 ? 18 : 19, 256, mma4_smem_bytes(D));
+    p.fold = one_round && 4 * fold_smem_floats(p.s.P) <= kChunkGroups * stage_group_bytes(D) ? 1 : 0;
+  }
   if (!p.exact && coarse_items > 0 && imma_coarse(p.variant)) {
     const int res = ctas > 0 ? ctas : resident(coarse_warps_kernel<D, true>, D == 64 ? 10 : 11, kWarpThreads);
     if (res <= 0) return cudaErrorInvalidDevice;
@@ -152,15 +227,8 @@ cudaError_t decode_t(const DecodeParams& p, int ctas, cudaStream_t s) {
     if (e != cudaSuccess) return e;
     const int res = ctas > 0 ? ctas : resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
     if (res <= 0) return cudaErrorInvalidDevice;
-    // The planner (pv digits, the device's resident CTAs): mma_pv4's kernel (the same bits) where its 4 CTAs an SM make
-    // the refine one round of items instead of more (H200, session 12: B1 L16K 3+3 exact 34.9 us against mma_pv's
-    // 39.9); with more rounds mma_pv's (B8 L128K: 1187 us against mma_pv4's 1210, issue-bound; mma_pv4 spills).
-    if (p.planned == 2 && ctas == 0 && refine_items > res) {
-      e = mma4_attributes<D, 8>();
-      if (e != cudaSuccess) return e;
-      if (refine_items <= resident(refine_mma4_kernel<D, 8>, D == 64 ? 18 : 19, 256, mma4_smem_bytes(D)))
-        return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
-    }
+    if (p.fold) return fold_launch<D>(p, refine_items, !p.exact && coarse_items > 0, s);
+    if (one_round) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
     return e != cudaSuccess ? e : combine_pdl<D>(p, s);

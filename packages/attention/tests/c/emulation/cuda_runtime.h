@@ -49,6 +49,10 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   return r;
 }
 
+// The folded combine's count (refine_mma4_kernel<.., true>): CTAs run one after another, so a fence orders nothing more.
+inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
+inline void __threadfence() {}
+
 // Dynamic shared memory (extern __shared__ on the GPU): one buffer, refilled with garbage at each launch.
 #define MLOPS_FBLA_ON_HOST 1
 uint8_t* emu_dyn_smem();
