@@ -52,7 +52,7 @@ LM_SKIP = ("cuda_core_full_grid", "cuda_core_1cta", "mma_m16n8k16_bf16", "mma_m1
            "mma_m16n8k16_bf16_stream16_tlb", "mma_m16n8k16_bf16_stream32_tlb")
 
 
-def bench_lm_head(b: Bench, quick: bool):
+def bench_lm_head(b: Bench, quick: bool, only: tuple = ()):
     l2 = b.info["l2_bytes"] or (50 << 20)
     for V, H in [(151936, 4096), (32000, 4096)]:
         wbytes = V * H * 2
@@ -67,10 +67,12 @@ def bench_lm_head(b: Bench, quick: bool):
                 "mlops+stats": lambda w: (lambda: mv.lm_head(x, w, out=out, stats=True)),
                 "cublas": lambda w: (lambda: torch.nn.functional.linear(x, w)),
             }
-            # every other instance that runs here (but those LM_SKIP names), with the statistics on:
-            # what the planner would need to see before it picks a tensor-core instance for some M
+            # every other instance that runs here (but those LM_SKIP names; only those named in --variants
+            # if any are), with the statistics on: what the planner would need to see before it picks an
+            # instance for some M
             for v in mv.lm_head_variants():
-                if v["index"] != 0 and v["name"] not in LM_SKIP and mv.lm_head_variant_runs(v["name"]):
+                named = v["name"] in only if only else v["name"] not in LM_SKIP
+                if v["index"] != 0 and named and mv.lm_head_variant_runs(v["name"]):
                     makers[f"mlops {v['name']}+stats"] = (
                         lambda w, name=v["name"]: (lambda: mv.lm_head(x, w, out=out, stats=True, variant=name)))
                     if "stream" in v["name"]:  # the candidates also plain: what the statistics cost them
@@ -305,16 +307,20 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer shapes and repetitions")
     ap.add_argument("--only", choices=["lm_head", "lm_head_gap", "sampling"], default=None)
     ap.add_argument("--variants", default="",
-                    help="sampling: only these sampler variants (comma-separated) next to the planned call")
+                    help="only these sampler and / or lm_head variants (comma-separated) next to the planned call")
     a = ap.parse_args()
     only_variants = tuple(v for v in a.variants.split(",") if v)
-    unknown = set(only_variants) - {v["name"] for v in mv.sample_variants()}
+    lm_names = {v["name"] for v in mv.lm_head_variants()}
+    sample_names = {v["name"] for v in mv.sample_variants()}
+    unknown = set(only_variants) - lm_names - sample_names
     if unknown:
-        ap.error(f"--variants: unknown sampler variants {sorted(unknown)}")
+        ap.error(f"--variants: unknown sampler / lm_head variants {sorted(unknown)}")
+    only_lm = tuple(v for v in only_variants if v in lm_names)
+    only_variants = tuple(v for v in only_variants if v in sample_names)
     b = Bench("vocab")
     b.header()
     if a.only in (None, "lm_head"):
-        bench_lm_head(b, a.quick)
+        bench_lm_head(b, a.quick, only_lm)
     if a.only in (None, "lm_head_gap"):
         bench_lm_head_gap(b)
     if a.only in (None, "sampling"):
