@@ -640,7 +640,12 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // above it are all kept and weigh acc) are listed and gathered; the rounds on bits 13 - 20, 5 - 12
 // and 0 - 4 run on the list (or distributed where it does not fit). Returns whether no bin reaches
 // (prefix and mask stay 0: every key kept, as the rounds' own "no bin reaches").
-template <int C, int NT>
+// TP (the tp forms, on the tk form): the high 16 bits of a weight are added only where they are not 0 (on the
+// bench's rows almost every element weighs below 2^16: one shared RED an element instead of two; the same
+// integers), and the list holds the slice indices of every element at or above the crossing bin (the bin
+// and everything above it: build_candidates_tk's one pass of 16-byte loads), so that tk_draw can draw over
+// it (the rounds on the gathered list still count only the bin's elements: they match the prefix).
+template <int C, int NT, bool TP = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
                            uint32_t& mask, uint64_t& acc, double& thr) {
@@ -672,7 +677,12 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
     for (int j = 0; j < 4; ++j)
       if (w[j]) {
         const uint32_t b = key_of(x[j]) >> kWideShift;
-        add_mass_of<true>(&sh.hlo[b], &sh.hhi[b], w[j]);
+        if constexpr (TP) {
+          atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+          if (w[j] >> 16) atomicAdd(&sh.hhi[b], w[j] >> 16);
+        } else {
+          add_mass_of<true>(&sh.hlo[b], &sh.hhi[b], w[j]);
+        }
       }
   }
   cluster_sync_smem();  // every CTA's bins complete
@@ -716,10 +726,15 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   prefix = uint32_t(int(rp) * P + sh.b_warp) << kWideShift;  // b_warp >= 0: the portion reaches
   mask = ~0u << kWideShift;
   acc = sh.b_acc;
-  auto zr = [&](int64_t v) { return zs[v - v0]; };
-  build_candidates<NT>(zr, v0, v1, prefix, sh, prefix | ~mask);
+  if constexpr (TP) {
+    build_candidates_tk<NT>(zs, n, prefix, sh);
+  } else {
+    auto zr = [&](int64_t v) { return zs[v - v0]; };
+    build_candidates<NT>(zr, v0, v1, prefix, sh, prefix | ~mask);
+  }
   use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
-  all_n = gather_candidates<C, NT>(sh, all);  // its barrier: every CTA's last read of this one's red is behind it
+  // its barrier: every CTA's last read of this one's red is behind it
+  all_n = gather_candidates<C, NT, false, TP>(sh, all, zs);
   return false;
 }
 
@@ -945,7 +960,14 @@ __device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t
 // as lean_draw does but without storing the weights over it (another CTA may still read the slice for
 // its gather); the thread that walks computes its chunk's weights again (the same integers). One
 // cluster barrier for the totals, as lean_draw.
-template <int C, int NT>
+// TP (the tp forms): a list CTA adds each kept weight of its list into the sum of the lean draw's chunk
+// [t q, (t + 1) q) that holds its index (the weight's low and high 16 bits into two 32-bit words a chunk: a
+// chunk holds fewer than 2^16 elements, neither word wraps), so thread t's sum is its chunk's kept weight
+// over the slice; the block scan then locates the target as lean_draw's does, and the one thread whose
+// chunk holds it walks its chunk of the slice, weighing only the elements at or above tau (the others weigh
+// 0). O(list) instead of the kept elements' O(kept^2), and no kTkKept limit (top-p 0.9 keeps ~1300 elements
+// of the bench's rows: ~170 a CTA at C = 8). The same integers in the same index order: the same token.
+template <int C, int NT, bool TP = false>
 __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                         const float* zs, const LeanRow& lr, uint32_t tau, bool list,
                                         ClusterShared<NT>& sh) {
@@ -953,7 +975,27 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
   const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
   uint64_t s = 0;
-  if (list) {
+  if (TP && list) {
+    static_assert(NT <= 256 * kRep, "a chunk's sum in hlo / hhi");
+    const int n = int(v1 - v0);
+    const int q = ((n + NT - 1) / NT) | 1;  // lean_draw's chunk
+    sh.hlo[tid] = 0;
+    sh.hhi[tid] = 0;
+    __syncthreads();
+    const int nl = int(sh.cand_n);  // <= kClusterCand
+    for (int i = tid; i < nl; i += NT) {
+      const uint32_t li = ci[i];
+      const float x = zs[li];
+      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+      if (w) {
+        const uint32_t c = li / uint32_t(q);
+        atomicAdd(&sh.hlo[c], w & 0xffffu);
+        if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
+      }
+    }
+    __syncthreads();
+    s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
+  } else if (list) {
     if (tid == 0) sh.b_krem = 0;
     __syncthreads();
     const int n = int(sh.cand_n);  // <= kClusterCand
@@ -989,7 +1031,7 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   }
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
   if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
-  if (list) {
+  if (!TP && list) {
     const int nk = int(sh.b_krem);
     for (int j = tid; j < nk; j += NT) {
       const uint64_t e = kl[j];
@@ -1013,6 +1055,7 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   uint32_t w = 0;
   for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
     const float x = zs[i];
+    if (TP && key_of(x) < tau) continue;  // weight 0 (TP: no exp for it)
     w = lean_weight1(lr, x, key_of(x) >= tau);
     run += w;
     if (run > t) break;
@@ -1039,8 +1082,12 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // across the cluster and a gather of the crossing bin's elements (wide_top_p).
 // TK (the *_tk variants, on the gather form): candidate lists of slice indices, top-p after a gathered
 // top-k decided on the list (tk_top_p), the draw over a CTA's list where it holds the kept elements (tk_draw).
+// TP (the *_tp variants, on the tk form): top-p without top-k takes the wide forms' first round (wide_top_p<TP>:
+// one shared RED an element where the weight's high bits are 0, a list of slice indices of every element at or
+// above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
+// list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -1049,6 +1096,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!LATE || GATHER, "the second gather is a gather form's");
   static_assert(!WIDE || LATE, "the wide rounds are a late form's");
   static_assert(!TK || (GATHER && !LATE), "the tk forms are gather forms (the late / wide lists hold values)");
+  static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -1346,11 +1394,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       if constexpr (TK) {  // a gathered top-k: top-p on the list, no rounds (where few enough weigh)
         if (has_top_k && all_n >= 0 && tk_top_p<NT>(cfg, m, T, all, all_n, tau, sh)) top = -1;
       }
-      if constexpr (WIDE) {
+      if constexpr (WIDE || TP) {
         if (!has_top_k) {
           wide = true;
           gather_tried = true;
-          top = wide_top_p<C, NT>(cfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+          top = wide_top_p<C, NT, TP>(cfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+          cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
         }
       }
 #pragma unroll 1
@@ -1363,7 +1412,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         // LATE, a round on the gathered list: the same count, of the list (the whole cluster's), in
         // cnt[0], which no other CTA reads after a gather (their last remote reads of cnt precede the
         // gather's barrier)
-        const bool lcount = LATE && all_n >= 0;
+        const bool lcount = (LATE || TP) && all_n >= 0;
         for (int i = tid; i < 256 * kRep; i += NT) {
           sh.hlo[i] = 0;
           sh.hhi[i] = 0;
@@ -1501,7 +1550,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     kw.min_thr = min_p_threshold(cfg.min_p);
     if constexpr (TK) {
       writer = false;  // the thread that finds the target writes the token itself
-      tk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+      tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, use_cand && cand_lo <= tau, sh);
     } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
       lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, sh);

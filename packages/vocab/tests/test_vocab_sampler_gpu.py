@@ -128,7 +128,7 @@ def test_cluster_falls_back_above_65535_rows():
 
 
 @pytest.mark.parametrize("top_p", [0.5, 0.9])
-@pytest.mark.parametrize("variant", [v for v in CLUSTER if "wide" in v])
+@pytest.mark.parametrize("variant", [v for v in CLUSTER if "wide" in v or "tp" in v])
 def test_wide_top_p_peaks_over_a_bulk(variant, top_p):
     """Two peaks (12.0, 12.01) over a bulk near 0 that holds ~32 % of the mass in a few wide bins far
     below them: top-p 0.5 crosses at a peak, top-p 0.9 in the bulk;
@@ -184,7 +184,8 @@ def test_staged_variants_run_staged_on_sm90():
     major, _ = torch.cuda.get_device_capability()
     for name in ("cluster8_smem", "cluster16_smem", "cluster16_smem_t1024", "cluster8_smem_es", "cluster16_smem_es",
                  "cluster8_lean", "cluster16_lean", "cluster8_gather", "cluster16_gather", "cluster8_late",
-                 "cluster16_late", "cluster8_wide", "cluster16_wide", "cluster8_tk", "cluster16_tk"):
+                 "cluster16_late", "cluster8_wide", "cluster16_wide", "cluster8_tk", "cluster16_tk", "cluster8_tp",
+                 "cluster16_tp"):
         got = mv.sample_variant_runs_as(name, 64, 151936)
         assert got in names
         if major == 9 and mv.sample_variant_runs(name):
