@@ -119,9 +119,8 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     // stream's 8 KB chunks in 3 stages 128 KB), contiguous rows / row blocks in turn
     {18, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_deep"},
     {19, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_deep_rr"},
-    // session 13 candidate (not planned until measured): the pipe with 3 stages (64 KB in flight a CTA, 96 KB of
-    // stages): 32 KB more L1 for x, which every chunk re-reads (M = 8: 64 KB), where run 23's 4-stage pipe
-    // fell from 99.2 % of copy bandwidth at M = 2 .. 6 to 97.3 % at M = 8
+    // the pipe with 3 stages (64 KB in flight a CTA, 96 KB of stages): 32 KB more L1 for x, which every chunk
+    // re-reads (M = 8: 64 KB); planned on sm_90 where its last wave is full since GPU run 74 (session 13)
     {20, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe3"},
 };
 constexpr int kNumLmHead = 21;
@@ -158,24 +157,18 @@ int code_arch_of(const mlops_lm_head_variant& v) {
 //   sm_70 .. 74: m8n8k4 FP16 (Volta's native MMA; unmeasured there);
 // and the CUDA-core instance last, everywhere (below sm_70 alone). Every list ends with index 0.
 // sm_90, H <= 4096 (the stream kernels hold a segment of x in registers; larger H keeps the run-14
-// plan below), from GPU run 21 (H200, with the statistics; docs/vocab.md, round A):
-//   - every M where the pipe's last wave of tiles is not full: stream32 (contiguous rows a CTA, 32-row
-//     chunks): in the standard bench of run 21 the
-//     fastest form at every (V, M) (151936 x 4096: 306.3 .. 310.4 us, the 4-stage pipe 325.6 ..
-//     336.4, cuBLAS without statistics 308.9 .. 311.4; 32000 x 4096: 76.6 .. 79.0, the pipe 84.1 ..
-//     85.2); but that bench flushed L2 with a write, whose dirty lines cost the pipe's order more;
-//   - M = 1 where the pipe's last wave of 32-row tiles is full (within 2 %, pipe_waves_full): the
-//     6-stage pipe. With L2 left clean (how the bench measures from run 22 on) it took 291.0 us at
-//     151936 x 4096 (4748 tiles: 36 rounds of 132, the last one full), stream8 301.8, cuBLAS 299.9;
-//     at 32000 x 4096 (1000 tiles: 7.6 rounds) its half-empty last round lost, 71.9 against 68.7.
-//     From M = 3 on it loses by 40 us or more (x re-read from L1 next to 192 KB of stages);
-//   - M = 2 .. 8 where that last wave is full: the 4-stage pipe. GPU run 23 (read flush, the same call,
-//     151936 x 4096 with stats): 295.1 / 295.1 / 295.2 / 295.6 / 295.9 / 298.9 / 301.6 us at M = 2 .. 8
-//     (99.2 .. 97.3 % of copy bandwidth) against stream32's 302.7 .. 306.7 (96.7 .. 95.7 %) and
-//     cuBLAS's 300.5 .. 302.8 without stats; at 32000 rows (not full) it lost, 75.5 .. 77.2 vs 71.5 .. 72.7.
+// plan below), with the statistics (docs/vocab.md, the lm_head planner):
+//   - where the pipe's last wave of 32-row tiles is full (pipe_waves_full: 151936 rows are 4748 tiles, 36
+//     rounds of 132 CTAs), every M: the 3-stage pipe. GPU run 74 (read flush, weights rotated, graph replay,
+//     one call): 290.9 .. 293.8 us at M = 1 .. 8, 99.8 .. 100.5 % of copy bandwidth, against the 4-stage
+//     pipe's 293.9 .. 300.9, the 6-stage pipe's 293.9 at M = 1 (301 .. 352 from M = 2 on: x re-read from
+//     L1 next to 192 KB of stages), stream32's 302.5 .. 306.1 and cuBLAS's 299.0 .. 302.4 without stats;
+//     the fewer stages leave L1 room for x (64 KB at M = 8), where the 4-stage pipe fell to 97.5 %;
+//   - elsewhere stream32 (contiguous rows a CTA, 32-row chunks): at 32000 x 4096 (1000 tiles: 7.6 rounds,
+//     the pipe's half-empty last round) run 74's 71.1 .. 73.2 us against the 3-stage pipe's 72.2 .. 74.5
+//     and the 4-stage one's 74.8 .. 76.5 (run 21 had it first at every (V, M) after a write flush).
 // Only sm_90 measured them (an A100's 164 KB fit 4 pipe stages, so there it would run as the pipe).
-constexpr int kPlanSm90Pipe[] = {8, 12, 6, 3, 4, 5, 0};
-constexpr int kPlanSm90Pipe4[] = {6, 12, 3, 4, 5, 0};
+constexpr int kPlanSm90Pipe3[] = {20, 12, 6, 3, 4, 5, 0};
 constexpr int kPlanSm90Stream[] = {12, 6, 3, 4, 5, 0};
 // H > 4096 on sm_90 (the stream kernels would run the 6-stage pipe): GPU run 14, with stats, 151936
 // x 4096: the 6-stage pipe 319.7 us at M = 1 against the 4-stage pipe's 325.9; at M = 8 379.2
@@ -201,10 +194,7 @@ int plan_lm_head(int sm, int64_t tokens, int64_t hidden, int64_t vocab, int sms,
     for (;; ++list)
       if (*list == 0 || runs(kLmHeadVariants[*list])) return *list;
   };
-  if (sm >= 90 && hidden <= 16 * kUnit) {
-    if (!pipe_waves_full(vocab, sms)) return first(kPlanSm90Stream);
-    return first(tokens == 1 ? kPlanSm90Pipe : kPlanSm90Pipe4);
-  }
+  if (sm >= 90 && hidden <= 16 * kUnit) return first(pipe_waves_full(vocab, sms) ? kPlanSm90Pipe3 : kPlanSm90Stream);
   if (sm >= 90 && tokens == 1) return first(kPlanSm90M1);
   if (sm >= 80) return first(kPlanSm80);
   if (sm >= 75) return first(kPlanSm75);

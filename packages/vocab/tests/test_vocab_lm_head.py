@@ -78,11 +78,11 @@ def test_variants_listed_as_data():
 
 
 def test_planner_picks_tensor_cores_where_the_arch_has_them():
-    """mlops_lm_head_plan for a build with code for the arch: on sm_90 with H <= 4096 the stream
-    kernel of 32-row chunks, or where the pipe's last round of tiles is full the 6-stage pipe at M = 1
-    (GPU run 21) and the 4-stage pipe at M = 2 .. 8 (run 23; docs/vocab.md); the cp.async-pipelined m16n8k16 on sm_80+ (its 6-stage form at
-    M = 1 on sm_90 for H > 4096), m16n8k8 FP16 on sm_75, m8n8k4 FP16 on sm_70 / 72, the CUDA-core
-    instance below; and the chosen instance's min_sm never above the arch."""
+    """mlops_lm_head_plan for a build with code for the arch: on sm_90 with H <= 4096 the 3-stage pipe
+    where its last round of tiles is full (GPU run 74), else the stream kernel of 32-row chunks; the
+    cp.async-pipelined m16n8k16 on sm_80+ (its 6-stage form at M = 1 on sm_90 for H > 4096), m16n8k8 FP16
+    on sm_75, m8n8k4 FP16 on sm_70 / 72, the CUDA-core instance below; and the chosen instance's min_sm
+    never above the arch."""
     from mlops.vocab._native import C
 
     by_name = {v["name"]: v for v in mv.lm_head_variants()}
@@ -94,14 +94,10 @@ def test_planner_picks_tensor_cores_where_the_arch_has_them():
             for V, H in [(151936, 4096), (32000, 4096), (5, 8), (151936, 8192), (32000, 5120)]:
                 want_m = name
                 if sm >= 90 and H <= 4096:
-                    # run 21: stream32 the fastest at every (V, M) after a write flush; with L2 clean
-                    # the 6-stage pipe at M = 1, 151936 x 4096 (291.0 us vs stream8 301.8), whose 4748
-                    # tiles fill 36 rounds of 132 CTAs; 32000 rows (7.6 rounds) and 5 rows (one
-                    # tile) leave its last round empty. Run 23 (read flush): at M = 2 .. 8 the 4-stage
-                    # pipe there too (295.1 .. 301.6 us vs stream32's 302.7 .. 306.7)
-                    want_m = "mma_m16n8k16_bf16_stream32"
-                    if V == 151936:
-                        want_m = "mma_m16n8k16_bf16_pipe_deep" if M == 1 else "mma_m16n8k16_bf16_pipe"
+                    # run 74 (read flush, with stats): the 3-stage pipe at every M of 151936 x 4096, whose
+                    # 4748 tiles fill 36 rounds of 132 CTAs (290.9 .. 293.8 us; stream32 302.5 .. 306.1);
+                    # 32000 rows (7.6 rounds) and 5 rows (one tile) leave its last round empty: stream32
+                    want_m = "mma_m16n8k16_bf16_pipe3" if V == 151936 else "mma_m16n8k16_bf16_stream32"
                 elif sm >= 90 and M == 1:
                     want_m = "mma_m16n8k16_bf16_pipe_deep"  # run 14: 319.7 vs 325.9 us; 379.2 vs 336.1 at M = 8
                 i = C.lm_head_plan(M, H, V, sm, 132)
@@ -111,7 +107,7 @@ def test_planner_picks_tensor_cores_where_the_arch_has_them():
     # the pipe's idle CTA slots over all rounds: 4748 tiles on 160 SMs (30 rounds, the last 68 % full)
     # leave 1.1 % idle; 2000 tiles (64000 rows) on 132 SMs 5.3 %
     plan = lambda V, sms: mv.lm_head_variants()[C.lm_head_plan(1, 4096, V, 90, sms)]["name"]  # noqa: E731
-    assert plan(151936, 160) == "mma_m16n8k16_bf16_pipe_deep"
+    assert plan(151936, 160) == "mma_m16n8k16_bf16_pipe3"
     assert plan(64000, 132) == "mma_m16n8k16_bf16_stream32"
     assert by_name["mma_m16n8k16_bf16_pipe"]["kind"] == "mma_m16n8k16_bf16_pipe"
     assert not by_name["mma_m16n8k16_bf16_pipe"]["bitwise_host"]
