@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 13, run 74: the lm_head plan at M = 2 .. 8 (sm90 vocab wheel of 5499c8a + a2bccfd's bench, .carry/s13lm):
+# Session 13, run 77: the lm_head plan at M = 2 .. 8 (sm90 vocab wheel of 5499c8a + a2bccfd's bench, .carry/s13lm):
 # (1) alone: bench_vocab.py --only lm_head (M = 1 .. 8, 151936 and 32000 x 4096, read flush, weights rotated,
 #     graph replay) of the planned call (now the 4-stage pipe at M = 2 .. 8 where its last wave is full) beside the
 #     4-stage pipe, the new 3-stage pipe3, the 6-stage pipe_deep, stream32 and cuBLAS;

@@ -120,7 +120,7 @@ const mlops_lm_head_variant kLmHeadVariants[] = {
     {18, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_deep"},
     {19, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 90, 1, "mma_m16n8k16_bf16_stream16_deep_rr"},
     // the pipe with 3 stages (64 KB in flight a CTA, 96 KB of stages): 32 KB more L1 for x, which every chunk
-    // re-reads (M = 8: 64 KB); planned on sm_90 where its last wave is full since GPU run 74 (session 13)
+    // re-reads (M = 8: 64 KB); planned on sm_90 where its last wave is full since GPU run 77 (session 13)
     {20, MLOPS_LM_HEAD_MMA_BF16_K16_PIPE, 80, 1, "mma_m16n8k16_bf16_pipe3"},
 };
 constexpr int kNumLmHead = 21;
@@ -159,13 +159,13 @@ int code_arch_of(const mlops_lm_head_variant& v) {
 // sm_90, H <= 4096 (the stream kernels hold a segment of x in registers; larger H keeps the run-14
 // plan below), with the statistics (docs/vocab.md, the lm_head planner):
 //   - where the pipe's last wave of 32-row tiles is full (pipe_waves_full: 151936 rows are 4748 tiles, 36
-//     rounds of 132 CTAs), every M: the 3-stage pipe. GPU run 74 (read flush, weights rotated, graph replay,
+//     rounds of 132 CTAs), every M: the 3-stage pipe. GPU run 77 (read flush, weights rotated, graph replay,
 //     one call): 290.9 .. 293.8 us at M = 1 .. 8, 99.8 .. 100.5 % of copy bandwidth, against the 4-stage
 //     pipe's 293.9 .. 300.9, the 6-stage pipe's 293.9 at M = 1 (301 .. 352 from M = 2 on: x re-read from
 //     L1 next to 192 KB of stages), stream32's 302.5 .. 306.1 and cuBLAS's 299.0 .. 302.4 without stats;
 //     the fewer stages leave L1 room for x (64 KB at M = 8), where the 4-stage pipe fell to 97.5 %;
 //   - elsewhere stream32 (contiguous rows a CTA, 32-row chunks): at 32000 x 4096 (1000 tiles: 7.6 rounds,
-//     the pipe's half-empty last round) run 74's 71.1 .. 73.2 us against the 3-stage pipe's 72.2 .. 74.5
+//     the pipe's half-empty last round) run 77's 71.1 .. 73.2 us against the 3-stage pipe's 72.2 .. 74.5
 //     and the 4-stage one's 74.8 .. 76.5 (run 21 had it first at every (V, M) after a write flush).
 // Only sm_90 measured them (an A100's 164 KB fit 4 pipe stages, so there it would run as the pipe).
 constexpr int kPlanSm90Pipe3[] = {20, 12, 6, 3, 4, 5, 0};

@@ -79,7 +79,7 @@ def test_variants_listed_as_data():
 
 def test_planner_picks_tensor_cores_where_the_arch_has_them():
     """mlops_lm_head_plan for a build with code for the arch: on sm_90 with H <= 4096 the 3-stage pipe
-    where its last round of tiles is full (GPU run 74), else the stream kernel of 32-row chunks; the
+    where its last round of tiles is full (GPU run 77), else the stream kernel of 32-row chunks; the
     cp.async-pipelined m16n8k16 on sm_80+ (its 6-stage form at M = 1 on sm_90 for H > 4096), m16n8k8 FP16
     on sm_75, m8n8k4 FP16 on sm_70 / 72, the CUDA-core instance below; and the chosen instance's min_sm
     never above the arch."""
@@ -94,7 +94,7 @@ def test_planner_picks_tensor_cores_where_the_arch_has_them():
             for V, H in [(151936, 4096), (32000, 4096), (5, 8), (151936, 8192), (32000, 5120)]:
                 want_m = name
                 if sm >= 90 and H <= 4096:
-                    # run 74 (read flush, with stats): the 3-stage pipe at every M of 151936 x 4096, whose
+                    # run 77 (read flush, with stats): the 3-stage pipe at every M of 151936 x 4096, whose
                     # 4748 tiles fill 36 rounds of 132 CTAs (290.9 .. 293.8 us; stream32 302.5 .. 306.1);
                     # 32000 rows (7.6 rounds) and 5 rows (one tile) leave its last round empty: stream32
                     want_m = "mma_m16n8k16_bf16_pipe3" if V == 151936 else "mma_m16n8k16_bf16_stream32"
