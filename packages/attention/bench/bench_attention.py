@@ -1,9 +1,9 @@
 """mlops-attention (FBLA decode) against PyTorch SDPA with BF16 K/V (flash backend, enable_gqa),
 side by side in one process on the same K/V, L2 flushed before every timed call, interleaved.
 One JSON line per case (tools/testing/mlops_bench.py); docs/performance.md keeps the tables.
-FlashInfer's batch decode (paged BF16 K/V, page 16) is timed beside them where `import flashinfer` works
-(the GPU machine has it only when carried: docs/attention.md, "FlashInfer's decode on the device");
-otherwise its row says why it is missing.
+FlashInfer's batch decode (paged BF16 K/V, page 16; its CUDA-core and tensor-core forms) is timed beside
+them where `import flashinfer` works (the GPU machine has it only when carried: docs/attention.md,
+"FlashInfer's decode on the device"); otherwise its row says why it is missing.
 
     python packages/attention/bench/bench_attention.py [--quick] [--peaked] [--targets]
 
@@ -56,38 +56,45 @@ def sdpa_fn(q4, k, v):
         return run_eff, "sdpa efficient (enable_gqa)"
 
 
-def flashinfer_fn(q, k, v):
+def flashinfer_fns(q, k, v):
     """FlashInfer's batch decode over the same BF16 K/V, paged (page size 16, NHD, the layout serving engines
-    use), planned once outside the timing: (run, name), or (None, why) where flashinfer does not import or
-    its decode does not run here. CUDA-core decode kernels (the wrapper's default, use_tensor_cores=False)."""
+    use), planned once outside the timing, in both of its forms: the CUDA-core decode kernels (the wrapper's
+    default) and use_tensor_cores=True (its prefill kernels, which FlashInfer recommends for large GQA groups).
+    {key: (run, name)} for those that run, and {key: why} for those that do not (flashinfer not importable,
+    a module not built for this GPU)."""
     try:
         import flashinfer
     except Exception as e:  # noqa: BLE001 - the peer is optional; the row says why it is missing
-        return None, f"flashinfer not importable: {type(e).__name__}: {e}"
+        return {}, {"flashinfer": f"flashinfer not importable: {type(e).__name__}: {e}"}
     B, _, L, _ = k.shape
     P = 16
     if L % P:
-        return None, f"L = {L} is not a multiple of the page size {P}"
-    try:
-        pages = L // P
-        # [B, HK, L, D] -> pages of [P, HK, D], request b owning pages b * pages ... (b + 1) * pages - 1
-        kc = k.permute(0, 2, 1, 3).reshape(B * pages, P, HK, D).contiguous()
-        vc = v.permute(0, 2, 1, 3).reshape(B * pages, P, HK, D).contiguous()
-        ws = torch.zeros(128 << 20, dtype=torch.uint8, device="cuda")
-        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
-        i32 = dict(dtype=torch.int32, device="cuda")
-        w.plan(torch.arange(B + 1, **i32) * pages, torch.arange(B * pages, **i32), torch.full((B,), P, **i32),
-               HQ, HK, D, P, pos_encoding_mode="NONE", q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
-        out = torch.empty(B, HQ, D, dtype=torch.bfloat16, device="cuda")
+        return {}, {"flashinfer": f"L = {L} is not a multiple of the page size {P}"}
+    pages = L // P
+    # [B, HK, L, D] -> pages of [P, HK, D], request b owning pages b * pages ... (b + 1) * pages - 1
+    kc = k.permute(0, 2, 1, 3).reshape(B * pages, P, HK, D).contiguous()
+    vc = v.permute(0, 2, 1, 3).reshape(B * pages, P, HK, D).contiguous()
+    i32 = dict(dtype=torch.int32, device="cuda")
+    runs, missing = {}, {}
+    for key, tc in (("flashinfer", False), ("flashinfer tc", True)):
+        try:
+            ws = torch.zeros(128 << 20, dtype=torch.uint8, device="cuda")
+            w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD", use_tensor_cores=tc)
+            w.plan(torch.arange(B + 1, **i32) * pages, torch.arange(B * pages, **i32), torch.full((B,), P, **i32),
+                   HQ, HK, D, P, pos_encoding_mode="NONE", q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+            out = torch.empty(B, HQ, D, dtype=torch.bfloat16, device="cuda")
 
-        def run():
-            return w.run(q, (kc, vc), out=out)
+            def run(w=w, out=out):
+                return w.run(q, (kc, vc), out=out)
 
-        run()
-        torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001
-        return None, f"flashinfer decode failed: {type(e).__name__}: {e}"
-    return run, f"flashinfer {flashinfer.__version__} batch decode (paged bf16, page {P})"
+            run()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            missing[key] = f"flashinfer decode (use_tensor_cores={tc}) failed: {type(e).__name__}: {str(e)[:300]}"
+            continue
+        form = "tensor-core" if tc else "CUDA-core"
+        runs[key] = (run, f"flashinfer {flashinfer.__version__} batch decode {form} (paged bf16, page {P})")
+    return runs, missing
 
 
 def fbla_bytes(B, L, mode):
@@ -110,11 +117,10 @@ def run_case(b: Bench, B: int, L: int, peaked: bool, variants, kernel_time: bool
     shape = f"B={B} L={L} {HQ}/{HK}x{D}" + (" peaked" if peaked else "")
     sdpa, sdpa_name = sdpa_fn(q[:, :, None], k, v)
     fns = {"sdpa": sdpa}
-    fi, fi_name = flashinfer_fn(q, k, v)
-    if fi is not None:
-        fns["flashinfer"] = fi
-    else:
-        b.record(case="decode", shape=shape, impl="flashinfer", skipped=fi_name)
+    fi, fi_missing = flashinfer_fns(q, k, v)
+    fns.update({key: run for key, (run, _) in fi.items()})
+    for key, why in fi_missing.items():
+        b.record(case="decode", shape=shape, impl=key, skipped=why)
     caches = {}
     for mode in ("3+3", "4+2"):
         c = A.encode(k, v, mode=mode)
@@ -132,13 +138,13 @@ def run_case(b: Bench, B: int, L: int, peaked: bool, variants, kernel_time: bool
     b.record(case="decode", shape=shape, impl=sdpa_name, seconds=t["sdpa"], bytes=sdpa_bytes,
              **({"kernel_us": kus["sdpa"]} if "sdpa" in kus else {}))
     ref = sdpa().float()[:, :, 0]
-    if "flashinfer" in t:
-        b.record(case="decode", shape=shape, impl=fi_name, seconds=t["flashinfer"], bytes=sdpa_bytes,
+    for key, (run, fi_name) in fi.items():
+        b.record(case="decode", shape=shape, impl=fi_name, seconds=t[key], bytes=sdpa_bytes,
                  peer=sdpa_name, peer_seconds=t["sdpa"],
-                 max_abs_diff_vs_sdpa=round((fi().float() - ref).abs().max().item(), 5),
-                 **({"kernel_us": kus["flashinfer"]} if "flashinfer" in kus else {}))
+                 max_abs_diff_vs_sdpa=round((run().float() - ref).abs().max().item(), 5),
+                 **({"kernel_us": kus[key]} if key in kus else {}))
     for name, sec in t.items():
-        if name in ("sdpa", "flashinfer"):
+        if name == "sdpa" or name in fi:
             continue
         mode = name.split()[0]
         out = fns[name]().float()
