@@ -540,6 +540,7 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   const int base = mlops_sample_plan(rows, vocab, sm, sms);
   if (!configs || !kSampleVariants[base].cluster) return base;
   bool all_greedy = true, any_top_k = false, any_top_p = false, any_top_k_top_p = false, any_sampled_no_top_k = false;
+  bool any_sampled_no_top_p = false;
   for (int64_t i = 0; i < rows; ++i) {
     const mlops_sample_config c = sanitize(configs[i]);
     const bool greedy = config_greedy(c);
@@ -549,6 +550,7 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
     any_top_p = any_top_p || top_p;
     any_top_k_top_p = any_top_k_top_p || (top_k && top_p);
     any_sampled_no_top_k = any_sampled_no_top_k || (!greedy && !top_k);
+    any_sampled_no_top_p = any_sampled_no_top_p || (!greedy && !top_p);
   }
   // Measured on the H200 (GPU run 21, V = 151936, CUDA-graph replay, logits in L2; docs/vocab.md,
   // the mode-aware plan). The gather forms win where top-k's lower levels (and top-p's after them)
@@ -590,9 +592,16 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // "Session 12"): B = 8 takes cluster8_tk (top-k 20.7 us vs cluster16_tk's 21.7, top-k + top-p + min-p 23.0
   // vs 25.0, top-k with the statistics 17.5 vs 18.4; the same call); B = 1 keeps cluster16_tk (17.0 / 19.3 /
   // 14.4 vs 19.3 / 21.7 / 16.4). B = 2 .. 7 unmeasured: cluster16_tk as before.
+  // GPU run 76 (session 13, commit e617759's tp forms: the wide top-p round with one RED an element, a list of
+  // slice indices at or above the crossing bin, the list draw by chunk sums; docs/vocab.md "Session 13"): above
+  // B = 8, a batch whose every sampled row has top-p and none top-k takes cluster8_tp (B = 64 top-p 105.3 us vs
+  // cluster8_wide's 110.1, penalties + top-p 116.3 vs 119.3; the same call). Its temperature / min-p rows are
+  // slower (55.4 / 47.7 vs 51.1 / 44.8), so a batch with a sampled row without top-p keeps cluster8_wide; at B = 8
+  // the two tie (34.1 vs 34.0) and at B = 1 cluster16_tp loses (28.8 vs cluster16_wide's 26.4): B <= 8 unchanged.
   if (all_greedy && has_stats && !has_history) return 2;
   if (any_top_k && !any_sampled_no_top_k) return rows < 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
+  if (rows > 8 && any_top_p && !any_top_k && !any_sampled_no_top_p) return 21;
   if (rows <= 8) return any_top_k ? 14 : any_top_p ? 18 : 12;
   return any_top_k_top_p ? 13 : any_top_p && !any_top_k ? 17 : 11;
 }
