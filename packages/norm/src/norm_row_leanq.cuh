@@ -518,6 +518,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
     const float ginv = g ? 1.0f / gv : 1.0f;  // nvfp4_block's (1.0f / g), hoisted: the same bits
     // "f": this lane's scale byte of a unit pair (block 2j + odd of the pair's first unit)
     uint8_t* const sr1 = static_cast<uint8_t*>(p.q_scale) + sb + (odd ? 16 : 0);
+    // bf16 INT8 (session 13): this lane's scale of a unit pair, the same way (4 bytes a scale)
+    float* const sr8 = static_cast<float*>(p.q_scale) + sb + (odd ? 16 : 0);
 #pragma unroll
     for (int k = 0; k < U; k += 2) {
       const Raw8<XT> o0 = y_unit(k);
@@ -531,7 +533,26 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       unpack8_pairs(o1, y1);
       float a0 = 0.0f, a1 = 0.0f;  // kNanAmax: the "f" branch takes its amaxes itself
       if constexpr (!kNanAmax) a0 = amax16(y0), a1 = amax16(y1);
-      if constexpr (kQuant == MLOPS_QUANT_INT8) {
+      if constexpr (kQuant == MLOPS_QUANT_INT8 && std::is_same_v<XT, bf16>) {
+        // bf16 (session 13): inverse and scale from int8_tab where both blocks' amaxes are in its
+        // range (then the inverses are finite: no inf branch), else the divisions of int8_inv /
+        // int8_scale on this lane and int8_codes8; each lane of the pair stores one block's scale
+        float inv0, inv1, sc0, sc1;
+        uint2 c0, c1;
+        const bool t0 = int8_tab(a0, inv0, sc0), t1 = int8_tab(a1, inv1, sc1);
+        if (t0 && t1) {
+          c0 = int8_codes8_finite(y0, inv0);
+          c1 = int8_codes8_finite(y1, inv1);
+        } else {  // a zero block, an amax below 2^-119 or from 2^127 (inf included)
+          inv0 = int8_inv(a0), inv1 = int8_inv(a1);
+          sc0 = div127_bf16(a0), sc1 = div127_bf16(a1);  // int8_scale
+          c0 = int8_codes8(y0, inv0);
+          c1 = int8_codes8(y1, inv1);
+        }
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = c0;
+        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = c1;
+        sr8[k * 16] = odd ? sc1 : sc0;
+      } else if constexpr (kQuant == MLOPS_QUANT_INT8) {
         float inv0, inv1;
         pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
         inv0 = a0 == 0.0f ? 0.0f : inv0;  // int8_inv
@@ -550,6 +571,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
           if (g) a0 = amax16(y0), a1 = amax16(y1);
           else a0 = amax16_nan(o0), a1 = amax16_nan(o1);
         }
+
         float sb0 = div6_bf16(a0), sb1 = div6_bf16(a1);  // amax / 6
         if (g) pair_div2(sb0, gv, sb1, gv, odd, sb0, sb1);
         // No global factor and no scale of the warp's blocks clamped at 448: every |y * mul|
@@ -571,8 +593,13 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         if (g) pair_div2(ginv, e4m3_normal_to_f32(sc & 0xffu), ginv, e4m3_normal_to_f32(sc >> 8), odd, m0, m1);
         uint32_t c0, c1;
         if (near) {
-          c0 = nvfp4_codes8<kNanAmax ? 4 : 3>(y0, m0);
-          c1 = nvfp4_codes8<kNanAmax ? 4 : 3>(y1, m1);
+          if constexpr (kNanAmax) {  // finite, |p| < 7, m > 0: the signs from y (e2m1_word_finite)
+            c0 = e2m1_word_finite(y0, m0, e2m1_signs8(y0));
+            c1 = e2m1_word_finite(y1, m1, e2m1_signs8(y1));
+          } else {
+            c0 = nvfp4_codes8<3>(y0, m0);
+            c1 = nvfp4_codes8<3>(y1, m1);
+          }
         } else {
           c0 = nvfp4_codes8<2>(y0, m0);
           c1 = nvfp4_codes8<2>(y1, m1);

@@ -15,7 +15,15 @@
 //     amax / 6 is not clamped at 448 (mul: nvfp4_block's, no global factor);
 //   * e4m3_normal_to_f32: every positive normal E4M3 code;
 //   * mul_packed8's bf16 multiply: every pair of finite bf16 values, the exact product rounded
-//     once equals the fp32 product rounded to bf16 (the host emulation's order).
+//     once equals the fp32 product rounded to bf16 (the host emulation's order);
+//   * int8_tab (session 13): its table against IEEE division, and every positive bf16 amax (and
+//     0, inf): in its range the inverse and scale are int8_inv's and int8_scale's bits, and the
+//     range is all of [2^-119, 2^127);
+//   * e2m1_word_finite with e2m1_signs8 (session 13) against the word of e2m1_nibble_finite's
+//     nibbles: every 1021st float with |p| < 7 and every float within 2^10 ulps of each E2M1
+//     boundary, both signs, at each of the 8 positions beside varied neighbours (mul = 1), and
+//     bf16 values times every block inverse 1 / e4m3 (the near path's products); the magic sum's
+//     bits 3-22 zero (what the word's assembly rests on) for every 7th float with |p| < 7.
 // Prints "N passed, M failed" (a case is one function over its whole input set).
 #include <algorithm>
 #include <cmath>
@@ -169,6 +177,78 @@ int main() {
         if (host != once) ++bad;
       }
     report(bad == 0, "bf16 product rounded once", bad);
+  }
+  {  // int8_tab: the table is RN(127 / m) and RN(m / 127) for m = 1 + i / 128; on every positive
+     // bf16 amax it returns true exactly on [2^-119, 2^127) and there gives int8_inv / int8_scale.
+    long bad = 0, range = 0, n = 0;
+    for (uint32_t i = 0; i < 128; ++i) {
+      const float m = 1.0f + float(i) / 128.0f;
+      if (kInt8TabHost[2 * i] != f32_bits(127.0f / m) || kInt8TabHost[2 * i + 1] != f32_bits(m / 127.0f)) ++bad;
+    }
+    for (float a : positive_amaxes(true)) {
+      float inv = 0.0f, sc = 0.0f;
+      const bool ok = int8_tab(a, inv, sc);
+      if (ok != (a >= 0x1p-119f && a < 0x1p127f)) ++range;
+      if (!ok) continue;
+      ++n;
+      if (f32_bits(inv) != f32_bits(int8_inv(a)) || f32_bits(sc) != f32_bits(int8_scale(a))) ++bad;
+    }
+    report(bad == 0 && n > 30000, "int8_tab", bad);
+    report(range == 0, "int8_tab range", range);
+  }
+  {  // e2m1_word_finite(y, mul, e2m1_signs8(y)) == the nibbles e2m1_nibble_finite(y_i * mul),
+     // two a byte: each tested value p (|p| < 7) at every position, the 7 others from a rotating
+     // pool of finite values below 7 of both signs (zeros, grid points, ties, tiny), mul = 1;
+     // then bf16 y times 1 / e4m3(c) for every normal E4M3 code c where |y * mul| < 7.
+    const float pool[] = {0.0f, -0.0f, 0.25f, -0.25f, 0.75f, -1.25f, 1.75f, -2.5f, 3.5f, -5.0f, 6.0f, -6.0f,
+                          6.99f, -6.99f, 1e-30f, -1e-30f, 0.3f, -4.7f, 2.0f, -3.0f, 5.5f, 0.5f, -1.0f};
+    constexpr int kPool = sizeof(pool) / sizeof(pool[0]);
+    long bad = 0, cases = 0;
+    uint32_t rot = 0;
+    auto word = [](const float y[8], float mul) {
+      uint32_t w = 0;
+      for (int i = 0; i < 8; ++i) w |= e2m1_nibble_finite(y[i] * mul) << (4 * i);
+      return w;
+    };
+    auto check = [&](float p) {
+      if (!(fabsf(p) < 7.0f)) return;
+      for (int pos = 0; pos < 8; ++pos) {
+        float y[8];
+        for (int i = 0; i < 8; ++i) y[i] = pool[(rot + 5 * i) % kPool];
+        ++rot;
+        y[pos] = p;
+        ++cases;
+        if (e2m1_word_finite(y, 1.0f, e2m1_signs8(y)) != word(y, 1.0f)) ++bad;
+      }
+    };
+    // what the word's assembly rests on, value by value: the magic sum's bits 3-22 are zero
+    // (the code alone below bit 23) for every 7th float with |p| < 7
+    for (uint32_t u = 0; u < 0x40e00000u; u += 7) {
+      const float a = bits_f32(u);
+      if (f32_bits(a + bits_f32(e2m1_magic(fmaxf(a, 1.0f)))) & 0x007ffff8u) ++bad;
+    }
+    for (uint32_t u = 0; u < 0x40e00000u; u += 1021) { check(bits_f32(u)); check(-bits_f32(u)); }
+    for (float c : {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f, 7.0f})
+      for (int d = -1024; d <= 1024; ++d) {
+        const int64_t u = int64_t(f32_bits(c)) + d;
+        if (u < 0) continue;
+        check(bits_f32(uint32_t(u)));
+        check(-bits_f32(uint32_t(u)));
+      }
+    for (uint32_t c = 0x08; c < 0x7f; ++c) {  // the near path: mul = 1 / scale, y bf16
+      const float mul = 1.0f / e4m3_normal_to_f32(c);
+      for (uint32_t h = 0; h < 0x7f80u; h += 5) {
+        float y[8];
+        for (int i = 0; i < 8; ++i) {
+          const uint32_t hi = (h + 977u * uint32_t(i)) % 0x7f80u;
+          y[i] = bf16_to_f32(uint16_t(hi | ((i + h) & 1u ? 0x8000u : 0u)));
+          if (!(fabsf(y[i] * mul) < 7.0f)) y[i] = 0.0f;
+        }
+        ++cases;
+        if (e2m1_word_finite(y, mul, e2m1_signs8(y)) != word(y, mul)) ++bad;
+      }
+    }
+    report(bad == 0 && cases > 500000, "e2m1_word_finite", bad);
   }
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
