@@ -131,6 +131,41 @@ __device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int k
   }
 }
 
+// This CTA's index, opaque to the compiler (fold_tail decodes its items again after the item loop rather than keeping
+// the loop's first decode live through it).
+__device__ __forceinline__ int cta_index() {
+#ifdef MLOPS_FBLA_ON_HOST
+  return static_cast<int>(blockIdx.x);
+#else
+  int x;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(x));
+  return x;
+#endif
+}
+
+// After the CTA's items (every partial of them written): an item a count of its (b, kv head) (s.cnt, zeroed earlier in
+// the decode); the CTA whose count is the pair's last (1 + nch items: slots 0 .. nch) runs the pair's combine. The
+// split-K "last CTA reduces" form: every thread's partial stores, a barrier, thread 0's fence and atomic; the last
+// one's fence, a barrier, reads from L2. After the item loop, not in it: inside, ptxas sm_90 spilled 268 / 388 bytes
+// of refine_mma4_kernel<128, 8, true> (the tail's values live through the P V loop) against 128 / 148 without it.
+template <int D, int kN>
+__device__ __forceinline__ void fold_tail(const DecodeParams& p, int items, uint8_t* stage0, int tid) {
+  for (int item = cta_index(); item < items; item += gridDim.x) {
+    const Item it = item_of(item, p.c.batch, p.c.kv_heads);
+    const int nch = chunks_of(closed_groups(len_of(p, it.b)));
+    if (it.slot > nch) continue;  // uniform over the CTA; nothing written, not counted
+    __syncthreads();  // the partials' stores (and a previous combine's reads of the shared memory) are done
+    int last = 0;
+    if (tid == 0) {
+      pdl_wait();  // fold_zero_kernel's zeros (a no-op without a programmatic launch: the coarse pass zeroed them)
+      __threadfence();
+      last = atomicAdd(p.s.cnt + it.b * p.c.kv_heads + it.kh, 1) == nch;
+      if (last) __threadfence();
+    }
+    if (__syncthreads_or(last)) fold_combine<D, kN>(p, it.b, it.kh, reinterpret_cast<float*>(stage0), tid);
+  }
+}
+
 // The folded combine's counters (s.cnt, one a (b, kv head)) zeroed: the decode's first kernel where no coarse pass
 // runs (exact mode), the refine a programmatic dependent of it (its counting waits for this grid: griddepcontrol.wait).
 __global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
@@ -139,10 +174,9 @@ __global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
 }
 
 // Refine pass, "mma_pv4" layout (above), pv digits only: kNW warps a CTA (8 or 4), 4 CTAs an SM.
-// kFold (the planner's one-round launch): no combine kernel; after an item's partial the CTA counts the item for its
-// (b, kv head) (s.cnt, zeroed earlier in the decode), and the CTA that counts the pair's last item (1 + nch of them:
-// slots 0 .. nch) runs the combine of its q heads (fold_combine: the same bits). The split-K "last CTA reduces" form:
-// every thread's partial stores, a barrier, thread 0's fence and atomic; the last one's fence, a barrier, L2 reads.
+// kFold (the planner's one-round launch): no combine kernel; after its items the CTA counts them (fold_tail), and the
+// CTA that counts a (b, kv head)'s last item runs the combine of its q heads (fold_combine: the same bits). Correct
+// for any grid (a count follows all of the CTA's partials); launched with a CTA an item.
 template <int D, int kNW, bool kFold = false>
 __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
@@ -357,18 +391,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         }
       }
     }
-    if constexpr (kFold) {
-      __syncthreads();  // every thread's partial stores before thread 0's fence; the staged groups are dead
-      int last = 0;
-      if (tid == 0) {
-        pdl_wait();  // fold_zero_kernel's zeros (a no-op without a programmatic launch: the coarse pass zeroed them)
-        __threadfence();
-        last = atomicAdd(p.s.cnt + it.b * c.kv_heads + it.kh, 1) == nch;  // the pair's items: slots 0 .. nch
-        if (last) __threadfence();
-      }
-      if (__syncthreads_or(last)) fold_combine<D, kN>(p, it.b, it.kh, reinterpret_cast<float*>(stage0), tid);
-    }
   }
+  if constexpr (kFold) fold_tail<D, kN>(p, items, stage0, tid);
 }
 
 }  // namespace mlops::fbla
