@@ -134,7 +134,9 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // more to compile). E = 2 ("f" variants r16lx2f / r16lx4wf): NVFP4 by the kE = 2 instance
 // (e2m1_nibble_f / _near, the scale inverses from a table), FP8 by the "e" instances. B
 // (r16lx4wb): INT8 by the kB instance (the epilogue in phases, 8 CTAs an SM); the rest as the
-// E instances.
+// E instances. E = 3 ("g" variants r16lx2g / r16lx4wg, session 13): NVFP4 and bf16 INT8 by the
+// kE = 3 instances (f's NVFP4 with e2m1_word_finite; INT8 inverses and scales from int8_tab),
+// FP8 as "e", fp16 INT8 and y alone by the plain instances.
 template <class XT, int MINB, int N = 2, int E = 0, bool B = false>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
@@ -160,6 +162,7 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
           return cudaGetLastError();
         }
       }
+      if constexpr (E == 3 && std::is_same_v<XT, bf16>) MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, 3)
       MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
       MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4, E)
       MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC, (E > 0 ? 1 : 0))
@@ -231,6 +234,8 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 27: return launch_lxp<XT, 2, 4>(p, s);
     case 28: return launch_lxp<XT, 4, 3>(p, s);
     case 29: return launch_lxp<XT, 8, 2>(p, s);
+    case 30: return launch_lx2<XT, 8, 2, 3>(p, s);
+    case 31: return launch_lx2<XT, 10, 4, 3>(p, s);
   }
   return cudaErrorInvalidValue;
 }

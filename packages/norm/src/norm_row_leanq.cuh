@@ -369,9 +369,11 @@ struct WholeRow {
 // Units k0 .. k0 + U - 1 of a row (all of it, or the half a warp holds) from its loaded units:
 // the sum (Red::fold of the unit values: the whole row's, in unit order), y and the quantized
 // output. Red::max gives the row's amax from this warp's (FP8 dynamic). kE (1: the "e"
-// variants, 2: the "f" variants): NVFP4 codes by e2m1_nibble (e) or the NVFP4 epilogue of
-// "f" below, FP8 codes with one clamp (same bits). kB (r16lx4wb): INT8 in phases (see there).
-// rtab ("f", NVFP4): the CTA's table of 1 / e4m3 value by scale code (nvfp4_rtab).
+// variants, 2: the "f" variants, 3: the "g" variants of session 13): NVFP4 codes by
+// e2m1_nibble (e) or the NVFP4 epilogue of "f" below (g: its near path's words by
+// e2m1_word_finite), FP8 codes with one clamp (same bits); g's bf16 INT8 takes its block
+// inverses and scales from int8_tab. kB (r16lx4wb): INT8 in phases (see there).
+// rtab ("f" / "g", NVFP4): the CTA's table of 1 / e4m3 value by scale code (nvfp4_rtab).
 template <class XT, int U, bool kAgain, int kQuant, bool kWs, int kE, bool kB = false, class Red>
 __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k0, Raw8<XT> (&raw)[U],
                                              const WeightEff<XT, U, kWs>& wf, const Red& red,
@@ -384,7 +386,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
   // of a unit: 16 a unit).
   constexpr int kCodeBytes = kQuant == MLOPS_QUANT_NVFP4 ? 4 : 8;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr bool kNanAmax = kE == 2 && kQuant == MLOPS_QUANT_NVFP4;  // amax16_nan: max.NaN is sm_80+
+  constexpr bool kNanAmax = kE >= 2 && kQuant == MLOPS_QUANT_NVFP4;  // amax16_nan: max.NaN is sm_80+
 #else
   constexpr bool kNanAmax = false;
 #endif
@@ -518,7 +520,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
     const float ginv = g ? 1.0f / gv : 1.0f;  // nvfp4_block's (1.0f / g), hoisted: the same bits
     // "f": this lane's scale byte of a unit pair (block 2j + odd of the pair's first unit)
     uint8_t* const sr1 = static_cast<uint8_t*>(p.q_scale) + sb + (odd ? 16 : 0);
-    // bf16 INT8 (session 13): this lane's scale of a unit pair, the same way (4 bytes a scale)
+    // "g" bf16 INT8 (session 13): this lane's scale of a unit pair, the same way (4 bytes a scale)
     float* const sr8 = static_cast<float*>(p.q_scale) + sb + (odd ? 16 : 0);
 #pragma unroll
     for (int k = 0; k < U; k += 2) {
@@ -533,8 +535,8 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       unpack8_pairs(o1, y1);
       float a0 = 0.0f, a1 = 0.0f;  // kNanAmax: the "f" branch takes its amaxes itself
       if constexpr (!kNanAmax) a0 = amax16(y0), a1 = amax16(y1);
-      if constexpr (kQuant == MLOPS_QUANT_INT8 && std::is_same_v<XT, bf16>) {
-        // bf16 (session 13): inverse and scale from int8_tab where both blocks' amaxes are in its
+      if constexpr (kQuant == MLOPS_QUANT_INT8 && kE == 3 && std::is_same_v<XT, bf16>) {
+        // "g", bf16 (session 13): inverse and scale from int8_tab where both blocks' amaxes are in its
         // range (then the inverses are finite: no inf branch), else the divisions of int8_inv /
         // int8_scale on this lane and int8_codes8; each lane of the pair stores one block's scale
         float inv0, inv1, sc0, sc1;
@@ -564,7 +566,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
           sr[k * 16] = div127_bf16(a0);  // int8_scale
           sr[(k + 1) * 16] = div127_bf16(a1);
         }
-      } else if constexpr (kE == 2) {  // "f": nvfp4_block for the two blocks, then the codes
+      } else if constexpr (kE >= 2) {  // "f" / "g": nvfp4_block for the two blocks, then the codes
         // kNanAmax: the amaxes NaN-propagating first (amax16_nan), amax16's where a block of
         // the warp holds a NaN (or has a global factor: no near path then)
         if constexpr (kNanAmax) {
@@ -593,12 +595,12 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         if (g) pair_div2(ginv, e4m3_normal_to_f32(sc & 0xffu), ginv, e4m3_normal_to_f32(sc >> 8), odd, m0, m1);
         uint32_t c0, c1;
         if (near) {
-          if constexpr (kNanAmax) {  // finite, |p| < 7, m > 0: the signs from y (e2m1_word_finite)
+          if constexpr (kNanAmax && kE == 3) {  // "g": finite, |p| < 7, m > 0 (e2m1_word_finite)
             c0 = e2m1_word_finite(y0, m0, e2m1_signs8(y0));
             c1 = e2m1_word_finite(y1, m1, e2m1_signs8(y1));
           } else {
-            c0 = nvfp4_codes8<3>(y0, m0);
-            c1 = nvfp4_codes8<3>(y1, m1);
+            c0 = nvfp4_codes8<kNanAmax ? 4 : 3>(y0, m0);
+            c1 = nvfp4_codes8<kNanAmax ? 4 : 3>(y1, m1);
           }
         } else {
           c0 = nvfp4_codes8<2>(y0, m0);
@@ -718,8 +720,9 @@ struct PartRow {
 // row a CTA, 4 units a warp, 10 CTAs an SM: ptxas 13.0 sm_90, 48 registers, no spills in the 5
 // bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
 // dynamic spilled). kE 1: NVFP4 codes by e2m1_nibble, FP8 with one clamp (r16lx2e / r16lx4we);
-// 2: the "f" NVFP4 epilogue (r16lx2f / r16lx4wf: its table staged here). kB: INT8 in phases
-// (r16lx4wb).
+// 2: the "f" NVFP4 epilogue (r16lx2f / r16lx4wf: its table staged here); 3: the "g" epilogue
+// (r16lx2g / r16lx4wg: f's NVFP4 with e2m1_word_finite, bf16 INT8 by int8_tab). kB: INT8 in
+// phases (r16lx4wb).
 template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
@@ -732,7 +735,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
   const int64_t row = int64_t(blockIdx.x) * kSlots + slot;
   // kTab: the whole CTA stages the table and meets once, so a warp past the last row leaves
   // only after that barrier; else all warps of the row leave here (no barrier or shuffle waits)
-  constexpr bool kTab = kE == 2 && kQuant == MLOPS_QUANT_NVFP4;
+  constexpr bool kTab = kE >= 2 && kQuant == MLOPS_QUANT_NVFP4;
   const bool valid = row < p.rows;
   if (!kTab && !valid) return;
   const int k0 = part * H;
