@@ -13,7 +13,8 @@ barriers; the exp pass), B = 1 top-p 0.9 and top-k 50 (T = 0.8) through cluster1
 after the first in each CTA alone), B = 64 temperature through cluster8_lean and top-p through
 cluster8_gather: the launches the ncu report names in that order (each after its warm-up call).
 `--cases s9` (GPU run 51): the sampler launches of session 6's plan instead (B = 1 top-p wide / top-k
-gather, B = 64 temperature lean, top-p wide, top-k lean and wide); `--no-lm-head` skips the LM head.
+gather, B = 64 temperature lean, top-p wide, top-k lean and wide); `--cases s13`: session 13's plan at B = 64
+(temperature lean, top-k and the combination tk, top-p tp); `--no-lm-head` skips the LM head.
 """
 
 import argparse
@@ -40,6 +41,13 @@ SAMPLER_CASES = {
            (64, "cluster8_wide", dict(temperature=0.8, top_p=0.9)),
            (64, "cluster8_lean", dict(temperature=0.8, top_k=50)),
            (64, "cluster8_wide", dict(temperature=0.8, top_k=50))],
+    # session 13's plan for the modes still above issue 5's 60 us at B = 64 (runs 69 / 76): top-k alone and
+    # top-k + top-p + min-p through cluster8_tk, top-p through cluster8_tp; temperature through cluster8_lean
+    # as the floor they are measured against
+    "s13": [(64, "cluster8_lean", dict(temperature=0.8)),
+            (64, "cluster8_tk", dict(temperature=0.8, top_k=50)),
+            (64, "cluster8_tk", dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)),
+            (64, "cluster8_tp", dict(temperature=0.8, top_p=0.9))],
 }
 
 
