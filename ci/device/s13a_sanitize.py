@@ -1,7 +1,7 @@
-"""The planner's one-round decode with the combine folded into the refine (session 13) under compute-sanitizer:
-B1 L16K-like work (32 q / 8 kv heads, D 128, 520 refine items: refine_mma4_kernel<128, 8, true>, fold_zero_kernel in
-exact mode, the coarse pass zeroing the counters in skip mode), scratch filled with garbage first; each decode == the
-host emulation of the digits form."""
+"""mma_pv4f+coarse_imma (the combine folded into the refine, session 13) under compute-sanitizer: B1 L16K-like work
+(32 q / 8 kv heads, D 128, 520 refine items: refine_mma4_kernel<128, 8, true>, fold_zero_kernel in exact mode, the
+coarse pass zeroing the counters in skip mode), scratch filled with garbage first; each decode == the host emulation
+of the digits form."""
 import torch
 
 import mlops.attention as A
@@ -16,7 +16,7 @@ cc = A.encode(k, v, capacity=16512)
 gc.scratch(32).fill_(0x5a)
 for exact in (True, False):
     for rep in range(2):
-        o = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32).cpu()
+        o = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant="mma_pv4f+coarse_imma").cpu()
         ok = torch.equal(o, A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits"))
         bad += not ok
         print("exact" if exact else "skip", rep, "same bits" if ok else "DIFFERS")

@@ -221,6 +221,7 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"mma_pv+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS},   // pv digits: 8 warps an item, scores and P V by mma.sync
       {"mma_pv4+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS},  // mma_pv in 54.5 KB of shared memory: 4 CTAs an SM
       {"mma_pv4w+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS}, // mma_pv4 with 4 warps an item (2 slices a warp)
+      {"mma_pv4f+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS}, // mma_pv4, the combine folded into the refine's last CTAs
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;

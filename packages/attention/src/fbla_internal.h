@@ -62,8 +62,8 @@ struct DecodeParams {
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
   int planned;  // 1: variant is the planner's pick for pv chains (decode_device may take kPlannerBelowSm80 instead);
                 // 2: the planner's pick for pv digits (decode_t may run kMmaPv4's kernel instead: one round of items)
-  int fold;     // set by decode_t only: the refine combines a (b, kv head)'s partials itself (refine_mma4_kernel<.., true>),
-                // the coarse pass (when it runs) zeroes s.cnt first
+  int fold;     // set by decode_t only (kMmaPv4f): the refine combines a (b, kv head)'s partials itself
+                // (refine_mma4_kernel<.., true>), the coarse pass (when it runs) zeroes s.cnt first
   Scratch s;
 };
 
@@ -82,10 +82,11 @@ enum DecodeVariant {
   kMmaPv = 10,      // pv digits: 8 warps an item (a warp a 32-token slice), records staged, scores and P V by mma.sync s8
   kMmaPv4 = 11,     // kMmaPv's arithmetic in 54.5 KB of shared memory (D 128): 4 CTAs an SM, 8 warps, <= 64 registers
   kMmaPv4w = 12,    // kMmaPv4 with 4 warps an item (a warp 2 slices), <= 128 registers
-  kDecodeVariantCount = 13
+  kMmaPv4f = 13,    // kMmaPv4 with the combine folded into the refine (the CTA counting a (b, kv head)'s last item)
+  kDecodeVariantCount = 14
 };
-// The refine of the digits form: refine_mma_kernel (kMmaPv) or refine_mma4_kernel (kMmaPv4 / kMmaPv4w).
-inline bool mma_refine(int v) { return v == kMmaPv || v == kMmaPv4 || v == kMmaPv4w; }
+// The refine of the digits form: refine_mma_kernel (kMmaPv) or refine_mma4_kernel (kMmaPv4 / kMmaPv4w / kMmaPv4f).
+inline bool mma_refine(int v) { return v == kMmaPv || v == kMmaPv4 || v == kMmaPv4w || v == kMmaPv4f; }
 // The P V form each variant computes: the mma_pv variants the digits, every other variant the fp32 chains.
 inline int variant_pv(int v) { return mma_refine(v) ? MLOPS_FBLA_PV_DIGITS : MLOPS_FBLA_PV_CHAINS; }
 // The planner's pick for pv digits: the only variant of that form (correct on every arch: below sm_80 its MMA

@@ -17,7 +17,7 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
 int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
-  static int cache[64][22];  // slot: one a kernel instance (0 .. 21)
+  static int cache[64][24];  // slot: one a kernel instance (0 .. 23)
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
@@ -144,18 +144,18 @@ cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int s
   return e != cudaSuccess ? e : combine_pdl<D>(p, s);
 }
 
-// The planner's one-round launch (refine_items on as many refine_mma4_kernel<D, 8> CTAs) with the combine folded into
-// the refine (kFold): where no coarse pass ran (coarse: false), fold_zero_kernel zeroes the counters and the refine is
-// its programmatic dependent (griddepcontrol.wait before its first count), or an ordinary launch where the code that
-// runs has no wait (a compute_61 / 80 PTX build: ptxVersion < 90); after the coarse pass (it zeroed them), ordinary.
+// mma_pv4f: refine_mma4_kernel<D, 8, true> (the combine folded into the refine: no combine kernel) on `grid` CTAs.
+// Where no coarse pass ran (coarse: false), fold_zero_kernel zeroes the counters and the refine is its programmatic
+// dependent (griddepcontrol.wait before its first count), or an ordinary launch where the code that runs has no wait
+// (a compute_61 / 80 PTX build: ptxVersion < 90); after the coarse pass (it zeroed them), an ordinary launch.
 template <int D>
-cudaError_t fold_launch(const DecodeParams& p, int refine_items, bool coarse, cudaStream_t s) {
+cudaError_t fold_launch(const DecodeParams& p, int refine_items, int grid, bool coarse, cudaStream_t s) {
   static int pdl[64];  // 0: unknown, 1: PDL, 2: ordinary launch
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return e;
   if (coarse) {
-    refine_mma4_kernel<D, 8, true><<<refine_items, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
+    refine_mma4_kernel<D, 8, true><<<grid, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
     return cudaGetLastError();
   }
   int mode = dev < 64 ? pdl[dev] : 0;
@@ -170,11 +170,11 @@ cudaError_t fold_launch(const DecodeParams& p, int refine_items, bool coarse, cu
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   if (mode == 2) {
-    refine_mma4_kernel<D, 8, true><<<refine_items, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
+    refine_mma4_kernel<D, 8, true><<<grid, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
     return cudaGetLastError();
   }
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(refine_items));
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
   cfg.blockDim = dim3(256);
   cfg.dynamicSmemBytes = mma4_smem_bytes(D);
   cfg.stream = s;
@@ -191,24 +191,11 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
   const int per = p0.c.batch * p0.c.kv_heads;
   const int coarse_items = per * p0.s.nch, refine_items = per * p0.s.P;
   auto grid = [&](int items, int res) { return items < res ? items : res; };
-  // The planner (pv digits, the device's resident CTAs): mma_pv4's kernel (the same bits) where its 4 CTAs an SM make
-  // the refine one round of items instead of more (H200, session 12: B1 L16K 3+3 exact 34.9 us against mma_pv's
-  // 39.9); with more rounds mma_pv's (B8 L128K: 1187 us against mma_pv4's 1210, issue-bound; mma_pv4 spills). That
-  // one round runs with the combine folded into the refine (session 13) where its shared memory holds a row's e / l.
+  // mma_pv4f: the combine folded into the refine where a row's e / l (fold_combine) fit the staged groups' shared
+  // memory (D 128: up to ~1600 slots, D 64 ~800); past that mma_pv4's kernels (the same bits). Not the planner's pick:
+  // not measured on a GPU yet (session 13).
   DecodeParams p = p0;
-  p.fold = 0;
-  bool one_round = false;
-  if (p.variant == kMmaPv && p.planned == 2 && ctas == 0) {
-    cudaError_t e = mma_attributes<D>();
-    if (e == cudaSuccess) e = mma4_attributes<D, 8>();
-    if (e == cudaSuccess) e = mma4_attributes_fold<D>();
-    if (e != cudaSuccess) return e;
-    const int res = resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
-    if (res <= 0) return cudaErrorInvalidDevice;
-    one_round = refine_items > res &&
-                refine_items <= resident(refine_mma4_kernel<D, 8>, D == 64 ? 18 : 19, 256, mma4_smem_bytes(D));
-    p.fold = one_round && 4 * fold_smem_floats(p.s.P) <= kChunkGroups * stage_group_bytes(D) ? 1 : 0;
-  }
+  p.fold = p.variant == kMmaPv4f && 4 * fold_smem_floats(p.s.P) <= kChunkGroups * stage_group_bytes(D) ? 1 : 0;
   if (!p.exact && coarse_items > 0 && imma_coarse(p.variant)) {
     const int res = ctas > 0 ? ctas : resident(coarse_warps_kernel<D, true>, D == 64 ? 10 : 11, kWarpThreads);
     if (res <= 0) return cudaErrorInvalidDevice;
@@ -227,14 +214,30 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     if (e != cudaSuccess) return e;
     const int res = ctas > 0 ? ctas : resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
     if (res <= 0) return cudaErrorInvalidDevice;
-    if (p.fold) return fold_launch<D>(p, refine_items, !p.exact && coarse_items > 0, s);
-    if (one_round) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+    // The planner (pv digits, the device's resident CTAs): mma_pv4's kernel (the same bits) where its 4 CTAs an SM make
+    // the refine one round of items instead of more (H200, session 12: B1 L16K 3+3 exact 34.9 us against mma_pv's
+    // 39.9); with more rounds mma_pv's (B8 L128K: 1187 us against mma_pv4's 1210, issue-bound; mma_pv4 spills).
+    if (p.planned == 2 && ctas == 0 && refine_items > res) {
+      e = mma4_attributes<D, 8>();
+      if (e != cudaSuccess) return e;
+      if (refine_items <= resident(refine_mma4_kernel<D, 8>, D == 64 ? 18 : 19, 256, mma4_smem_bytes(D)))
+        return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+    }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
     return e != cudaSuccess ? e : combine_pdl<D>(p, s);
   }
   if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
+  if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+  if (p.variant == kMmaPv4f) {
+    cudaError_t e = mma4_attributes_fold<D>();
+    if (e != cudaSuccess) return e;
+    const int res = ctas > 0 ? ctas
+                             : resident(refine_mma4_kernel<D, 8, true>, D == 64 ? 22 : 23, 256, mma4_smem_bytes(D));
+    if (res <= 0) return cudaErrorInvalidDevice;
+    return fold_launch<D>(p, refine_items, grid(refine_items, res), !p.exact && coarse_items > 0, s);
+  }
   if (stage_refine(p.variant)) {
     const cudaError_t e = stage_attributes<D>();
     if (e != cudaSuccess) return e;

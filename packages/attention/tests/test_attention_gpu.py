@@ -199,12 +199,13 @@ def test_planner_digits_one_round_gpu():
             assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 L16K exact={exact} ({gpu_arch_tag()})")
 
 
-def test_planner_fold_graph_gpu():
-    """The planner's one-round launch with the combine folded into the refine (session 13: fold_zero_kernel or the
-    coarse pass zeroes the counters, the CTA finishing a (b, kv head)'s last item combines) under CUDA-graph replay:
-    one graph of (append one token, decode_at) at B1 L16K-like work (32 q / 8 kv heads, D 128, capacity 16512: 65
-    slots a row, 520 refine items), exact and skip, replayed across a group's close; each step == the host's digits
-    bits (the counters start from whatever the scratch holds and the previous replay left)."""
+def test_fold_graph_gpu():
+    """mma_pv4f (session 13: the combine folded into the refine; fold_zero_kernel or the coarse pass zeroes the
+    counters, the CTA counting a (b, kv head)'s last item combines) under CUDA-graph replay at B1 L16K-like work: one
+    graph of (append one token, decode_at) (32 q / 8 kv heads, D 128, capacity 16512: 65 slots a row, 520 refine items,
+    one round on an H200), exact and skip, replayed across a group's close; each step == the host's digits bits (the
+    counters start from whatever the scratch holds and the previous replay left)."""
+    V = "mma_pv4f+coarse_imma"
     B, H, D, Hq = 1, 8, 128, 32
     T0, steps = 16253, 5  # 127 * 128 = 16256: a group closes inside the graph
     k, v, q = make(B, H, T0 + steps, D, seed=13, Hq=Hq)
@@ -220,13 +221,13 @@ def test_planner_fold_graph_gpu():
             sk.copy_(k[:, :, T0:T0 + 1])
             sv.copy_(v[:, :, T0:T0 + 1])
             A.append(gc, sk, sv)
-            A.decode_at(sq, gc, exact=exact, out_dtype=torch.float32)
+            A.decode_at(sq, gc, exact=exact, out_dtype=torch.float32, variant=V)
         torch.cuda.current_stream().wait_stream(stream)
         A.append(cc, k[:, :, T0:T0 + 1], v[:, :, T0:T0 + 1])
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, stream=stream):
             A.append(gc, sk, sv)
-            out = A.decode_at(sq, gc, exact=exact, out_dtype=torch.float32)
+            out = A.decode_at(sq, gc, exact=exact, out_dtype=torch.float32, variant=V)
         for t in range(T0 + 1, T0 + steps):
             sk.copy_(k[:, :, t:t + 1])
             sv.copy_(v[:, :, t:t + 1])
@@ -235,7 +236,7 @@ def test_planner_fold_graph_gpu():
             A.append(cc, k[:, :, t:t + 1], v[:, :, t:t + 1])
             assert gc.lengths.cpu().tolist() == [t + 1]
             c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
-            assert_bits_equal(out, c, f"planner fold graph step {t} exact={exact} ({gpu_arch_tag()})")
+            assert_bits_equal(out, c, f"[{V}] graph step {t} exact={exact} ({gpu_arch_tag()})")
 
 
 def test_decode_matches_float64_gpu():
