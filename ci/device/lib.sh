@@ -86,3 +86,23 @@ vocab_sanitize() {
     summ vocab-$tool $?
   done
 }
+# Session 13. fshards LABEL FILE TARGET N LIMIT [pytest args...]: any test file (a path from the repo root) in N
+# contiguous shards at once on sm_90, one summary line a shard in $R/tests.txt (shards above is the per-package
+# form with an arch tag).
+fshards() {
+  local i
+  for ((i = 0; i < $4; i++)); do
+    ( PYTHONPATH=$3:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 MLOPS_SHARD=$i/$4 CUDA_CACHE_PATH=/tmp/jit-sm90 timeout $5 \
+        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard $2 "${@:6}" > $R/$1-$i.log 2>&1
+      echo "$1 shard $i/$4 rc=$? $(grep -E 'passed|failed|error' $R/$1-$i.log | tail -1 | cut -c1-140)" >> $R/tests.txt ) &
+  done
+}
+# finish [FILES...]: after the background jobs, the sorted shard lines and the logs' FAILED / ERROR lines, then
+# $OUT/r.tgz of $R and the named files of $R printed (the call's output), $R removed.
+finish() {
+  wait
+  sort $R/tests.txt > $R/tests-sorted.txt 2>/dev/null
+  grep -h "^FAILED\|^ERROR" $R/*.log 2>/dev/null | head -20 > $R/failures.txt
+  (cd $R/.. && tar czf r.tgz $(basename $R) && cd $R && cat "$@" tests-sorted.txt failures.txt 2>/dev/null)
+  rm -rf $R
+}

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Session 13, the lead's last call: FlashInfer's decode beside SDPA and FBLA (issue 6's peer "FlashInfer's decode
-# where it can be run"), plus the final wheels' regression tests where the call has time left.
+# Written in session 13 for its last call (run 78), which could not be made (new device loans were paused): run it
+# when a machine is lent. FlashInfer's decode beside SDPA and FBLA (issue 6's peer "FlashInfer's decode where it
+# can be run"), ncu of the planned B = 64 sampler launches, then the wheels' GPU files where the call has time left.
 # Carry: .carry/flashinfer/call1 (flashinfer-python 0.6.18.post1 + apache-tvm-ffi, tools/device_bundle.py),
 # .carry/fidec (its batch decode module and its fa2 prefill module, the tensor-core decode's kernels, built
 # ahead on the CPU machine for sm_90a by nvcc 13.0: the device builds nothing; docs/attention.md), .carry/s13f
@@ -35,18 +36,11 @@ rm -f $R/s13-sampler.ncu-rep
 L=$((${END:-420} - SECONDS)); [ $L -lt 60 ] && L=60
 shards sm90 attention /tmp/f-attention 4 $L
 shards sm90 norm /tmp/f-norm 5 $L
-for ((i = 0; i < 4; i++)); do
-  ( PYTHONPATH=/tmp/f-vocab:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 MLOPS_SHARD=$i/4 CUDA_CACHE_PATH=/tmp/jit-sm90 \
-      timeout $L python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard packages/vocab/tests/test_vocab_gpu.py \
-      -k "lm_head or sample" > $R/vocab-$i.log 2>&1
-    echo "sm90 vocab shard $i rc=$? $(grep -E 'passed|failed|error' $R/vocab-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
-done
+fshards vocab packages/vocab/tests/test_vocab_gpu.py /tmp/f-vocab 4 $L -k "lm_head or sample"
 wait; echo "tests done [${SECONDS}s] (limit ${L}s)" >> $R/summary.txt
-sort $R/tests.txt > $R/tests-sorted.txt
-grep -h "^FAILED\|^ERROR" $R/*.log 2>/dev/null | head -20 > $R/failures.txt
 grep -h '"case": "decode' $R/bench/*.jsonl 2>/dev/null | python3 -c '
 import json, sys
 for l in sys.stdin:
     r = json.loads(l)
     print(r.get("shape"), "|", r["impl"], "|", r.get("us"), "|", r.get("frac_copy_bw"), "|", r.get("max_abs_diff_vs_sdpa"), "|", r.get("skipped", ""))' > $R/rows.txt 2>&1
-cd $OUT && tar czf r.tgz r && cat r/gpu.txt r/summary.txt r/tests-sorted.txt r/failures.txt r/rows.txt; rm -rf r
+finish gpu.txt summary.txt rows.txt
