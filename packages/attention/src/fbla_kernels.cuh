@@ -238,25 +238,20 @@ __device__ __forceinline__ void prefetch_range(const uint8_t* base, long long by
     l1 ? prefetch_l1(base + off) : prefetch_l2(base + off);
 }
 
-// The records of work item `item` (chunk slot - first, its closed groups are contiguous) into L2:
-// a CTA asks for its next item's records while it works on the current one.
-__device__ __forceinline__ void prefetch_item(const DecodeParams& p, int item, int items, int first) {
-  if (item >= items) return;
-  const int per = p.c.batch * p.c.kv_heads;
-  const int slot = item / per, b = (item % per) / p.c.kv_heads, kh = item % p.c.kv_heads;
-  const int nq = closed_groups(len_of(p, b)), ch = slot - first;
-  if (ch < 0 || ch >= chunks_of(nq)) return;
-  const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
-  prefetch_range(record_of(p.c, b, kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes, false);
-}
-
-// prefetch_item for an item already decoded (it = item_of(item), `valid`: item < items).
+// The records of a work item already decoded (it = item_of(item), `valid`: item < items; chunk it.slot - first, its
+// closed groups are contiguous) into L2: a CTA asks for its next item's records while it works on the current one.
 __device__ __forceinline__ void prefetch_item_at(const DecodeParams& p, const Item& it, bool valid, int first) {
   if (!valid) return;
   const int nq = closed_groups(len_of(p, it.b)), ch = it.slot - first;
   if (ch < 0 || ch >= chunks_of(nq)) return;
   const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
   prefetch_range(record_of(p.c, it.b, it.kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes, false);
+}
+
+// prefetch_item_at for work item `item` (nothing where item >= items).
+__device__ __forceinline__ void prefetch_item(const DecodeParams& p, int item, int items, int first) {
+  if (item >= items) return;
+  prefetch_item_at(p, item_of(item, p.c.batch, p.c.kv_heads), true, first);
 }
 
 // q of the heads of a batch -> smem floats (every thread of the CTA calls it).

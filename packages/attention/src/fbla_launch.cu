@@ -30,6 +30,18 @@ int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
   return n;
 }
 
+// set() (a kernel's attributes) once a device: `done`: the caller's own flags (a function-local static, one set a
+// template instance); set() runs again on later calls until it succeeds on that device (devices 64 on: every call).
+template <typename F>
+cudaError_t once_per_device(bool (&done)[64], F set) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
+  e = set();
+  if (e == cudaSuccess && dev < 64) done[dev] = true;
+  return e;
+}
+
 // refine_stage_kernel's dynamic shared memory (past the 48 KB default) for one instance.
 template <int D, int kVParts, int kBf>
 cudaError_t stage_attribute() {
@@ -45,14 +57,12 @@ cudaError_t stage_attribute() {
 template <int D>
 cudaError_t stage_attributes() {
   static bool done[64];
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
-  e = stage_attribute<D, 1, 1>();
-  if (e == cudaSuccess) e = stage_attribute<D, 4, 1>();
-  if (e == cudaSuccess) e = stage_attribute<D, 1, 2>();
-  if (e == cudaSuccess && dev < 64) done[dev] = true;
-  return e;
+  return once_per_device(done, [] {
+    cudaError_t e = stage_attribute<D, 1, 1>();
+    if (e == cudaSuccess) e = stage_attribute<D, 4, 1>();
+    if (e == cudaSuccess) e = stage_attribute<D, 1, 2>();
+    return e;
+  });
 }
 
 // combine_warps_kernel as a programmatic dependent of the refine (its launch overlaps the refine's tail),
@@ -93,43 +103,45 @@ cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
 template <int D>
 cudaError_t mma_attributes() {
   static bool done[64];
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
-  e = cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma_smem_bytes(D));
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-  if (e == cudaSuccess && dev < 64) done[dev] = true;
-  return e;
+  return once_per_device(done, [] {
+    cudaError_t e =
+        cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma_smem_bytes(D));
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    return e;
+  });
 }
 
 // refine_mma4_kernel<D, kNW>'s dynamic shared memory (past the 48 KB default), once a device and instance.
 template <int D, int kNW>
 cudaError_t mma4_attributes() {
   static bool done[64];
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
-  e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma4_smem_bytes(D));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-  if (e == cudaSuccess && dev < 64) done[dev] = true;
-  return e;
+  return once_per_device(done, [] {
+    cudaError_t e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         mma4_smem_bytes(D));
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    return e;
+  });
 }
 
 // ... and of refine_mma4_kernel<D, 8, true> (the folded combine: the same shared memory).
 template <int D>
 cudaError_t mma4_attributes_fold() {
   static bool done[64];
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess || (dev < 64 && done[dev])) return e;
-  e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           mma4_smem_bytes(D));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-  if (e == cudaSuccess && dev < 64) done[dev] = true;
-  return e;
+  return once_per_device(done, [] {
+    cudaError_t e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         mma4_smem_bytes(D));
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    return e;
+  });
 }
+
+// resident()'s cache slot (0 .. 23, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded,
+// and the planner's mma_pv4 pick for mma_pv): 18 for D 64, 19 for D 128.
+template <int D>
+constexpr int kMma4Slot = D == 64 ? 18 : 19;
 
 // The mma_pv4 variants' refine (kNW warps an item) and the PDL combine; slot: resident()'s cache slot.
 template <int D, int kNW>
@@ -220,16 +232,16 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     if (p.planned == 2 && ctas == 0 && refine_items > res) {
       e = mma4_attributes<D, 8>();
       if (e != cudaSuccess) return e;
-      if (refine_items <= resident(refine_mma4_kernel<D, 8>, D == 64 ? 18 : 19, 256, mma4_smem_bytes(D)))
-        return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+      if (refine_items <= resident(refine_mma4_kernel<D, 8>, kMma4Slot<D>, 256, mma4_smem_bytes(D)))
+        return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
     }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
     return e != cudaSuccess ? e : combine_pdl<D>(p, s);
   }
-  if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+  if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
-  if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, D == 64 ? 18 : 19, s);
+  if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4f) {
     cudaError_t e = mma4_attributes_fold<D>();
     if (e != cudaSuccess) return e;
