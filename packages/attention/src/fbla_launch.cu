@@ -65,77 +65,72 @@ cudaError_t stage_attributes() {
   });
 }
 
-// combine_warps_kernel as a programmatic dependent of the refine (its launch overlaps the refine's tail),
-// where the code that runs was compiled for sm_90+ (its griddepcontrol.wait exists): a compute_61 / 80 PTX
+// kernel(args...) as a programmatic dependent of the launch before it in s (its launch overlaps that kernel's
+// tail), where the code that runs was compiled for sm_90+ (its griddepcontrol.wait exists): a compute_61 / 80 PTX
 // build JIT-compiled for an H200 has no wait, so it gets an ordinary launch (ptxVersion tells them apart).
-template <int D>
-cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
-  static int pdl[64];  // 0: unknown, 1: PDL, 2: ordinary launch
+// mode: the caller's cache a device (a function-local static, one a kernel instance): 0 unknown, 1 PDL, 2 ordinary.
+template <typename... P, typename... A>
+cudaError_t launch_dependent(int (&mode)[64], void (*kernel)(P...), unsigned grid, unsigned block, size_t smem,
+                             cudaStream_t s, A... args) {
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return e;
-  int mode = dev < 64 ? pdl[dev] : 0;
-  if (mode == 0) {
+  int m = dev < 64 ? mode[dev] : 0;
+  if (m == 0) {
     cudaFuncAttributes fa{};
-    e = cudaFuncGetAttributes(&fa, combine_warps_kernel<D, true>);
+    e = cudaFuncGetAttributes(&fa, kernel);
     if (e != cudaSuccess) return e;
-    mode = fa.ptxVersion >= 90 ? 1 : 2;
-    if (dev < 64) pdl[dev] = mode;
+    m = fa.ptxVersion >= 90 ? 1 : 2;
+    if (dev < 64) mode[dev] = m;
   }
-  if (mode == 2) {
-    combine_warps_kernel<D, true><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
+  if (m == 2) {
+    kernel<<<grid, block, smem, s>>>(args...);
     return cudaGetLastError();
   }
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(p.c.batch * p.Hq * (D / 32)));
-  cfg.blockDim = dim3(32);
-  cfg.dynamicSmemBytes = 0;
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, combine_warps_kernel<D, true>, p);
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
-// refine_mma_kernel's dynamic shared memory (past the 48 KB default), once a device.
+// combine_warps_kernel as a programmatic dependent of the refine.
+template <int D>
+cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
+  static int mode[64];
+  return launch_dependent(mode, combine_warps_kernel<D, true>, static_cast<unsigned>(p.c.batch * p.Hq * (D / 32)), 32,
+                          0, s, p);
+}
+
+// A refine kernel's dynamic shared memory (past the 48 KB default) and the largest carveout, once a device (done:
+// the caller's flags, one set a kernel instance).
+template <typename K>
+cudaError_t smem_attributes(bool (&done)[64], K kernel, int bytes) {
+  return once_per_device(done, [&] {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    return e;
+  });
+}
+
+// refine_mma_kernel's, once a device.
 template <int D>
 cudaError_t mma_attributes() {
   static bool done[64];
-  return once_per_device(done, [] {
-    cudaError_t e =
-        cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, mma_smem_bytes(D));
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(refine_mma_kernel<D>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-    return e;
-  });
+  return smem_attributes(done, refine_mma_kernel<D>, mma_smem_bytes(D));
 }
 
-// refine_mma4_kernel<D, kNW>'s dynamic shared memory (past the 48 KB default), once a device and instance.
-template <int D, int kNW>
+// refine_mma4_kernel<D, kNW, kFold>'s, once a device and instance (kFold: the folded combine, the same shared memory).
+template <int D, int kNW, bool kFold = false>
 cudaError_t mma4_attributes() {
   static bool done[64];
-  return once_per_device(done, [] {
-    cudaError_t e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         mma4_smem_bytes(D));
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(refine_mma4_kernel<D, kNW>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-    return e;
-  });
-}
-
-// ... and of refine_mma4_kernel<D, 8, true> (the folded combine: the same shared memory).
-template <int D>
-cudaError_t mma4_attributes_fold() {
-  static bool done[64];
-  return once_per_device(done, [] {
-    cudaError_t e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         mma4_smem_bytes(D));
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(refine_mma4_kernel<D, 8, true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-    return e;
-  });
+  return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold>, mma4_smem_bytes(D));
 }
 
 // resident()'s cache slot (0 .. 23, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded,
@@ -162,40 +157,16 @@ cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int s
 // (a compute_61 / 80 PTX build: ptxVersion < 90); after the coarse pass (it zeroed them), an ordinary launch.
 template <int D>
 cudaError_t fold_launch(const DecodeParams& p, int refine_items, int grid, bool coarse, cudaStream_t s) {
-  static int pdl[64];  // 0: unknown, 1: PDL, 2: ordinary launch
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
+  static int mode[64];
   if (coarse) {
     refine_mma4_kernel<D, 8, true><<<grid, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
     return cudaGetLastError();
   }
-  int mode = dev < 64 ? pdl[dev] : 0;
-  if (mode == 0) {
-    cudaFuncAttributes fa{};
-    e = cudaFuncGetAttributes(&fa, refine_mma4_kernel<D, 8, true>);
-    if (e != cudaSuccess) return e;
-    mode = fa.ptxVersion >= 90 ? 1 : 2;
-    if (dev < 64) pdl[dev] = mode;
-  }
   fold_zero_kernel<<<1, 128, 0, s>>>(p);
-  e = cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  if (mode == 2) {
-    refine_mma4_kernel<D, 8, true><<<grid, 256, mma4_smem_bytes(D), s>>>(p, refine_items);
-    return cudaGetLastError();
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(256);
-  cfg.dynamicSmemBytes = mma4_smem_bytes(D);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, refine_mma4_kernel<D, 8, true>, p, refine_items);
+  return launch_dependent(mode, refine_mma4_kernel<D, 8, true>, static_cast<unsigned>(grid), 256, mma4_smem_bytes(D), s,
+                          p, refine_items);
 }
 
 template <int D>
@@ -243,7 +214,7 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
   if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4f) {
-    cudaError_t e = mma4_attributes_fold<D>();
+    cudaError_t e = mma4_attributes<D, 8, true>();
     if (e != cudaSuccess) return e;
     const int res = ctas > 0 ? ctas
                              : resident(refine_mma4_kernel<D, 8, true>, D == 64 ? 22 : 23, 256, mma4_smem_bytes(D));
