@@ -265,7 +265,8 @@ const mlops_sample_variant kSampleVariants[] = {
     // kept elements: not planned until measured
     {19, 512, 0, 8, "cluster8_tk"}, {20, 512, 0, 16, "cluster16_tk"},
     // the tk forms whose top-p without top-k takes the wide first round with a list of slice indices at or
-    // above the crossing bin, and whose draw over a CTA's list goes by chunk sums: not planned until measured
+    // above the crossing bin, and whose draw over a CTA's list goes by chunk sums: cluster8_tp planned above B = 8
+    // for top-p rows without top-k since GPU run 76 (mlops_sample_plan_configs)
     {21, 512, 0, 8, "cluster8_tp"}, {22, 512, 0, 16, "cluster16_tp"}};
 constexpr int kNumSample = 23;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
