@@ -222,6 +222,7 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"mma_pv4+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS},  // mma_pv in 54.5 KB of shared memory: 4 CTAs an SM
       {"mma_pv4w+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS}, // mma_pv4 with 4 warps an item (2 slices a warp)
       {"mma_pv4f+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS}, // mma_pv4, the combine folded into the refine's last CTAs
+      {"mma_pv4r+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS}, // mma_pv4, the thread index read again a phase (no spills)
   };
   for (int i = 0; out && i < kDecodeVariantCount && i < capacity; ++i) out[i] = kList[i];
   return kDecodeVariantCount;

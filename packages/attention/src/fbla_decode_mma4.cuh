@@ -131,6 +131,27 @@ __device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int k
   }
 }
 
+// This thread's index, opaque to the compiler (mma_pv4r: read again at each phase of an item rather than held live;
+// ptxas neither hoists it nor what it derives from it out of the item loop, so nothing of it is spilled).
+__device__ __forceinline__ int thread_index() {
+#ifdef MLOPS_FBLA_ON_HOST
+  return static_cast<int>(threadIdx.x);
+#else
+  int x;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(x));
+  return x;
+#endif
+}
+
+// A thread's indices: tid, warp, lane, the MMA fragments' group (gid) and thread in group (tig).
+struct ThreadIx {
+  int tid, w, lane, gid, tig;
+};
+__device__ __forceinline__ ThreadIx thread_ix(int tid) {
+  const int lane = tid & 31;
+  return ThreadIx{tid, tid / 32, lane, lane >> 2, lane & 3};
+}
+
 // This CTA's index, opaque to the compiler (fold_tail decodes its items again after the item loop rather than keeping
 // the loop's first decode live through it).
 __device__ __forceinline__ int cta_index() {
@@ -177,7 +198,12 @@ __global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
 // kFold (the planner's one-round launch): no combine kernel; after its items the CTA counts them (fold_tail), and the
 // CTA that counts a (b, kv head)'s last item runs the combine of its q heads (fold_combine: the same bits). Correct
 // for any grid (a count follows all of the CTA's partials); launched with a CTA an item.
-template <int D, int kNW, bool kFold = false>
+// kReread (mma_pv4r, session 14): the thread index and what derives from it (warp, lane, gid, tig) read again
+// (thread_index) at a head pass's start, at the P V phase (after the chunk-max barrier) and at the partial, instead of
+// once at the kernel's start: the same arithmetic, so the same bits; ptxas sm_90 (nvcc 13.0, D 128) spills 8 / 8
+// bytes instead of 128 / 148 (the index values and their derived addresses hoisted out of the item loop, and the 4
+// scores a lane holds over the chunk-max barrier, no longer spilled).
+template <int D, int kNW, bool kFold = false, bool kReread = false>
 __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
@@ -187,7 +213,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   uint8_t* const stage0 = dyn + kMma4Front;
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
-  const int tid = threadIdx.x, w = tid / 32, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+  const ThreadIx ix0 = thread_ix(threadIdx.x);
+  auto tix = [&] {  // the thread's indices where each phase starts (kReread: read again, opaque; else ix0's)
+    if constexpr (kReread) return thread_ix(thread_index());
+    else return ix0;
+  };
   const long long sbytes = stage_group_bytes(D);
   const size_t tile = static_cast<size_t>(kGroup) * D;
   stage_init(bars, 1);
@@ -213,6 +243,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     bool waited = bf16;
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
+      const ThreadIx tx = tix();
+      const int tid = tx.tid, w = tx.w, lane = tx.lane, gid = tx.gid, tig = tx.tig;
       const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
       const int hq0 = it.kh * p.Gq + h0;
       if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K planes: copy them again
@@ -288,6 +320,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       if (tid < kWarpHeads) sm.m[tid] = tid == 0 ? mh[0] : tid == 1 ? mh[1] : tid == 2 ? mh[2] : mh[3];  // no local array
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
+        const ThreadIx ty = tix();  // (kReread) read again
+        const int w = ty.w, lane = ty.lane, gid = ty.gid, tig = ty.tig;
         const int sl = w + kNW * j, g = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
         float* const aw = slice_sums(stage0, sbytes, l, sl);  // this slice's P V sums (over dead K planes)
         if (bf16) {
@@ -372,7 +406,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       __syncthreads();
       // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums
       const int nsl = ng * kSlicesPerGroup;
-      for (int i = tid; i < kWarpHeads * D; i += kN) {
+      for (int i = tix().tid; i < kWarpHeads * D; i += kN) {  // (kReread) the index again
         const int hi = i & 3, gi = (i >> 2) & 7, th = i >> 5;  // pv_sum_index(th >> 1, th & 1, gi, hi)
         if (hi >= nh) continue;
         const int d = pv_channel<D>(th >> 1, gi, th & 1);
@@ -392,7 +426,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       }
     }
   }
-  if constexpr (kFold) fold_tail<D, kN>(p, items, stage0, tid);
+  if constexpr (kFold) fold_tail<D, kN>(p, items, stage0, ix0.tid);
 }
 
 }  // namespace mlops::fbla

@@ -83,10 +83,14 @@ enum DecodeVariant {
   kMmaPv4 = 11,     // kMmaPv's arithmetic in 54.5 KB of shared memory (D 128): 4 CTAs an SM, 8 warps, <= 64 registers
   kMmaPv4w = 12,    // kMmaPv4 with 4 warps an item (a warp 2 slices), <= 128 registers
   kMmaPv4f = 13,    // kMmaPv4 with the combine folded into the refine (the CTA counting a (b, kv head)'s last item)
-  kDecodeVariantCount = 14
+  kMmaPv4r = 14,    // kMmaPv4 with the thread index read again at each phase of an item (no spilled index values)
+  kDecodeVariantCount = 15
 };
-// The refine of the digits form: refine_mma_kernel (kMmaPv) or refine_mma4_kernel (kMmaPv4 / kMmaPv4w / kMmaPv4f).
-inline bool mma_refine(int v) { return v == kMmaPv || v == kMmaPv4 || v == kMmaPv4w || v == kMmaPv4f; }
+// The refine of the digits form: refine_mma_kernel (kMmaPv) or refine_mma4_kernel (kMmaPv4 / kMmaPv4w / kMmaPv4f /
+// kMmaPv4r).
+inline bool mma_refine(int v) {
+  return v == kMmaPv || v == kMmaPv4 || v == kMmaPv4w || v == kMmaPv4f || v == kMmaPv4r;
+}
 // The P V form each variant computes: the mma_pv variants the digits, every other variant the fp32 chains.
 inline int variant_pv(int v) { return mma_refine(v) ? MLOPS_FBLA_PV_DIGITS : MLOPS_FBLA_PV_CHAINS; }
 // The planner's pick for pv digits: the only variant of that form (correct on every arch: below sm_80 its MMA

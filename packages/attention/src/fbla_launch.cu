@@ -17,7 +17,7 @@ cudaError_t append_t(const AppendParams& p, cudaStream_t s) {
 // The device's resident CTAs of a kernel (SMs x CTAs an SM), cached per device: host-side queries only.
 template <typename K>
 int resident(K kernel, int slot, int threads = kThreads, size_t dyn_smem = 0) {
-  static int cache[64][24];  // slot: one a kernel instance (0 .. 23)
+  static int cache[64][26];  // slot: one a kernel instance (0 .. 25)
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   if (dev < 64 && cache[dev][slot] > 0) return cache[dev][slot];
@@ -126,27 +126,30 @@ cudaError_t mma_attributes() {
   return smem_attributes(done, refine_mma_kernel<D>, mma_smem_bytes(D));
 }
 
-// refine_mma4_kernel<D, kNW, kFold>'s, once a device and instance (kFold: the folded combine, the same shared memory).
-template <int D, int kNW, bool kFold = false>
+// refine_mma4_kernel<D, kNW, kFold, kReread>'s, once a device and instance (kFold: the folded combine; kReread:
+// mma_pv4r; the same shared memory).
+template <int D, int kNW, bool kFold = false, bool kReread = false>
 cudaError_t mma4_attributes() {
   static bool done[64];
-  return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold>, mma4_smem_bytes(D));
+  return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold, kReread>, mma4_smem_bytes(D));
 }
 
-// resident()'s cache slot (0 .. 23, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded,
+// resident()'s cache slot (0 .. 25, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded,
 // and the planner's mma_pv4 pick for mma_pv): 18 for D 64, 19 for D 128.
 template <int D>
 constexpr int kMma4Slot = D == 64 ? 18 : 19;
 
-// The mma_pv4 variants' refine (kNW warps an item) and the PDL combine; slot: resident()'s cache slot.
-template <int D, int kNW>
+// The mma_pv4 variants' refine (kNW warps an item; kReread: mma_pv4r's) and the PDL combine; slot: resident()'s cache
+// slot.
+template <int D, int kNW, bool kReread = false>
 cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int slot, cudaStream_t s) {
-  cudaError_t e = mma4_attributes<D, kNW>();
+  cudaError_t e = mma4_attributes<D, kNW, false, kReread>();
   if (e != cudaSuccess) return e;
-  const int res = ctas > 0 ? ctas : resident(refine_mma4_kernel<D, kNW>, slot, 32 * kNW, mma4_smem_bytes(D));
+  const int res =
+      ctas > 0 ? ctas : resident(refine_mma4_kernel<D, kNW, false, kReread>, slot, 32 * kNW, mma4_smem_bytes(D));
   if (res <= 0) return cudaErrorInvalidDevice;
   const int grid = refine_items < res ? refine_items : res;
-  refine_mma4_kernel<D, kNW><<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
+  refine_mma4_kernel<D, kNW, false, kReread><<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
   e = cudaGetLastError();  // the refine's launch
   return e != cudaSuccess ? e : combine_pdl<D>(p, s);
 }
@@ -212,6 +215,9 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
   }
   if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
+  // mma_pv4r (session 14): mma_pv4's kernel with the thread index read again a phase (the same bits, no spilled index
+  // values); not the planner's pick until a GPU run measures it.
+  if (p.variant == kMmaPv4r) return mma4_launch<D, 8, true>(p, ctas, refine_items, D == 64 ? 24 : 25, s);
   if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4f) {
     cudaError_t e = mma4_attributes<D, 8, true>();

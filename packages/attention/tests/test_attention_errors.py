@@ -103,8 +103,8 @@ def test_decode_variants_by_name_or_index():
     assert names == ["items", "items+combine_warps", "warps", "warps+coarse_warps", "imma+coarse_warps",
                      "imma+coarse_imma", "imma_occ+coarse_imma", "stage+coarse_imma", "stage_pipe+coarse_imma",
                      "stage_bf+coarse_imma", "mma_pv+coarse_imma", "mma_pv4+coarse_imma", "mma_pv4w+coarse_imma",
-                     "mma_pv4f+coarse_imma"]
-    assert [v["pv"] for v in vs] == ["chains"] * 10 + ["digits"] * 4
+                     "mma_pv4f+coarse_imma", "mma_pv4r+coarse_imma"]
+    assert [v["pv"] for v in vs] == ["chains"] * 10 + ["digits"] * 5
     k, v = kv(1, 2, 300, 64)
     c = A.encode(k, v)
     q = torch.randn(1, 4, 64).bfloat16()
@@ -134,5 +134,5 @@ def test_decode_planner_pick():
     # tensor-core MMA (shuffles below sm_80)
     assert min_sm["imma+coarse_warps"] == min_sm["imma+coarse_imma"] == min_sm["imma_occ+coarse_imma"] == 80
     assert min_sm["mma_pv+coarse_imma"] == min_sm["mma_pv4+coarse_imma"] == min_sm["mma_pv4w+coarse_imma"] == 80
-    assert min_sm["mma_pv4f+coarse_imma"] == 80
+    assert min_sm["mma_pv4f+coarse_imma"] == min_sm["mma_pv4r+coarse_imma"] == 80
     assert min_sm["stage+coarse_imma"] == min_sm["stage_pipe+coarse_imma"] == min_sm["stage_bf+coarse_imma"] == 90

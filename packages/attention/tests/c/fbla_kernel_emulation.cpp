@@ -216,6 +216,8 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
     run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8>(p, refine_items); });
   else if (p.variant == kMmaPv4w)
     run_grid(std::min(refine_items, res), 128, [&] { refine_mma4_kernel<D, 4>(p, refine_items); });
+  else if (p.variant == kMmaPv4r)  // mma_pv4r: the thread index read again a phase
+    run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8, false, true>(p, refine_items); });
   else if (p.variant == kStageImma)
     run_grid(std::min(refine_items, res), kWarpThreads, [&] { refine_stage_kernel<D, 1>(p, refine_items); });
   else if (p.variant == kStagePipe)
