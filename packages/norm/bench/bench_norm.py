@@ -105,15 +105,16 @@ def main():
         t_s = b.time(lambda: mn.rms_norm(x, w, quant="fp8", scale=s))
         b.record(case="rms_norm+fp8_static", shape=shape, impl="mlops", seconds=t_s, bytes=io - T * H)
         if a.variants:
-            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            props = torch.cuda.get_device_properties(0)
+            sms, sm = props.multi_processor_count, props.major * 10 + props.minor
             names = [v["name"] for v in mn.norm_variants()]
             ops = mn._ops
 
-            # the call planner's pick (plan_call: RMSNorm of x's dtype, on this GPU's SM count) for each case;
+            # the call planner's pick (plan_call: RMSNorm of x's dtype, on this GPU's arch and SM count) for each case;
             # the bench's "fp8" without a scale is the dynamic kind
             def planner(quant=None, residual=False):
                 code = ops._QUANT["fp8_dynamic" if quant == "fp8" else quant]
-                return names[ops.C.plan_call(T, H, ops._KIND["rms"], ops._DTYPE[dt], residual, code, sms)]
+                return names[ops.C.plan_call(T, H, ops._KIND["rms"], ops._DTYPE[dt], residual, code, sms, sm)]
             qbytes = {"int8": T * H + T * H // 16 * 4, "nvfp4": T * H // 2 + T * H // 16, "fp8": T * H + 4 * T}
             kt_names = set(filter(None, a.kernel_time.split(",")))
 

@@ -75,7 +75,8 @@ const mlops_norm_variant kVariants[] = {
     // bf16 INT8 block inverses and scales from a 128-entry table (int8_tab: no division, no
     // inf branch where the amax is in [2^-119, 2^127)), the NVFP4 near path's words joined four
     // nibbles at a time with the signs from y (e2m1_word_finite); FP8 and y alone as r16lx2f /
-    // r16lx4wf. Not planned until a GPU run has timed them.
+    // r16lx4wf. Planned since session 14 (GPU run 74, sm_80+): r16lx2g for INT8 and NVFP4 above
+    // 4 waves of 16 rows an SM, r16lx4wg for NVFP4 up to there (plan_call).
     {30, 2, 2, 8, "r16lx2g"}, {31, 4, 1, 4, "r16lx4wg"},
 };
 constexpr int kFirstRowVariant = 7;
@@ -322,14 +323,27 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // spills out of the FP8 dynamic lx2 / lx4w instances): FP8 dynamic few rows r16lx4we 11.87 ->
   // r16lx2e 11.26 [8.16] (y alone 11.17 - 11.58 [8.0]); many rows r16lx4 53.66 -> r16lx4we 51.68
   // [49.14] (r16lx2e's [51.02]).
+  // Session 14, GPU run 74 (bf16, events [CUPTI], two rounds; the "g" twins r16lx2g / r16lx4wg cut
+  // the INT8 and NVFP4 epilogues' instructions, same launch as r16lx2f / r16lx4wf, same bits): many
+  // rows (measured at 16384) take r16lx2g for INT8 (r16lx2 58.18 / 58.11 [55.31 / 55.20] -> 57.79 /
+  // 57.70 [54.72 / 54.83]) and NVFP4 (r16lx2f 61.82 / 61.70 [59.18 / 59.82] -> 60.19 / 60.16 [57.54 /
+  // 57.39]); few rows (measured at 2048) NVFP4 r16lx4wf -> r16lx4wg, the same launch with fewer
+  // instructions: [10.66 / 10.59, as a variant 10.59 / 10.66] -> [10.37 / 10.37], events 13.94 /
+  // 13.92 (13.63 / 13.57) -> 13.34 / 13.70, within the events' noise of one kernel (0.3-0.45 us).
+  // INT8 few rows keeps r16lx4we (12.74 / 12.70 [10.11 / 10.08]; r16lx2g [9.60 / 9.58] but 13.06 /
+  // 12.86 in events: two warps a row lose in events at 2048 rows, as in runs 22 / 27; r16lx4wg
+  // [10.14 / 10.18], 13.06 / 13.50). Only where the g instances' bits were checked on a GPU
+  // (sm_90 SASS and compute_80 PTX, run 74): sm_80+; older devices keep the f / plain picks
+  // (their NVFP4 g instance is f's there anyway: the word path needs sm_80's max.NaN).
   if (lean && a.hidden == 4096) {
     const bool few = a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1);
+    const bool g = sm >= 80;
     switch (a.quant) {
       case MLOPS_QUANT_NONE: return few ? 20 : 12;                                     // r16lx2 : r16l4
       case MLOPS_QUANT_FP8_STATIC: return 22;                                          // r16lx2e
-      case MLOPS_QUANT_NVFP4: return few ? 26 : 25;                                    // r16lx4wf : r16lx2f
+      case MLOPS_QUANT_NVFP4: return g ? (few ? 31 : 30) : (few ? 26 : 25);            // r16lx4wg : r16lx2g (or f)
       case MLOPS_QUANT_FP8_DYNAMIC: return few ? 22 : 23;                              // r16lx2e : r16lx4we
-      default: return few ? 23 : 20;                                                   // INT8: r16lx4we : r16lx2
+      default: return few ? 23 : (g ? 30 : 20);                                        // INT8: r16lx4we : r16lx2g
     }
   }
   if (lean) return a.quant == MLOPS_QUANT_NONE ? 11 : 18;  // r16l : r16lw

@@ -81,15 +81,16 @@ bool run_rms(int device, uintptr_t stream, int64_t n, int64_t hidden, float eps,
                    weight, 0, 0, y);
 }
 
-// Test hook: the variant mlops_norm picks for a call of this shape (plan_call), no launch.
-int plan_call(int64_t rows, int64_t hidden, int kind, int x_dtype, bool residual, int quant, int sms) {
+// Test hook: the variant mlops_norm picks for a call of this shape (plan_call), no launch; sm: the
+// device's compute capability as 10 * major + minor (90 unless given).
+int plan_call(int64_t rows, int64_t hidden, int kind, int x_dtype, bool residual, int quant, int sms, int sm) {
   mlops_norm_args a{};
   a.rows = rows; a.hidden = hidden;
   a.kind = mlops_norm_kind(kind); a.quant = mlops_norm_quant(quant);
   a.x_dtype = mlops_dtype(x_dtype);
   a.w_dtype = a.x_dtype;  // the common call: a weight in x's dtype, HF order, no bias
   a.residual = residual ? ptr(256) : nullptr;  // only compared with NULL
-  return mlops::norm::plan_call(a, 90, sms);
+  return mlops::norm::plan_call(a, sm, sms);
 }
 
 nb::list variants() {
@@ -139,6 +140,7 @@ NB_MODULE(_C, m) {
   m.def("run_rms", &run_rms);
   m.def("variants", &variants);
   m.def("plan", &mlops_norm_plan);
-  m.def("plan_call", &plan_call);
+  m.def("plan_call", &plan_call, nb::arg("rows"), nb::arg("hidden"), nb::arg("kind"), nb::arg("x_dtype"),
+        nb::arg("residual"), nb::arg("quant"), nb::arg("sms"), nb::arg("sm") = 90);
   m.def("_convert", &convert);
 }

@@ -231,13 +231,13 @@ def test_call_planner_follows_round_a():
     x's dtype, a residual and a quantized output where a GPU run measured a faster variant
     (bench_norm.py --variants, H200, bf16; the figures are in norm_api.cpp and docs/norm.md):
     runs 14 / 17, run 20 (session 4 round A) for the lean quantized kernels, run 27 (session 5
-    round A) for the "e" variants at H = 4096."""
+    round A) for the "e" variants at H = 4096, run 74 (session 14) for the "g" variants."""
     names = [v["name"] for v in mn.norm_variants()]
     rms, layer, bf16, fp16, fp32 = 0, 1, 1, 2, 3
     none, int8, nvfp4, fp8s, fp8d = 0, 1, 2, 3, 4
 
-    def plan(T, H, quant=none, xdt=bf16, kind=rms, residual=False):
-        return names[mn._ops.C.plan_call(T, H, kind, xdt, residual, quant, 132)]
+    def plan(T, H, quant=none, xdt=bf16, kind=rms, residual=False, sm=90):
+        return names[mn._ops.C.plan_call(T, H, kind, xdt, residual, quant, 132, sm)]
 
     for dt in (bf16, fp16):
         # run 27 (session 5), H = 4096, up to 4 waves of 16 rows an SM (8448 rows on 132 SMs;
@@ -246,16 +246,24 @@ def test_call_planner_follows_round_a():
         # 14.05); static FP8 r16lx2e (12.42 vs 12.75)
         # run 37 (session 7): NVFP4 the "f" twins, r16lx4wf here (14.30 vs r16lx4we 15.33)
         # run 59 (session 10, the packed FP8 row amax): dynamic FP8 r16lx2e (11.26 vs r16lx4we 11.87)
+        # run 74 (session 14): NVFP4 the "g" twin of r16lx4wf, r16lx4wg (kernel 10.37 vs 10.59-10.66 us,
+        # events within the noise), on sm_80+ (where the g instances' bits were checked); INT8 keeps
+        # r16lx4we (r16lx2g: kernel 9.6 vs 10.1 but events 12.9-13.1 vs 12.7)
         for T in (2048, 8448):
-            assert plan(T, 4096, int8, dt) == "r16lx4we"
-            assert plan(T, 4096, nvfp4, dt) == "r16lx4wf"
+            assert plan(T, 4096, int8, dt) == "r16lx4we" and plan(T, 4096, int8, dt, sm=75) == "r16lx4we"
+            assert plan(T, 4096, nvfp4, dt) == "r16lx4wg" and plan(T, 4096, nvfp4, dt, sm=80) == "r16lx4wg"
+            assert plan(T, 4096, nvfp4, dt, sm=75) == "r16lx4wf" and plan(T, 4096, nvfp4, dt, sm=61) == "r16lx4wf"
             assert plan(T, 4096, fp8s, dt) == "r16lx2e" and plan(T, 4096, fp8d, dt) == "r16lx2e"
         # above (measured at 16384): static FP8 r16lx2e (53.36 vs 54.18); NVFP4 r16lx2f (run 37:
-        # 71.07 vs r16lx2e 76.19; run 27: r16lx2e 77.41 vs r16lx2 88.77); INT8 keeps r16lx2
-        # (61.12; run 20: 63.4 vs r16l 85.7), dynamic FP8 r16lx4we (run 59: 51.68 vs r16lx4 53.66)
-        for T in (8449, 16384):
-            assert plan(T, 4096, fp8s, dt) == "r16lx2e" and plan(T, 4096, nvfp4, dt) == "r16lx2f"
-            assert plan(T, 4096, int8, dt) == "r16lx2" and plan(T, 4096, fp8d, dt) == "r16lx4we"
+        # 71.07 vs r16lx2e 76.19; run 27: r16lx2e 77.41 vs r16lx2 88.77), dynamic FP8 r16lx4we (run 59:
+        # 51.68 vs r16lx4 53.66); run 74 (session 14), sm_80+: INT8 and NVFP4 r16lx2g (INT8 57.7-57.8
+        # vs r16lx2 58.1-58.2, NVFP4 60.2 vs r16lx2f 61.7-61.8); below sm_80 INT8 r16lx2 (run 20: 63.4
+        # vs r16l 85.7), NVFP4 r16lx2f
+        for T in (8449, 16384, 65536):
+            assert plan(T, 4096, fp8s, dt) == "r16lx2e" and plan(T, 4096, fp8d, dt) == "r16lx4we"
+            assert plan(T, 4096, nvfp4, dt) == "r16lx2g" and plan(T, 4096, int8, dt) == "r16lx2g"
+            assert plan(T, 4096, nvfp4, dt, sm=80) == "r16lx2g" and plan(T, 4096, int8, dt, sm=89) == "r16lx2g"
+            assert plan(T, 4096, nvfp4, dt, sm=75) == "r16lx2f" and plan(T, 4096, int8, dt, sm=70) == "r16lx2"
         # y: r16lx2 up to 4 waves of 16 rows an SM (run 20: 2048 rows 12.86 vs r16l4 13.25),
         # r16l4 above (16384 rows: within the noise)
         assert plan(2048, 4096, xdt=dt) == "r16lx2" and plan(8448, 4096, xdt=dt) == "r16lx2"
