@@ -137,6 +137,11 @@ struct ClusterShared {
   // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
   uint32_t cand_n;
   float cand[kClusterCand];
+  // the tk / tp forms: the row's sanitized configuration and two of its tests, written by thread 0 before the
+  // staging's barrier and read from here at each use after it. In registers they were live across the whole
+  // kernel, and ptxas, held to 64 registers a thread by __launch_bounds__(512, 2), spilled them (session 14)
+  mlops_sample_config r_cfg;
+  int r_stats, r_fused;
 };
 
 __device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {
@@ -1165,6 +1170,22 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // TK: a top-k row measured here counts its first round (the key's top byte) in the staging pass and
   // publishes it with its max: one pass over the slice and one cluster barrier fewer
   const bool fused = TK && !stats && cfg.top_k > 0 && int64_t(cfg.top_k) < V && !config_greedy(cfg);
+  if constexpr (TK) {  // read from shared memory after the staging's barrier (ClusterShared::r_cfg)
+    if (tid == 0) {
+      sh.r_cfg = cfg;
+      sh.r_stats = stats;
+      sh.r_fused = fused;
+    }
+  }
+  // the two tests (TK: from shared memory, read at the use; valid after the staging's barrier)
+  auto row_stats = [&]() -> bool {
+    if constexpr (TK) return sh.r_stats != 0;
+    else return stats;
+  };
+  auto row_fused = [&]() -> bool {
+    if constexpr (TK) return sh.r_fused != 0;
+    else return fused;
+  };
   if constexpr (STAGE) {
     if (fused) {
       for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
@@ -1173,7 +1194,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
-  if (stats) {
+  // TK: the configuration and the two tests at each use from here on (not live in registers across the kernel)
+  const mlops_sample_config& rcfg = TK ? sh.r_cfg : cfg;
+  if (row_stats()) {
     best = p.stats_best[row];
     flags = flags_from_best(best);
   } else {
@@ -1192,7 +1215,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     const int any_nan = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_NAN);
     const int any_inf = __syncthreads_or(fl & MLOPS_SAMPLE_FLAG_POSINF);
     best = block_max_u64<NT>(best, sh);
-    if (fused && tid < 256) {  // round 0's buffer (cnt[0]), read after the barrier below
+    if (row_fused() && tid < 256) {  // round 0's buffer (cnt[0]), read after the barrier below
       uint32_t t = 0;
       for (int r = 0; r < kRep; ++r) t += sh.hlo[tid * kRep + r];
       sh.cnt[0][tid] = t;
@@ -1240,7 +1263,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   float logprob = __int_as_float(0x7fc00000);
   bool writer = rank == 0;  // the CTA that writes the token (the walking one, for sampled rows)
 
-  if (flags || config_greedy(cfg)) {
+  if (flags || config_greedy(rcfg)) {
     if (p.logprobs && !flags) {  // log-softmax of the argmax at temperature 1, no filter
       uint64_t s = 0;
       for (int64_t v = v0 + tid; v < v1; v += NT) s += sample_weight(zr(v), m, temperature_of(1.0f));
@@ -1262,7 +1285,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     }
     if constexpr (LEAN) cluster_arrive_smem();  // no more reads of the other CTAs' shared memory
   } else {
-    const Temperature T = temperature_of(cfg.temperature);
+    const Temperature T = temperature_of(rcfg.temperature);
     int rnd = 0;            // histogram rounds so far (the buffer of round r is r % 2)
     bool use_cand = false;  // later rounds read sh.cand instead of the slice
     uint32_t cand_lo = 0xffffffffu;  // TK: the bound the candidate list was built under
@@ -1273,12 +1296,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     };
     uint32_t tau = 0;
     // ---- top-k: the k-th largest key (ties at it are kept), one byte a round
-    const bool has_top_k = cfg.top_k > 0 && int64_t(cfg.top_k) < V;
+    const bool has_top_k = rcfg.top_k > 0 && int64_t(rcfg.top_k) < V;
     if (has_top_k) {
-      uint32_t prefix = 0, mask = 0, k_rem = uint32_t(cfg.top_k);
+      uint32_t prefix = 0, mask = 0, k_rem = uint32_t(rcfg.top_k);
       uint32_t bound = 0;  // WIDE: a bin of the gathered list is the row's at or above it
       if constexpr (WIDE) {
-        if (!(stats && p.stats_key_hist)) {
+        if (!(row_stats() && p.stats_key_hist)) {
           wide_topk_gather<C, NT>(zr, v0, v1, k_rem, sh, all, use_cand, all_n, bound);
           gather_tried = true;
         }
@@ -1286,11 +1309,11 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
-        const bool from_stats = level == 3 && stats && p.stats_key_hist;  // the head counted these
+        const bool from_stats = level == 3 && row_stats() && p.stats_key_hist;  // the head counted these
         uint32_t c = 0;
         if (from_stats) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
-        } else if (level == 3 && fused) {  // counted in the staging, published with the max (round 0)
+        } else if (level == 3 && row_fused()) {  // counted in the staging, published with the max (round 0)
           if (tid < 256)
             for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
           ++rnd;
@@ -1385,20 +1408,20 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       tau = prefix;
     }
     // ---- top-p: the smallest key whose mass above it (among the top-k) is below p * S_k
-    if (cfg.top_p < 1.0f) {
+    if (rcfg.top_p < 1.0f) {
       uint32_t prefix = 0, mask = 0;
       uint64_t acc = 0;
       double thr = 0.0;
       int top = 3;  // the first level of the rounds below
       bool wide = false;
       if constexpr (TK) {  // a gathered top-k: top-p on the list, no rounds (where few enough weigh)
-        if (has_top_k && all_n >= 0 && tk_top_p<NT>(cfg, m, T, all, all_n, tau, sh)) top = -1;
+        if (has_top_k && all_n >= 0 && tk_top_p<NT>(rcfg, m, T, all, all_n, tau, sh)) top = -1;
       }
       if constexpr (WIDE || TP) {
         if (!has_top_k) {
           wide = true;
           gather_tried = true;
-          top = wide_top_p<C, NT, TP>(cfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+          top = wide_top_p<C, NT, TP>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
         }
       }
@@ -1422,7 +1445,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         const uint32_t copy = lane & uint32_t(kRep - 1);
         if constexpr (LEAN) {  // 4 elements at a time, their exps interleaved (lean_weights4)
-          LeanRow lm = lean_row(cfg, m, T);
+          LeanRow lm = lean_row(rcfg, m, T);
           lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
           lm.min_w = 0;
           const int n = all_n >= 0 ? all_n : use_cand ? int(sh.cand_n) : int(v1 - v0);
@@ -1503,7 +1526,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (level == 3) {
           if (tid == 255) sh.b_total = incl;  // S_k: the mass of every key >= tau
           __syncthreads();
-          thr = top_p_threshold(cfg.top_p, sh.b_total);
+          thr = top_p_threshold(rcfg.top_p, sh.b_total);
         }
         if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
           sh.b_prefix = prefix;
@@ -1546,14 +1569,14 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     kw.m = m;
     kw.t = T;
     kw.tau = tau;
-    kw.use_min_p = cfg.min_p > 0.0f;
-    kw.min_thr = min_p_threshold(cfg.min_p);
+    kw.use_min_p = rcfg.min_p > 0.0f;
+    kw.min_thr = min_p_threshold(rcfg.min_p);
     if constexpr (TK) {
       writer = false;  // the thread that finds the target writes the token itself
-      tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+      tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
     } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
-      lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(cfg, m, T), tau, sh);
+      lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, sh);
     } else {
     const int64_t wc = (v1 - v0 + NW - 1) / NW;
     const int64_t a = v0 + warp * wc < v1 ? v0 + warp * wc : v1;
