@@ -5,9 +5,9 @@
 # bytes where it spilled 50 / 46 (same integers, same tokens). Wheels: .carry/s14vocab/ (new, sm90) and
 # .carry/s14vocab/before/ (11927c8's sampler, the kernels run 76 / 78 measured), each into a fresh --target.
 # (1) alone on the GPU, in turn before / new / before / new: the sampling bench (--quick; B = 1, 8, 64; every mode:
-#     top-k, top-p, top-k + top-p + min-p, penalties + top-p, temperature ...) of the planned call and the four tk /
-#     tp variants; the planned non-top-k calls (cluster8_lean / cluster16_lean / the wide forms) are unchanged code:
-#     the anchors between the calls;
+#     top-k, top-p, top-k + top-p + min-p, penalties + top-p, temperature ...) of the planned call and cluster8_tk /
+#     cluster16_tk / cluster8_tp by name; the planned non-top-k calls (cluster8_lean / cluster16_lean / the wide
+#     forms) are unchanged code: the anchors between the calls;
 # (2) then at once: the GPU tests of the changed kernels on the new wheel (both vocab GPU files, -k "_tk or _tp or
 #     planned_variant": every tk / tp instance bit for bit against the host emulation, and the planned call per mode
 #     at B = 1 / 8 / 64; two shards each) and compute-sanitizer racecheck / memcheck of the tk / tp sanitizer subset,
@@ -31,7 +31,7 @@ echo "install new rc=$? [${SECONDS}s]" >> $R/summary.txt
 inst ".carry/s14vocab/before/mlops_vocab-*.whl" $B
 echo "install before rc=$? [${SECONDS}s]" >> $R/summary.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
-VAR=cluster8_tk,cluster16_tk,cluster8_tp,cluster16_tp
+VAR=cluster8_tk,cluster16_tk,cluster8_tp  # cluster16_tp is planned nowhere: left out for time
 for t in before-1:$B new-1:$N before-2:$B new-2:$N; do  # alone on the GPU, interleaved
   name=bench-${t%%:*}; lim=$((END - 85 - SECONDS)); [ $lim -gt 60 ] && lim=60
   if [ $lim -lt 40 ]; then echo "$name skipped (time) [${SECONDS}s]" >> $R/summary.txt; continue; fi
