@@ -650,7 +650,13 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // integers), and the list holds the slice indices of every element at or above the crossing bin (the bin
 // and everything above it: build_candidates_tk's one pass of 16-byte loads), so that tk_draw can draw over
 // it (the rounds on the gathered list still count only the bin's elements: they match the prefix).
-template <int C, int NT, bool TP = false>
+// TP2 (the tp2 forms, on the tp form): no branch an element: both words' atomics are unconditional, and an element
+// of weight 0 (or without high bits) adds 0 to word `lane` instead of its bin (adding 0 changes no word; a lane's
+// own word, so no two lanes of a warp meet at one address for nothing). TP's conditionals are a branch and a
+// convergence region (BSSY / BSYNC) each in the SASS, and a predicated red.shared is compiled to the same branch
+// by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
+// executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
+template <int C, int NT, bool TP = false, bool TP2 = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
                            uint32_t& mask, uint64_t& acc, double& thr) {
@@ -678,6 +684,15 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
       on[j] = i < n;
     }
     lean_weights4(lm, x, on, w);
+    if constexpr (TP2) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t b = key_of(x[j]) >> kWideShift, hi = w[j] >> 16;
+        atomicAdd(&sh.hlo[w[j] ? b : lane], w[j] & 0xffffu);  // 0 into the lane's own word where it weighs nothing
+        atomicAdd(&sh.hhi[hi ? b : lane], hi);
+      }
+      continue;
+    }
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (w[j]) {
@@ -1092,7 +1107,7 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
 // list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -1102,6 +1117,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!WIDE || LATE, "the wide rounds are a late form's");
   static_assert(!TK || (GATHER && !LATE), "the tk forms are gather forms (the late / wide lists hold values)");
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
+  static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -1421,7 +1437,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (!has_top_k) {
           wide = true;
           gather_tried = true;
-          top = wide_top_p<C, NT, TP>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+          top = wide_top_p<C, NT, TP, TP2>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
         }
       }
@@ -1451,7 +1467,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           const int n = all_n >= 0 ? all_n : use_cand ? int(sh.cand_n) : int(v1 - v0);
           const float* src = all_n >= 0 ? all : use_cand ? sh.cand : zs;
           const bool viac = TK && all_n < 0 && use_cand;  // the list's slice indices
-          for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+          // TP2, a round on the gathered list: lean_weights_sparse4 (a position's exps only where a lane of the
+          // warp weighs its element there: the list's bin thins out round by round), so a warp-uniform trip count
+          const bool sparse = TP2 && all_n >= 0;
+          for (int i0 = tid; (sparse ? (i0 & ~31) : i0) < n; i0 += 4 * NT) {
             float x[4];
             bool on[4];
             uint32_t w[4], k[4];
@@ -1462,7 +1481,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
               k[j] = key_of(x[j]);
               on[j] = i < n && k[j] >= tau && (k[j] & mask) == prefix;
             }
-            lean_weights4(lm, x, on, w);
+            if (sparse)
+              lean_weights_sparse4(lm, x, on, w);
+            else
+              lean_weights4(lm, x, on, w);
 #pragma unroll
             for (int j = 0; j < 4; ++j)
               if (w[j]) {
