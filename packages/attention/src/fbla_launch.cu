@@ -134,8 +134,9 @@ cudaError_t mma4_attributes() {
   return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold, kReread>, mma4_smem_bytes(D));
 }
 
-// resident()'s cache slot (0 .. 25, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded,
-// and the planner's mma_pv4 pick for mma_pv): 18 for D 64, 19 for D 128.
+// resident()'s cache slot (0 .. 25, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded;
+// the planner's one-round pick for mma_pv until session 14, now mma_pv4r's <D, 8, false, true>, slots 24 / 25): 18 for
+// D 64, 19 for D 128.
 template <int D>
 constexpr int kMma4Slot = D == 64 ? 18 : 19;
 
@@ -172,6 +173,18 @@ cudaError_t fold_launch(const DecodeParams& p, int refine_items, int grid, bool 
                           p, refine_items);
 }
 
+// The device's compute capability major, cached a device (host-side query only).
+int device_major() {
+  static int cache[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (dev < 64 && cache[dev] > 0) return cache[dev];
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+  if (dev < 64) cache[dev] = major;
+  return major;
+}
+
 template <int D>
 cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
   const int per = p0.c.batch * p0.c.kv_heads;
@@ -200,14 +213,20 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     if (e != cudaSuccess) return e;
     const int res = ctas > 0 ? ctas : resident(refine_mma_kernel<D>, D == 64 ? 16 : 17, kMmaThreads, mma_smem_bytes(D));
     if (res <= 0) return cudaErrorInvalidDevice;
-    // The planner (pv digits, the device's resident CTAs): mma_pv4's kernel (the same bits) where its 4 CTAs an SM make
-    // the refine one round of items instead of more (H200, session 12: B1 L16K 3+3 exact 34.9 us against mma_pv's
-    // 39.9); with more rounds mma_pv's (B8 L128K: 1187 us against mma_pv4's 1210, issue-bound; mma_pv4 spills).
+    // The planner (pv digits, the device's resident CTAs), where mma_pv's CTAs would take the refine items in more
+    // than one round: mma_pv4r's kernel (refine_mma4_kernel<D, 8, false, true>, the same bits) where its 4 CTAs an SM
+    // make it one round (every device, as mma_pv4's kernel since session 12: the same kernel with the thread index read
+    // again a phase; H200 run 79: B1 L16K 3+3 exact 32.1 us against mma_pv4's 34.6); with more rounds too, but on
+    // sm_90 only, where it was measured (run 79: B8 L128K 1050 us against mma_pv's 1140; elsewhere mma_pv's, as before:
+    // other shared-memory sizes give other rounds, and no GPU but the H200 ran either there). Items within mma_pv's
+    // one round: mma_pv's.
     if (p.planned == 2 && ctas == 0 && refine_items > res) {
-      e = mma4_attributes<D, 8>();
+      e = mma4_attributes<D, 8, false, true>();
       if (e != cudaSuccess) return e;
-      if (refine_items <= resident(refine_mma4_kernel<D, 8>, kMma4Slot<D>, 256, mma4_smem_bytes(D)))
-        return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
+      constexpr int slot = D == 64 ? 24 : 25;
+      if (device_major() == 9 ||
+          refine_items <= resident(refine_mma4_kernel<D, 8, false, true>, slot, 256, mma4_smem_bytes(D)))
+        return mma4_launch<D, 8, true>(p, ctas, refine_items, slot, s);
     }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
@@ -216,7 +235,7 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
   if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
   // mma_pv4r (session 14): mma_pv4's kernel with the thread index read again a phase (the same bits, no spilled index
-  // values); not the planner's pick until a GPU run measures it.
+  // values); the planner's refine beyond mma_pv's one round (above, since GPU run 79).
   if (p.variant == kMmaPv4r) return mma4_launch<D, 8, true>(p, ctas, refine_items, D == 64 ? 24 : 25, s);
   if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4f) {
@@ -271,18 +290,6 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
 
 cudaError_t append_device(const AppendParams& p, cudaStream_t s) {
   return p.c.head_dim == 64 ? append_t<64>(p, s) : append_t<128>(p, s);
-}
-
-// The device's compute capability major, cached a device (host-side query only).
-static int device_major() {
-  static int cache[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (dev < 64 && cache[dev] > 0) return cache[dev];
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-  if (dev < 64) cache[dev] = major;
-  return major;
 }
 
 cudaError_t decode_device(const DecodeParams& p, int ctas, cudaStream_t s) {

@@ -187,9 +187,9 @@ def test_decode_long_gpu_equals_host(variant):
 
 def test_planner_digits_one_round_gpu():
     """The planner's pick for pv digits at B1 L16K-like work (32 q / 8 kv heads, D 128): on a device where mma_pv's
-    resident CTAs take the refine items in more rounds than mma_pv4's (H200: 520 items, 396 against 528 CTAs) the
-    planner runs mma_pv4's kernel (fbla_launch.cu); either way its output is the host emulation's digits bits. Also
-    mma_pv4r (session 14: mma_pv4's refine with the thread index read again a phase) at this one-round work."""
+    resident CTAs take the refine items in more rounds than mma_pv4r's (H200: 520 items, 396 against 528 CTAs) the
+    planner runs mma_pv4r's kernel (fbla_launch.cu, session 14; mma_pv4's until then); either way its output is the
+    host emulation's digits bits. Also mma_pv4 and mma_pv4r by name at this one-round work."""
     k, v, q = make(1, 8, 16 * 1024, 128, seed=12, Hq=32)
     gc = A.encode(k.cuda(), v.cuda())
     cc = A.encode(k, v)
@@ -198,6 +198,21 @@ def test_planner_digits_one_round_gpu():
         for variant in (None, "mma_pv+coarse_imma", "mma_pv4+coarse_imma", "mma_pv4r+coarse_imma"):
             g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
             assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 L16K exact={exact} ({gpu_arch_tag()})")
+
+
+def test_planner_digits_many_rounds_gpu():
+    """The planner's pick for pv digits where both mma_pv's and mma_pv4r's resident CTAs take the refine items in more
+    than one round (8 kv heads, 64 K tokens, D 64: 2056 items; H200: ~4 rounds): on sm_90 the planner runs mma_pv4r's
+    kernel (session 14, run 79: B8 L128K 1050 us against mma_pv's 1140), below sm_90 mma_pv's; either way the host
+    emulation's digits bits, as mma_pv and mma_pv4r by name."""
+    k, v, q = make(1, 8, 64 * 1024, 64, seed=14, Hq=8)
+    gc = A.encode(k.cuda(), v.cuda())
+    cc = A.encode(k, v)
+    for exact in (True, False):
+        c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
+        for variant in (None, "mma_pv+coarse_imma", "mma_pv4r+coarse_imma"):
+            g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
+            assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 H8 L64K D64 exact={exact} ({gpu_arch_tag()})")
 
 
 def test_fold_graph_gpu():

@@ -42,7 +42,10 @@ unsigned g_warp_arrived[32], g_warp_gen[32];
 uint32_t g_xchg[32][32];
 int g_or[1024];
 int g_default_ctas = 5;
-int g_planner_pv4 = 0;  // decodes where the planner (pv digits) ran mma_pv4's kernel
+int g_planner_pv4 = 0;  // decodes where the planner (pv digits) ran mma_pv4r's kernel in one round
+int g_planner_many = 0;  // ... in more than one round (sm_90 only)
+int g_planner_mma_pv = 0;  // ... ran mma_pv's kernel with more than one round of items (below sm_90)
+int g_emu_major = 9;  // the compute capability major that decode_t asks of the device (an H200's)
 int g_fold = 0;  // decodes of mma_pv4f with the combine folded into the refine (refine_mma4_kernel<D, 8, true>)
 constexpr size_t kStack = 64 * 1024;
 char* g_stacks = static_cast<char*>(std::malloc(kStack * 256));  // once: no zeroing, no new page faults a CTA
@@ -200,18 +203,22 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
-  // the planner's pick for pv digits (fbla_launch.cu): mma_pv4's kernel where it makes the refine one round instead of
-  // more; here "resident" is res CTAs for mma_pv and res * 4 / 3 for mma_pv4 (3 and 4 an SM on an H200)
+  // the planner's pick for pv digits (fbla_launch.cu): mma_pv4r's kernel where mma_pv's would take more than one round
+  // of items and mma_pv4r's one, or (sm_90 only) more; here "resident" is res CTAs for mma_pv and res * 4 / 3 for
+  // mma_pv4r (3 and 4 an SM on an H200)
   if (p.fold) {
     ++g_fold;
     if (p.exact || coarse_items == 0) run_grid(1, 128, [&] { fold_zero_kernel(p); });
     run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8, true>(p, refine_items); });
     return;  // no combine kernel
-  } else if (p.variant == kMmaPv && p.planned == 2 && ctas == 0 && refine_items > res && refine_items <= res * 4 / 3) {
-    ++g_planner_pv4;
-    run_grid(std::min(refine_items, res * 4 / 3), 256, [&] { refine_mma4_kernel<D, 8>(p, refine_items); });
-  } else if (p.variant == kMmaPv)
+  } else if (p.variant == kMmaPv && p.planned == 2 && ctas == 0 && refine_items > res &&
+             (refine_items <= res * 4 / 3 || g_emu_major == 9)) {
+    ++(refine_items <= res * 4 / 3 ? g_planner_pv4 : g_planner_many);
+    run_grid(std::min(refine_items, res * 4 / 3), 256, [&] { refine_mma4_kernel<D, 8, false, true>(p, refine_items); });
+  } else if (p.variant == kMmaPv) {
+    if (p.planned == 2 && ctas == 0 && refine_items > res) ++g_planner_mma_pv;
     run_grid(std::min(refine_items, res), kMmaThreads, [&] { refine_mma_kernel<D>(p, refine_items); });
+  }
   else if (p.variant == kMmaPv4 || p.variant == kMmaPv4f)  // kMmaPv4f where a row's e / l do not fit: mma_pv4's kernels
     run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8>(p, refine_items); });
   else if (p.variant == kMmaPv4w)
@@ -416,7 +423,9 @@ int main() {
         ++seed;
       }
   // the planner's pick for pv digits with 6 refine items (B 1, 2 kv heads, 3 slots a row) on the default 5 CTAs:
-  // one round of mma_pv4's kernel (res * 4 / 3 = 6 CTAs) instead of two of mma_pv's (decode_case's vp 0 at ctas 0)
+  // one round of mma_pv4r's kernel (res * 4 / 3 = 6 CTAs) instead of two of mma_pv's (decode_case's vp 0 at ctas 0);
+  // then on 2 default CTAs (three rounds of mma_pv4r's 2, the quick picks only): on sm_90 mma_pv4r's kernel, on sm_80
+  // mma_pv's (session 14)
   {
     const int B = 1, H = 2, D = 128, T = 4 * 128 + 70;
     const Data d = make_data(B, H, T, D, 400);
@@ -426,7 +435,18 @@ int main() {
           "planner case: append");
     const int before = g_planner_pv4;
     decode_case("planner one round", gc, hc, H * 4, 400, false, d);
-    CHECK(g_planner_pv4 > before, "the planner case ran mma_pv4's kernel %d times", g_planner_pv4 - before);
+    CHECK(g_planner_pv4 > before, "the planner case ran mma_pv4r's kernel %d times", g_planner_pv4 - before);
+    g_default_ctas = 2;
+    const int many = g_planner_many, mma_pv = g_planner_mma_pv;
+    decode_case("planner rounds sm_90", gc, hc, H * 4, 400, false, d, true);
+    CHECK(g_planner_many > many && g_planner_mma_pv == mma_pv, "sm_90, more rounds: mma_pv4r's kernel %d times, mma_pv's %d",
+          g_planner_many - many, g_planner_mma_pv - mma_pv);
+    g_emu_major = 8;
+    decode_case("planner rounds sm_80", gc, hc, H * 4, 400, false, d, true);
+    CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, mma_pv4r's %d",
+          g_planner_mma_pv - mma_pv, g_planner_many - many - 1);
+    g_emu_major = 9;
+    g_default_ctas = 5;
   }
   // mma_pv4f (the combine folded into the refine, session 13; decode_case runs it on 1 .. 5 CTAs like every variant)
   // in two more shapes: D 64 with 8 q heads a kv head (two batches of 4 heads in the refine and in the combine) and a
