@@ -61,8 +61,8 @@ struct DecodeParams {
   int pv;       // MLOPS_FBLA_PV_DIGITS / MLOPS_FBLA_PV_CHAINS: which numerics (fbla_host.cpp runs either)
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
   int planned;  // 1: variant is the planner's pick for pv chains (decode_device may take kPlannerBelowSm80 instead);
-                // 2: the planner's pick for pv digits (decode_t may run kMmaPv4r's kernel instead: past kMmaPv's one round
-                //    of items, where kMmaPv4r's CTAs take them in one round or, on sm_90, in any case)
+                // 2: the planner's pick for pv digits (decode_t may run kMmaPv4r's kernel instead: past kMmaPv's one
+                //    round of items, where kMmaPv4r's CTAs take them in one round or, on sm_90, in any case)
   int fold;     // set by decode_t only (kMmaPv4f): the refine combines a (b, kv head)'s partials itself
                 // (refine_mma4_kernel<.., true>), the coarse pass (when it runs) zeroes s.cnt first
   Scratch s;

@@ -439,12 +439,13 @@ int main() {
     g_default_ctas = 2;
     const int many = g_planner_many, mma_pv = g_planner_mma_pv;
     decode_case("planner rounds sm_90", gc, hc, H * 4, 400, false, d, true);
-    CHECK(g_planner_many > many && g_planner_mma_pv == mma_pv, "sm_90, more rounds: mma_pv4r's kernel %d times, mma_pv's %d",
-          g_planner_many - many, g_planner_mma_pv - mma_pv);
+    CHECK(g_planner_many > many && g_planner_mma_pv == mma_pv,
+          "sm_90, more rounds: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_many - many,
+          g_planner_mma_pv - mma_pv);
     g_emu_major = 8;
     decode_case("planner rounds sm_80", gc, hc, H * 4, 400, false, d, true);
-    CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, mma_pv4r's %d",
-          g_planner_mma_pv - mma_pv, g_planner_many - many - 1);
+    CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, "
+          "mma_pv4r's %d", g_planner_mma_pv - mma_pv, g_planner_many - many - 1);
     g_emu_major = 9;
     g_default_ctas = 5;
   }
