@@ -46,7 +46,7 @@ def main():
     out = torch.empty(a.B, HQ, D, dtype=torch.bfloat16, device="cuda")
     # the reference of each P V form: "items" (chains) and mma_pv (digits, the form's only variant)
     pv = {v["name"]: v["pv"] for v in A.decode_variants()}
-    pv["planner"] = "digits"  # the default form; the planner's launch (mma_pv4r's refine past mma_pv's one round)
+    pv["planner"] = "digits"  # the default form (the planner runs mma_pv4r's refine on sm_90)
     ref = {f: A.decode(q, c, exact=a.exact, out=out.clone(), variant=r)
            for f, r in (("chains", "items"), ("digits", "mma_pv+coarse_imma"))}
     torch.cuda.synchronize()

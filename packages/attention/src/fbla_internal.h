@@ -61,8 +61,8 @@ struct DecodeParams {
   int pv;       // MLOPS_FBLA_PV_DIGITS / MLOPS_FBLA_PV_CHAINS: which numerics (fbla_host.cpp runs either)
   int variant;  // 0-based index into kDecodeVariants (the planner's pick resolved)
   int planned;  // 1: variant is the planner's pick for pv chains (decode_device may take kPlannerBelowSm80 instead);
-                // 2: the planner's pick for pv digits (decode_t may run kMmaPv4r's kernel instead: past kMmaPv's one
-                //    round of items, where kMmaPv4r's CTAs take them in one round or, on sm_90, in any case)
+                // 2: the planner's pick for pv digits (decode_t may run kMmaPv4r's kernel instead: on sm_90 always,
+                //    elsewhere past kMmaPv's one round of items where kMmaPv4r's CTAs take them in one round)
   int fold;     // set by decode_t only (kMmaPv4f): the refine combines a (b, kv head)'s partials itself
                 // (refine_mma4_kernel<.., true>), the coarse pass (when it runs) zeroes s.cnt first
   Scratch s;
@@ -95,7 +95,8 @@ inline bool mma_refine(int v) {
 // The P V form each variant computes: the mma_pv variants the digits, every other variant the fp32 chains.
 inline int variant_pv(int v) { return mma_refine(v) ? MLOPS_FBLA_PV_DIGITS : MLOPS_FBLA_PV_CHAINS; }
 // The planner's pick for pv digits: mma_pv (correct on every arch: below sm_80 its MMA runs by shuffles and DP4A,
-// below sm_90 its staging by plain copies); decode_t runs kMmaPv4r's refine past kMmaPv's one round (session 14).
+// below sm_90 its staging by plain copies); decode_t runs kMmaPv4r's refine past kMmaPv's one round (session 14) and,
+// on sm_90, within it too (GPU run 80).
 constexpr int kPlannerDigits = kMmaPv;
 // The planner's pick: imma_occ+coarse_imma, the fastest variant measured at both target shapes in both modes
 // (H200, 3+3: run 18 B1 L16K exact 60.5 us, skip 75.3; B8 L128K exact 1708, skip 2325; against

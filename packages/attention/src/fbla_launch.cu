@@ -219,8 +219,9 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     // again a phase; H200 run 79: B1 L16K 3+3 exact 32.1 us against mma_pv4's 34.6); with more rounds too, but on
     // sm_90 only, where it was measured (run 79: B8 L128K 1050 us against mma_pv's 1140; elsewhere mma_pv's, as before:
     // other shared-memory sizes give other rounds, and no GPU but the H200 ran either there). Items within mma_pv's
-    // one round: mma_pv's.
-    if (p.planned == 2 && ctas == 0 && refine_items > res) {
+    // one round: on sm_90 mma_pv4r's too (run 80: B1 L4K 3+3 exact 23.97 us against mma_pv's 25.79, the planner's
+    // 26.14), elsewhere mma_pv's (not measured).
+    if (p.planned == 2 && ctas == 0 && (refine_items > res || device_major() == 9)) {
       e = mma4_attributes<D, 8, false, true>();
       if (e != cudaSuccess) return e;
       constexpr int slot = D == 64 ? 24 : 25;

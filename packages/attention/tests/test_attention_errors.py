@@ -126,7 +126,8 @@ def test_decode_variants_by_name_or_index():
 def test_decode_planner_pick():
     # pv digits: mma_pv+coarse_imma (docs/attention.md, "Two P V forms"), whose launch takes mma_pv4r's refine past
     # mma_pv's one round of items (session 14, GPU run 79; the same bits): where that makes them one round (every
-    # device, as mma_pv4's since session 12) or, on sm_90, in more rounds too;
+    # device, as mma_pv4's since session 12) or, on sm_90, in more rounds too; on sm_90 also within mma_pv's one round
+    # (GPU run 80: B1 L4K 23.97 us against 25.79);
     # pv chains: H200 runs 18 / 20: imma_occ+coarse_imma fastest at B1 L16K and B8 L128K, exact and skip;
     # below sm_80 decode_device takes warps+coarse_warps (no tensor core), unaligned rows items+combine_warps
     picks = [(v["name"], v["pv"]) for v in A.decode_variants() if v["planner"]]

@@ -200,6 +200,21 @@ def test_planner_digits_one_round_gpu():
             assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 L16K exact={exact} ({gpu_arch_tag()})")
 
 
+def test_planner_digits_within_one_round_gpu():
+    """The planner's pick for pv digits at B1 L4K-like work (32 q / 8 kv heads, D 128: refine items within mma_pv's
+    resident CTAs, one round; H200 ~130 against 396): on sm_90 the planner runs mma_pv4r's kernel (GPU run 80: 23.97 us
+    3+3 exact against mma_pv's 25.79), below sm_90 mma_pv's; either way the host emulation's digits bits, as mma_pv
+    and mma_pv4r by name."""
+    k, v, q = make(1, 8, 4 * 1024, 128, seed=15, Hq=32)
+    gc = A.encode(k.cuda(), v.cuda())
+    cc = A.encode(k, v)
+    for exact in (True, False):
+        c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
+        for variant in (None, "mma_pv+coarse_imma", "mma_pv4r+coarse_imma"):
+            g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
+            assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 L4K exact={exact} ({gpu_arch_tag()})")
+
+
 def test_planner_digits_many_rounds_gpu():
     """The planner's pick for pv digits where both mma_pv's and mma_pv4r's resident CTAs take the refine items in more
     than one round (8 kv heads, 64 K tokens, D 64: 2056 items; H200: ~4 rounds): on sm_90 the planner runs mma_pv4r's

@@ -118,7 +118,8 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
  * pv = MLOPS_FBLA_PV_DIGITS: mma_pv+coarse_imma on every device (below sm_80 its integer MMA runs by shuffles
  * and DP4A; it needs 16-byte aligned sink / tail rows); with args.ctas = 0, where mma_pv+coarse_imma's resident CTAs
  * would take the refine's work items in more than one round, mma_pv4r+coarse_imma's refine runs instead (the same
- * bits): on every device where its CTAs (4 an SM) take them in one round, on sm_90 also with more rounds. */
+ * bits): on every device where its CTAs (4 an SM) take them in one round, on sm_90 also with more rounds; on sm_90
+ * it runs within mma_pv's one round too (GPU run 80), so there the planner's refine is always mma_pv4r's. */
 int32_t mlops_fbla_decode_planner_variant(void);
 /* ... for either form: for MLOPS_FBLA_PV_CHAINS, the pick on an sm_80+ device with 16-byte aligned sink / tail
  * rows; below sm_80 variant 0 runs warps+coarse_warps, with unaligned rows items+combine_warps (the same bits

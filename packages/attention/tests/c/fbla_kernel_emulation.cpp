@@ -45,6 +45,8 @@ int g_default_ctas = 5;
 int g_planner_pv4 = 0;  // decodes where the planner (pv digits) ran mma_pv4r's kernel in one round
 int g_planner_many = 0;  // ... in more than one round (sm_90 only)
 int g_planner_mma_pv = 0;  // ... ran mma_pv's kernel with more than one round of items (below sm_90)
+int g_planner_within = 0;  // ... ran mma_pv4r's kernel within mma_pv's one round of items (sm_90 only)
+int g_planner_one = 0;  // ... ran mma_pv's kernel within its one round of items (below sm_90)
 int g_emu_major = 9;  // the compute capability major that decode_t asks of the device (an H200's)
 int g_fold = 0;  // decodes of mma_pv4f with the combine folded into the refine (refine_mma4_kernel<D, 8, true>)
 constexpr size_t kStack = 64 * 1024;
@@ -204,19 +206,19 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
   else if (!p.exact && coarse_items > 0)
     run_grid(std::min(coarse_items, res), kThreads, [&] { coarse_kernel<D>(p, coarse_items); });
   // the planner's pick for pv digits (fbla_launch.cu): mma_pv4r's kernel where mma_pv's would take more than one round
-  // of items and mma_pv4r's one, or (sm_90 only) more; here "resident" is res CTAs for mma_pv and res * 4 / 3 for
-  // mma_pv4r (3 and 4 an SM on an H200)
+  // of items and mma_pv4r's one, or (sm_90 only) more, or (sm_90 only) within mma_pv's one round; here "resident" is
+  // res CTAs for mma_pv and res * 4 / 3 for mma_pv4r (3 and 4 an SM on an H200)
   if (p.fold) {
     ++g_fold;
     if (p.exact || coarse_items == 0) run_grid(1, 128, [&] { fold_zero_kernel(p); });
     run_grid(std::min(refine_items, res), 256, [&] { refine_mma4_kernel<D, 8, true>(p, refine_items); });
     return;  // no combine kernel
-  } else if (p.variant == kMmaPv && p.planned == 2 && ctas == 0 && refine_items > res &&
-             (refine_items <= res * 4 / 3 || g_emu_major == 9)) {
-    ++(refine_items <= res * 4 / 3 ? g_planner_pv4 : g_planner_many);
+  } else if (p.variant == kMmaPv && p.planned == 2 && ctas == 0 &&
+             (g_emu_major == 9 || (refine_items > res && refine_items <= res * 4 / 3))) {
+    ++(refine_items <= res ? g_planner_within : refine_items <= res * 4 / 3 ? g_planner_pv4 : g_planner_many);
     run_grid(std::min(refine_items, res * 4 / 3), 256, [&] { refine_mma4_kernel<D, 8, false, true>(p, refine_items); });
   } else if (p.variant == kMmaPv) {
-    if (p.planned == 2 && ctas == 0 && refine_items > res) ++g_planner_mma_pv;
+    if (p.planned == 2 && ctas == 0) ++(refine_items > res ? g_planner_mma_pv : g_planner_one);
     run_grid(std::min(refine_items, res), kMmaThreads, [&] { refine_mma_kernel<D>(p, refine_items); });
   }
   else if (p.variant == kMmaPv4 || p.variant == kMmaPv4f)  // kMmaPv4f where a row's e / l do not fit: mma_pv4's kernels
@@ -425,7 +427,8 @@ int main() {
   // the planner's pick for pv digits with 6 refine items (B 1, 2 kv heads, 3 slots a row) on the default 5 CTAs:
   // one round of mma_pv4r's kernel (res * 4 / 3 = 6 CTAs) instead of two of mma_pv's (decode_case's vp 0 at ctas 0);
   // then on 2 default CTAs (three rounds of mma_pv4r's 2, the quick picks only): on sm_90 mma_pv4r's kernel, on sm_80
-  // mma_pv's (session 14)
+  // mma_pv's (session 14); then on 6 default CTAs (one round of mma_pv's, the quick picks only): on sm_90 mma_pv4r's
+  // kernel, on sm_80 mma_pv's (GPU run 80)
   {
     const int B = 1, H = 2, D = 128, T = 4 * 128 + 70;
     const Data d = make_data(B, H, T, D, 400);
@@ -446,6 +449,17 @@ int main() {
     decode_case("planner rounds sm_80", gc, hc, H * 4, 400, false, d, true);
     CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, "
           "mma_pv4r's %d", g_planner_mma_pv - mma_pv, g_planner_many - many - 1);
+    g_emu_major = 9;
+    g_default_ctas = 6;
+    const int within = g_planner_within, one = g_planner_one;
+    decode_case("planner within one round sm_90", gc, hc, H * 4, 400, false, d, true);
+    CHECK(g_planner_within > within && g_planner_one == one,
+          "sm_90, within mma_pv's one round: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_within - within,
+          g_planner_one - one);
+    g_emu_major = 8;
+    decode_case("planner within one round sm_80", gc, hc, H * 4, 400, false, d, true);
+    CHECK(g_planner_one > one && g_planner_within == within + 1, "sm_80, within mma_pv's one round: mma_pv's kernel %d "
+          "times, mma_pv4r's %d", g_planner_one - one, g_planner_within - within - 1);
     g_emu_major = 9;
     g_default_ctas = 5;
   }

@@ -331,8 +331,8 @@ def decode_variants() -> list[dict]:
     """The decode kernel layouts as data: index, name, min_sm, pv (the P V form it computes: "digits" or
     "chains"), planner (True for the planner's pick of its form; for "digits" mma_pv+coarse_imma, whose launch
     runs mma_pv4r+coarse_imma's refine where mma_pv's resident CTAs would take more than one round of items: in one
-    round of its own anywhere, in more on sm_90). Every variant of a form gives that form's bits (the host
-    emulation's); decode(variant=None) takes the planner's pick for pv."""
+    round of its own anywhere, in more on sm_90; on sm_90 within mma_pv's one round too). Every variant of a form
+    gives that form's bits (the host emulation's); decode(variant=None) takes the planner's pick for pv."""
     return [dict(v) for v in _VARIANTS]
 
 
