@@ -78,6 +78,10 @@ const mlops_norm_variant kVariants[] = {
     // r16lx4wf. Planned since session 14 (GPU run 74, sm_80+): r16lx2g for INT8 and NVFP4 above
     // 4 waves of 16 rows an SM, r16lx4wg for NVFP4 up to there (plan_call).
     {30, 2, 2, 8, "r16lx2g"}, {31, 4, 1, 4, "r16lx4wg"},
+    // Session 14b candidate (the 2048x4096 INT8 gap at four warps a row): r16lx4wg whose bf16
+    // INT8 table (int8_tab) is staged in shared memory once a CTA (LDS, not LDG of kInt8TabDev);
+    // everything else r16lx4wg's instances. Not planned.
+    {32, 4, 1, 4, "r16lx4wh"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

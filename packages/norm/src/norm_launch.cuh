@@ -136,7 +136,9 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // (r16lx4wb): INT8 by the kB instance (the epilogue in phases, 8 CTAs an SM); the rest as the
 // E instances. E = 3 ("g" variants r16lx2g / r16lx4wg, session 13): NVFP4 and bf16 INT8 by the
 // kE = 3 instances (f's NVFP4 with e2m1_word_finite; INT8 inverses and scales from int8_tab),
-// FP8 as "e", fp16 INT8 and y alone by the plain instances.
+// FP8 as "e", fp16 INT8 and y alone by the plain instances. E = 4 ("h", r16lx4wh, session 14b):
+// bf16 INT8 by the kE = 4 instance (g's with int8_tab staged in shared memory); everything else
+// as E = 3 (NVFP4 by g's instance: no second copy).
 template <class XT, int MINB, int N = 2, int E = 0, bool B = false>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
@@ -163,8 +165,9 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
         }
       }
       if constexpr (E == 3 && std::is_same_v<XT, bf16>) MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, 3)
+      if constexpr (E == 4 && std::is_same_v<XT, bf16>) MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, 4)
       MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
-      MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4, E)
+      MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4, (E == 4 ? 3 : E))
       MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC, (E > 0 ? 1 : 0))
       MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_DYNAMIC, (E > 0 ? 1 : 0))
 #undef MLOPS_NORM_LX2E
@@ -236,6 +239,7 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 29: return launch_lxp<XT, 8, 2>(p, s);
     case 30: return launch_lx2<XT, 8, 2, 3>(p, s);
     case 31: return launch_lx2<XT, 10, 4, 3>(p, s);
+    case 32: return launch_lx2<XT, 10, 4, 4>(p, s);
   }
   return cudaErrorInvalidValue;
 }

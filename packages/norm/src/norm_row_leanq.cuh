@@ -352,6 +352,26 @@ __device__ __forceinline__ void nvfp4_rtab(float* t) {
   t[threadIdx.x] = 1.0f / e4m3_normal_to_f32(threadIdx.x);
 }
 
+// The "h" INT8 epilogue's table (r16lx4wh, session 14b), staged once a CTA: the 128 pairs of
+// int8_tab (RN(127/m), RN(m/127)), one uint2 a thread, read from kInt8TabDev's first copy while
+// the row's x loads are in flight. No barrier of its own: h runs at four warps a row (the CTA is
+// the row) and PartRow<.., 4>::fold's __syncthreads comes before the first lookup.
+__device__ __forceinline__ void int8_tab_stage(uint2* t) {
+  static_assert(kRowThreads == 128, "one pair a thread");
+  t[threadIdx.x] = __ldg(reinterpret_cast<const uint2*>(kInt8TabDev) + threadIdx.x);
+}
+
+// int8_tab with the pairs from the staged table (LDS instead of int8_tab's LDG), indexed by
+// bits 16-22 of a (the host form's index): the same pairs, the same FMULs, the same range.
+__device__ __forceinline__ bool int8_tab_s(float a, const uint2* tab, float& inv, float& scale) {
+  const uint32_t b = f32_bits(a);
+  const uint2 t = tab[(b >> 16) & 0x7fu];
+  const uint32_t q = b & 0x7f800000u;  // E << 23: 2^(E - 127)
+  inv = bits_f32(t.x) * bits_f32((254u << 23) - q);
+  scale = bits_f32(t.y) * bits_f32(q);
+  return b - (8u << 23) < (246u << 23);
+}
+
 // The row reductions of a warp that holds a whole row: the unit values folded in order from
 // +0, the amax over the warp.
 template <int U>
@@ -535,13 +555,20 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
       unpack8_pairs(o1, y1);
       float a0 = 0.0f, a1 = 0.0f;  // kNanAmax: the "f" branch takes its amaxes itself
       if constexpr (!kNanAmax) a0 = amax16(y0), a1 = amax16(y1);
-      if constexpr (kQuant == MLOPS_QUANT_INT8 && kE == 3 && std::is_same_v<XT, bf16>) {
+      if constexpr (kQuant == MLOPS_QUANT_INT8 && (kE == 3 || kE == 4) && std::is_same_v<XT, bf16>) {
         // "g", bf16 (session 13): inverse and scale from int8_tab where both blocks' amaxes are in its
         // range (then the inverses are finite: no inf branch), else the divisions of int8_inv /
-        // int8_scale on this lane and int8_codes8; each lane of the pair stores one block's scale
+        // int8_scale on this lane and int8_codes8; each lane of the pair stores one block's scale.
+        // "h" (kE 4, r16lx4wh): the same with the table staged in shared memory (rtab points at it)
         float inv0, inv1, sc0, sc1;
         uint2 c0, c1;
-        const bool t0 = int8_tab(a0, inv0, sc0), t1 = int8_tab(a1, inv1, sc1);
+        bool t0, t1;
+        if constexpr (kE == 4) {
+          const uint2* const it = reinterpret_cast<const uint2*>(rtab);
+          t0 = int8_tab_s(a0, it, inv0, sc0), t1 = int8_tab_s(a1, it, inv1, sc1);
+        } else {
+          t0 = int8_tab(a0, inv0, sc0), t1 = int8_tab(a1, inv1, sc1);
+        }
         if (t0 && t1) {
           c0 = int8_codes8_finite(y0, inv0);
           c1 = int8_codes8_finite(y1, inv1);
@@ -721,8 +748,8 @@ struct PartRow {
 // bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
 // dynamic spilled). kE 1: NVFP4 codes by e2m1_nibble, FP8 with one clamp (r16lx2e / r16lx4we);
 // 2: the "f" NVFP4 epilogue (r16lx2f / r16lx4wf: its table staged here); 3: the "g" epilogue
-// (r16lx2g / r16lx4wg: f's NVFP4 with e2m1_word_finite, bf16 INT8 by int8_tab). kB: INT8 in
-// phases (r16lx4wb).
+// (r16lx2g / r16lx4wg: f's NVFP4 with e2m1_word_finite, bf16 INT8 by int8_tab); 4: bf16 INT8 as
+// 3 with int8_tab staged in shared memory (r16lx4wh, N = 4 only). kB: INT8 in phases (r16lx4wb).
 template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
@@ -754,7 +781,15 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
     if (!valid) return;
   }
   const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
-  leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part}, rtab);
+  if constexpr (kE == 4) {  // "h": bf16 INT8 only (the launch sends the rest to the g / e / plain instances)
+    static_assert(N == 4 && kQuant == MLOPS_QUANT_INT8 && std::is_same_v<XT, bf16>, "h: r16lx4wh's bf16 INT8");
+    __shared__ uint2 itab[128];
+    int8_tab_stage(itab);  // ordered before the lookups by the row fold's __syncthreads (N = 4)
+    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part},
+                                                        reinterpret_cast<const float*>(itab));
+  } else {
+    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part}, rtab);
+  }
 }
 
 }  // namespace mlops::norm
