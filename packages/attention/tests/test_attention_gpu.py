@@ -185,49 +185,32 @@ def test_decode_long_gpu_equals_host(variant):
         c = A.decode(q, cc, exact=exact, gap=3.0, out_dtype=torch.float32, pv=PV[variant])
         assert_bits_equal(g, c, f"[{variant}] L=40000 exact={exact} ({gpu_arch_tag()})")
 
-def test_planner_digits_one_round_gpu():
-    """The planner's pick for pv digits at B1 L16K-like work (32 q / 8 kv heads, D 128): on a device where mma_pv's
-    resident CTAs take the refine items in more rounds than mma_pv4r's (H200: 520 items, 396 against 528 CTAs) the
-    planner runs mma_pv4r's kernel (fbla_launch.cu, session 14; mma_pv4's until then); either way its output is the
-    host emulation's digits bits. Also mma_pv4 and mma_pv4r by name at this one-round work."""
-    k, v, q = make(1, 8, 16 * 1024, 128, seed=12, Hq=32)
+# The planner's pick for pv digits at three amounts of refine work (32 q / 8 kv heads unless said), each against the
+# host emulation's digits bits, as the named variants beside it:
+# - "one_round", B1 L16K (D 128): mma_pv's resident CTAs take the items in more rounds than mma_pv4r's (H200: 520
+#   items, 396 against 528 CTAs): the planner runs mma_pv4r's kernel (fbla_launch.cu, session 14; mma_pv4's before);
+# - "within_one_round", B1 L4K (D 128; H200 ~130 items against 396): on sm_90 mma_pv4r's kernel (GPU run 80: 23.97 us
+#   3+3 exact against mma_pv's 25.79), below sm_90 mma_pv's;
+# - "many_rounds", 8 q / 8 kv heads, 64 K tokens, D 64 (2056 items, H200 ~4 rounds of either): on sm_90 mma_pv4r's
+#   kernel (run 79: B8 L128K 1050 us against mma_pv's 1140), below sm_90 mma_pv's.
+PLANNER_CASES = {
+    "one_round": (dict(T=16 * 1024, D=128, seed=12, Hq=32), ("mma_pv", "mma_pv4", "mma_pv4r"), "B1 L16K"),
+    "within_one_round": (dict(T=4 * 1024, D=128, seed=15, Hq=32), ("mma_pv", "mma_pv4r"), "B1 L4K"),
+    "many_rounds": (dict(T=64 * 1024, D=64, seed=14, Hq=8), ("mma_pv", "mma_pv4r"), "B1 H8 L64K D64"),
+}
+
+
+@pytest.mark.parametrize("work", sorted(PLANNER_CASES))
+def test_planner_digits_gpu(work):
+    shape, named, label = PLANNER_CASES[work]
+    k, v, q = make(1, 8, shape["T"], shape["D"], seed=shape["seed"], Hq=shape["Hq"])
     gc = A.encode(k.cuda(), v.cuda())
     cc = A.encode(k, v)
     for exact in (True, False):
         c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
-        for variant in (None, "mma_pv+coarse_imma", "mma_pv4+coarse_imma", "mma_pv4r+coarse_imma"):
+        for variant in (None,) + tuple(f"{n}+coarse_imma" for n in named):
             g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
-            assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 L16K exact={exact} ({gpu_arch_tag()})")
-
-
-def test_planner_digits_within_one_round_gpu():
-    """The planner's pick for pv digits at B1 L4K-like work (32 q / 8 kv heads, D 128: refine items within mma_pv's
-    resident CTAs, one round; H200 ~130 against 396): on sm_90 the planner runs mma_pv4r's kernel (GPU run 80: 23.97 us
-    3+3 exact against mma_pv's 25.79), below sm_90 mma_pv's; either way the host emulation's digits bits, as mma_pv
-    and mma_pv4r by name."""
-    k, v, q = make(1, 8, 4 * 1024, 128, seed=15, Hq=32)
-    gc = A.encode(k.cuda(), v.cuda())
-    cc = A.encode(k, v)
-    for exact in (True, False):
-        c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
-        for variant in (None, "mma_pv+coarse_imma", "mma_pv4r+coarse_imma"):
-            g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
-            assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 L4K exact={exact} ({gpu_arch_tag()})")
-
-
-def test_planner_digits_many_rounds_gpu():
-    """The planner's pick for pv digits where both mma_pv's and mma_pv4r's resident CTAs take the refine items in more
-    than one round (8 kv heads, 64 K tokens, D 64: 2056 items; H200: ~4 rounds): on sm_90 the planner runs mma_pv4r's
-    kernel (session 14, run 79: B8 L128K 1050 us against mma_pv's 1140), below sm_90 mma_pv's; either way the host
-    emulation's digits bits, as mma_pv and mma_pv4r by name."""
-    k, v, q = make(1, 8, 64 * 1024, 64, seed=14, Hq=8)
-    gc = A.encode(k.cuda(), v.cuda())
-    cc = A.encode(k, v)
-    for exact in (True, False):
-        c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
-        for variant in (None, "mma_pv+coarse_imma", "mma_pv4r+coarse_imma"):
-            g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32, variant=variant)
-            assert_bits_equal(g, c, f"[{variant or 'planner'}] B1 H8 L64K D64 exact={exact} ({gpu_arch_tag()})")
+            assert_bits_equal(g, c, f"[{variant or 'planner'}] {label} exact={exact} ({gpu_arch_tag()})")
 
 
 def test_fold_graph_gpu():
