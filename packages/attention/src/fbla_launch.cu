@@ -134,11 +134,13 @@ cudaError_t mma4_attributes() {
   return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold, kReread>, mma4_smem_bytes(D));
 }
 
-// resident()'s cache slot (0 .. 25, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded;
-// the planner's one-round pick for mma_pv until session 14, now mma_pv4r's <D, 8, false, true>, slots 24 / 25): 18 for
-// D 64, 19 for D 128.
+// resident()'s cache slots (0 .. 25, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded;
+// the planner's one-round pick for mma_pv until session 14): 18 for D 64, 19 for D 128; and of mma_pv4r's
+// refine_mma4_kernel<D, 8, false, true> (the planner's refine past mma_pv's one round, and on sm_90 within it): 24 / 25.
 template <int D>
 constexpr int kMma4Slot = D == 64 ? 18 : 19;
+template <int D>
+constexpr int kMma4rSlot = D == 64 ? 24 : 25;
 
 // The mma_pv4 variants' refine (kNW warps an item; kReread: mma_pv4r's) and the PDL combine; slot: resident()'s cache
 // slot.
@@ -224,10 +226,9 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     if (p.planned == 2 && ctas == 0 && (refine_items > res || device_major() == 9)) {
       e = mma4_attributes<D, 8, false, true>();
       if (e != cudaSuccess) return e;
-      constexpr int slot = D == 64 ? 24 : 25;
       if (device_major() == 9 ||
-          refine_items <= resident(refine_mma4_kernel<D, 8, false, true>, slot, 256, mma4_smem_bytes(D)))
-        return mma4_launch<D, 8, true>(p, ctas, refine_items, slot, s);
+          refine_items <= resident(refine_mma4_kernel<D, 8, false, true>, kMma4rSlot<D>, 256, mma4_smem_bytes(D)))
+        return mma4_launch<D, 8, true>(p, ctas, refine_items, kMma4rSlot<D>, s);
     }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
@@ -237,7 +238,7 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
   // mma_pv4r (session 14): mma_pv4's kernel with the thread index read again a phase (the same bits, no spilled index
   // values); the planner's refine beyond mma_pv's one round (above, since GPU run 79).
-  if (p.variant == kMmaPv4r) return mma4_launch<D, 8, true>(p, ctas, refine_items, D == 64 ? 24 : 25, s);
+  if (p.variant == kMmaPv4r) return mma4_launch<D, 8, true>(p, ctas, refine_items, kMma4rSlot<D>, s);
   if (p.variant == kMmaPv4f && !p.fold) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4f) {
     cudaError_t e = mma4_attributes<D, 8, true>();
