@@ -882,6 +882,128 @@ __device__ __forceinline__ uint32_t lean_weight1(const LeanRow& r, float x, bool
   return live && v >= r.min_w ? v : 0u;
 }
 
+// The tp3 forms (TP3, on the tp form): the rounds on the gathered list after the wide top-p round, cut to one
+// weighing of the list and one 256-bin round. The tp form weighs the whole list (~1450 elements on the bench's
+// rows: the crossing wide bin's ~900 and those above it) in each of its three rounds (levels 2, 1, 0), clears
+// 2 x 2048 words and sums 8 copies a round. Here: level 2's masses (bits 13 - 20 of the crossing bin's keys) and
+// weighted counts go into single copies of 256 words (cnt[1] / mass[0] / cnt[0]: free after the gather's barrier,
+// no other CTA reads them), the same integers and the same choice as the tp form's level 2 (the same early stop
+// where the chosen bin holds one weighted element). The chosen bin holds a few of the list's elements (~900 over
+// 256 bins); where it holds at most 32 weighted ones, they are weighed again (lean_weight1: the same integers)
+// into a list of (key, weight) and one warp finds the threshold exactly: an element is kept where acc (the mass
+// above the bin) plus the weight of the bin's strictly larger keys is below thr (double(.) < thr, as the rounds
+// compare), and the new prefix is the smallest kept key. Levels 1 and 0 would reach that key (their last bin is
+// one key: the highest whose mass from the top reaches thr, which is the smallest key whose larger keys' mass
+// does not), or stop at a bin's lower bound that keeps the same weighted elements: the same kept weights, S,
+// token and log-probability. Every CTA holds the same list, so every CTA decides alike. Returns the next level of
+// the rounds: -1 (done: prefix / mask final) or 1 (the bin holds more than 32 weighted elements: the tp form's
+// rounds go on from level 1 with this prefix, mask and acc). Every thread of the CTA calls it.
+template <int NT>
+__device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
+                          uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
+  constexpr int sb = 13;  // wide_shift(2)
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* hl = sh.cnt[1];                                 // level 2's masses: the low 16 bits of each weight
+  uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
+  uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
+  for (int i = tid; i < 256; i += NT) {
+    hl[i] = 0;
+    hh[i] = 0;
+    hn[i] = 0;
+  }
+  __syncthreads();
+  LeanRow lm = lean_row(cfg, m, T);
+  lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
+  lm.min_w = 0;
+  for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
+    float x[4];
+    bool on[4];
+    uint32_t w[4], k[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? all[i] : 0.0f;
+      k[j] = key_of(x[j]);
+      on[j] = i < n && (k[j] & mask) == prefix;
+    }
+    lean_weights_sparse4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = (k[j] >> sb) & 255u;
+        atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
+        atomicAdd(&hh[b], w[j] >> 16);
+        atomicAdd(&hn[b], 1u);
+      }
+  }
+  __syncthreads();
+  uint64_t mass = 0;
+  uint32_t n_bin = 0;
+  if (tid < 256) {
+    mass = uint64_t(hl[255 - tid]) + (uint64_t(hh[255 - tid]) << 16);
+    n_bin = hn[255 - tid];
+  }
+  const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
+  if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
+    sh.b_prefix = prefix;
+    sh.b_mask = mask;
+    sh.b_done = 1;
+    sh.b_krem = 0;  // the collected list's count (below)
+  }
+  __syncthreads();
+  if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - mass) >= thr))) {
+    sh.b_prefix = prefix | (uint32_t(255 - tid) << sb);
+    sh.b_mask = mask | (255u << sb);
+    sh.b_acc = incl - mass;
+    sh.b_done = n_bin == 1;  // the tp form's early stop: the bin's lower bound keeps the same weights
+    sh.b_warp = int(n_bin);
+  }
+  __syncthreads();
+  prefix = sh.b_prefix;
+  mask = sh.b_mask;
+  acc = sh.b_acc;
+  const int done = sh.b_done, nb = sh.b_warp;
+  __syncthreads();
+  if (done) return -1;
+  if (nb > 32) return 1;
+  uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
+  for (int i = tid; i < n; i += NT) {
+    const float x = all[i];
+    const uint32_t k = key_of(x);
+    if ((k & mask) == prefix) {
+      const uint32_t w = lean_weight1(lm, x, true);
+      if (w) {
+        const uint32_t at = atomicAdd(&sh.b_krem, 1u);
+        if (at < 32u) sub[at] = (uint64_t(k) << 32) | w;
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t c = sh.b_krem < 32u ? sh.b_krem : 32u;  // == nb
+    const uint64_t e = lane < c ? sub[lane] : uint64_t(0);
+    const uint32_t ke = uint32_t(e >> 32);
+    uint64_t above = acc;  // acc plus the weight of the bin's keys above this lane's
+    for (uint32_t j = 0; j < c; ++j) {
+      const uint64_t o = __shfl_sync(kFull, e, int(j));
+      above += uint32_t(o >> 32) > ke ? uint64_t(uint32_t(o)) : uint64_t(0);
+    }
+    uint32_t kmin = lane < c && double(above) < thr ? ke : 0xffffffffu;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+      const uint32_t o = __shfl_xor_sync(kFull, kmin, off);
+      kmin = o < kmin ? o : kmin;
+    }
+    if (lane == 0) sh.b_prefix = kmin;  // the bin's largest key is kept (acc < thr): kmin is a key of the bin
+  }
+  __syncthreads();
+  prefix = sh.b_prefix;
+  mask = ~0u;
+  __syncthreads();
+  return -1;
+}
+
 // Top-p after a gathered top-k (every CTA holds the same list `all` of n elements, a superset of the
 // keys >= tau), in each CTA alone: the definition's rule on the list. The elements of non-zero weight
 // at or above tau (top-p's masses: no min-p) are compacted as (key, weight) into the hlo / hhi words,
@@ -1107,7 +1229,7 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
 // list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -1118,6 +1240,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TK || (GATHER && !LATE), "the tk forms are gather forms (the late / wide lists hold values)");
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
+  static_assert(!TP3 || TP, "the tp3 forms are tp forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -1439,6 +1562,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           gather_tried = true;
           top = wide_top_p<C, NT, TP, TP2>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
+          if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)
+            if (top == 2 && all_n >= 0) top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
+          }
         }
       }
 #pragma unroll 1

@@ -147,6 +147,22 @@ def test_wide_top_p_peaks_over_a_bulk(variant, top_p):
         torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("variant", [v for v in CLUSTER if "tp" in v])
+def test_top_p_ties_in_a_level2_bin(variant):
+    """Integer logits at T = 50 and top-p 0.25 (the kernel-on-host runner's case at V = 3000, and at 151936): the
+    crossing bin (the logit 1) fits the gathered list at V = 3000 and holds ~450 equal keys, more than the 32 the
+    tp3 forms' one warp takes, so their rounds go on from level 2's bin; the host emulation's tokens."""
+    for B, V in ((2, 3000), (3, 151936)):
+        z = (randn((B, V), torch.float32, 17) * 2.0).trunc()
+        sc = mv.Sampler(B, V, device="cpu", seed=5, temperature=50.0, top_p=0.25)
+        sg = mv.Sampler(B, V, device="cuda", seed=5, variant=variant, temperature=50.0, top_p=0.25)
+        for step in range(2):
+            c = sc(z.clone(), logprobs=True)
+            g = sg(z.cuda(), logprobs=True)
+            assert torch.equal(g.tokens.cpu(), c.tokens), f"{variant} V {V} step {step} [{TAG}]"
+            torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("variant", CLUSTER)
 def test_cluster_sanitizer_subset(variant):
     """Small rows through the cluster kernel's paths (what compute-sanitizer runs)."""
@@ -185,7 +201,7 @@ def test_staged_variants_run_staged_on_sm90():
     for name in ("cluster8_smem", "cluster16_smem", "cluster16_smem_t1024", "cluster8_smem_es", "cluster16_smem_es",
                  "cluster8_lean", "cluster16_lean", "cluster8_gather", "cluster16_gather", "cluster8_late",
                  "cluster16_late", "cluster8_wide", "cluster16_wide", "cluster8_tk", "cluster16_tk", "cluster8_tp",
-                 "cluster16_tp", "cluster8_tp2", "cluster16_tp2"):
+                 "cluster16_tp", "cluster8_tp2", "cluster16_tp2", "cluster8_tp3", "cluster16_tp3"):
         got = mv.sample_variant_runs_as(name, 64, 151936)
         assert got in names
         if major == 9 and mv.sample_variant_runs(name):
