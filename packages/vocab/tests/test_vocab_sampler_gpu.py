@@ -148,12 +148,17 @@ def test_wide_top_p_peaks_over_a_bulk(variant, top_p):
 
 
 @pytest.mark.parametrize("variant", [v for v in CLUSTER if "tp" in v])
-def test_top_p_ties_in_a_level2_bin(variant):
+@pytest.mark.parametrize("near", [False, True])
+def test_top_p_ties_in_a_level2_bin(variant, near):
     """Integer logits at T = 50 and top-p 0.25 (the kernel-on-host runner's case at V = 3000, and at 151936): the
-    crossing bin (the logit 1) fits the gathered list at V = 3000 and holds ~450 equal keys, more than the 32 the
-    tp3 forms' one warp takes, so their rounds go on from level 2's bin; the host emulation's tokens."""
+    crossing bin (the logit 1) fits the gathered list at V = 3000 and holds ~450 elements in one level-2 bin, equal
+    keys or (near) on consecutive floats 1, 1 + 2^-23, ..., more than the 32 the tp3 forms' one warp takes, so their
+    rounds go on from level 2's bin; the host emulation's tokens."""
     for B, V in ((2, 3000), (3, 151936)):
         z = (randn((B, V), torch.float32, 17) * 2.0).trunc()
+        for r in range(B if near else 0):
+            at = (z[r] == 1.0).nonzero().flatten()
+            z[r, at] = (torch.arange(at.numel(), dtype=torch.int32) + 0x3F800000).view(torch.float32)
         sc = mv.Sampler(B, V, device="cpu", seed=5, temperature=50.0, top_p=0.25)
         sg = mv.Sampler(B, V, device="cuda", seed=5, variant=variant, temperature=50.0, top_p=0.25)
         for step in range(2):

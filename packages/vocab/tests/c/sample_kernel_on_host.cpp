@@ -27,6 +27,8 @@ struct Case {
   // logits 12.0, 12.01, ... at `peaks` spread indices above a bulk near 0 (scale 0.3): ~3.5 % of the
   // row's mass lies in the bulk's bins, far below the peaks' (a top-p 0.99 crosses there, 0.9 does not)
   int peaks = 0;
+  // the logit 1's elements of each row on consecutive floats (1, 1 + 2^-23, ...: distinct keys in one level-2 bin)
+  bool ulps = false;
 };
 
 // What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D;
@@ -132,9 +134,11 @@ int main() {
       // integer logits at a high temperature: the wide forms' crossing bin (the logit 0, ~4600
       // elements) overflows the gathered list, so their rounds below go on distributed
       {"top_p ties (wide bin over the list)", 2, 12000, cfg(50.0f, 0, 0.5f, 0.0f), 0.0f, false, false},
-      // integer logits at a high temperature, the crossing bin fits the gathered list: ~450 equal keys (the logit
-      // 1) in the tp3 forms' level-2 bin, over the 32 their one warp takes: their rounds go on from level 1
-      {"top_p 0.25 ties (a level-2 bin of ~450 keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false},
+      // integer logits at a high temperature, the crossing bin fits the gathered list: ~450 elements of the logit 1,
+      // spread over consecutive floats, in the tp3 forms' level-2 bin, over the 32 their one warp takes: their
+      // rounds go on from level 1
+      {"top_p 0.25 near-ties (a level-2 bin of ~450 keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false,
+       false, false, 0, true},
       {"top_k 40, the top in one CTA", 2, 5000, cfg(30.0f, 40, 1.0f, 0.0f), 3.0f, false, false, false, true},
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
       {"top_p 0.99, two peaks (crossing in the bulk)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
@@ -150,6 +154,11 @@ int main() {
     for (int64_t r = 0; r < c.B && c.crowd; ++r)
       for (int64_t i = 0; i < 1000; ++i)
         z[r * c.V + c.V - 1000 + i] = i >= 960 ? 40.5f + float(i - 960) * 0.01f : 33.0f + float(i) * 0.005f;
+    for (int64_t r = 0; r < c.B && c.ulps; ++r) {
+      uint32_t next = mlops::f32_bits(1.0f);
+      for (int64_t v = 0; v < c.V; ++v)
+        if (z[r * c.V + v] == 1.0f) z[r * c.V + v] = mlops::bits_f32(next++);
+    }
     for (int64_t r = 0; r < c.B; ++r)
       for (int k = 0; k < c.peaks; ++k) z[r * c.V + (k * 7919 + r * 131) % c.V] = 12.0f + 0.01f * float(k);
     if (c.specials) {
