@@ -139,6 +139,9 @@ int main() {
       // rounds go on from level 1
       {"top_p 0.25 near-ties (a level-2 bin of ~450 keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false,
        false, false, 0, true},
+      // three rows of the bench's kind at other p / T: the tp3 forms' one-warp finish where the threshold is not the
+      // level-2 bin's smallest key
+      {"top_p 0.7 hot", 3, 12000, cfg(1.5f, 0, 0.7f, 0.0f), 3.0f, false, false},
       {"top_k 40, the top in one CTA", 2, 5000, cfg(30.0f, 40, 1.0f, 0.0f), 3.0f, false, false, false, true},
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
       {"top_p 0.99, two peaks (crossing in the bulk)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
