@@ -82,6 +82,11 @@ const mlops_norm_variant kVariants[] = {
     // INT8 table (int8_tab) is staged in shared memory once a CTA (LDS, not LDG of kInt8TabDev);
     // everything else r16lx4wg's instances. Not planned.
     {32, 4, 1, 4, "r16lx4wh"},
+    // Session 15 candidates (the 2048x4096 INT8 / NVFP4 gap): r16lx2g / r16lx4wg with the
+    // epilogue's global reads (w, int8_tab, NVFP4's global factor) prefetched with the
+    // x loads instead of read after the row fold's barrier: "k" into L1, "k2" into L2 only; the
+    // same instances otherwise (same bits). Not planned.
+    {33, 2, 2, 8, "r16lx2k"}, {34, 4, 1, 4, "r16lx4wk"}, {35, 4, 1, 4, "r16lx4wk2"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

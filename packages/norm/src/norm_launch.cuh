@@ -138,8 +138,9 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // kE = 3 instances (f's NVFP4 with e2m1_word_finite; INT8 inverses and scales from int8_tab),
 // FP8 as "e", fp16 INT8 and y alone by the plain instances. E = 4 ("h", r16lx4wh, session 14b):
 // bf16 INT8 by the kE = 4 instance (g's with int8_tab staged in shared memory); everything else
-// as E = 3 (NVFP4 by g's instance: no second copy).
-template <class XT, int MINB, int N = 2, int E = 0, bool B = false>
+// as E = 3 (NVFP4 by g's instance: no second copy). PF ("k" variants, session 15): every instance
+// with the epilogue's global reads prefetched with the x loads (kPf: 1 into L1, 2 into L2).
+template <class XT, int MINB, int N = 2, int E = 0, bool B = false, int PF = 0>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (leanq_call<XT>(p) && w_as_stored(p) && p.units == 16) {
@@ -147,12 +148,12 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
       const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));
 #define MLOPS_NORM_LX2(Q)                                                        \
   if (p.quant == Q) {                                                           \
-    norm_row_leanq2_kernel<XT, 16, MINB, Q, N><<<grid, kRowThreads, 0, s>>>(p);  \
+    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, 0, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                  \
   }
 #define MLOPS_NORM_LX2E(Q, EQ)                                                       \
   if (p.quant == Q) {                                                               \
-    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, EQ><<<grid, kRowThreads, 0, s>>>(p);  \
+    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, EQ, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                      \
   }
       MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
@@ -240,6 +241,9 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 30: return launch_lx2<XT, 8, 2, 3>(p, s);
     case 31: return launch_lx2<XT, 10, 4, 3>(p, s);
     case 32: return launch_lx2<XT, 10, 4, 4>(p, s);
+    case 33: return launch_lx2<XT, 8, 2, 3, false, 1>(p, s);
+    case 34: return launch_lx2<XT, 10, 4, 3, false, 1>(p, s);
+    case 35: return launch_lx2<XT, 10, 4, 3, false, 2>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -743,6 +743,51 @@ struct PartRow {
   __device__ __forceinline__ bool lead() const { return part == 0; }
 };
 
+// One prefetch of a global address (no register, no value: the bits cannot change). kLevel 1:
+// prefetch.global.L1 (CCTL.E.PF1 on sm_90), 2: prefetch.global.L2 (CCTL.E.PF2).
+template <int kLevel>
+__device__ __forceinline__ void prefetch_global(const void* a) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kLevel == 1) asm volatile("prefetch.global.L1 [%0];" ::"l"(a) : "memory");
+  else asm volatile("prefetch.global.L2 [%0];" ::"l"(a) : "memory");
+#endif
+}
+
+// The "k" variants (session 15): every global read of the lx2 epilogue that is not x, issued as a
+// prefetch with the row's x loads, so that it is on its way while x is. Why: in every lx2 / lx4w
+// instance (sm_90 SASS) the weight's first LDG.E.128.CONSTANT comes after the row fold's barrier and
+// the fold's division, rsqrt and reciprocal (where ptxas 13.0 leaves it), and g's int8_tab lookups
+// (__ldg of kInt8TabDev) at the head of each unit pair's chain after y. With L2 flushed, the first
+// CTAs of every SM send those reads to DRAM behind the wave's x reads, and every row's epilogue
+// waits for them. The prefetch: the warp's H units of w (4H lines of 128 B, one a lane), the 2 KB of
+// kInt8TabDev that int8_tab indexes (bf16 INT8, kE 3: 16 lines, one a lane of the next 16),
+// NVFP4's global factor and FP8 static's scale (lane 31, when set). No value is read: the bits
+// cannot change.
+// Placement (ptxas 13.0, sm_90): prefetches have no consumer, and ptxas scheduled them last in their
+// block (after the sum of squares, i.e. after x had arrived) when they were written after the x
+// loads, and hoisted the first FFMAs of the sum of squares above them when they sat in a loop after
+// the loads. So they sit in a loop (a run-time trip count, p.units / 16 = 1: ptxas moves nothing
+// into it) before the loads, and the loop's exit count minus its bound, 0 at run time, offsets the
+// x addresses: the loads cannot move above the prefetches, the sum of squares not above the loads.
+template <class XT, int H, int kQuant, int kE, int kPf>
+__device__ __forceinline__ int leanq2_prefetch(const Params& p, bool valid, int k0, int lane) {
+  const char* wl = reinterpret_cast<const char*>(static_cast<const XT*>(p.weight) + k0 * kUnit);
+  const int n = valid ? p.units >> 4 : 0;  // 1: launch_lx2 takes p.units == 16 only
+  int k = 0;
+#pragma unroll 1
+  for (; k < n; ++k) {
+    if (lane < 4 * H) prefetch_global<kPf>(wl + lane * 128);
+    if constexpr (kQuant == MLOPS_QUANT_INT8 && kE == 3 && std::is_same_v<XT, bf16>) {
+      const int t = lane - (4 * H) % 32;  // H = 4: lanes 16-31, H = 8: lanes 0-15
+      if (t >= 0 && t < 16) prefetch_global<kPf>(kInt8TabDev + t * 32);  // 128 B a line
+    }
+    if constexpr (kQuant == MLOPS_QUANT_NVFP4 || kQuant == MLOPS_QUANT_FP8_STATIC) {
+      if (lane == 31 && p.quant_scale != nullptr) prefetch_global<kPf>(p.quant_scale);
+    }
+  }
+  return k - n;  // 0 at run time (k == n >= 0 after the loop)
+}
+
 // N warps a row (PartRow): r16lx2 (N = 2, 8 CTAs an SM, 64 registers), r16lx4w (N = 4, one
 // row a CTA, 4 units a warp, 10 CTAs an SM: ptxas 13.0 sm_90, 48 registers, no spills in the 5
 // bf16 instances (fp16 y alone: 4 bytes); at 12 CTAs (40 registers) bf16 INT8 / NVFP4 / FP8
@@ -750,7 +795,9 @@ struct PartRow {
 // 2: the "f" NVFP4 epilogue (r16lx2f / r16lx4wf: its table staged here); 3: the "g" epilogue
 // (r16lx2g / r16lx4wg: f's NVFP4 with e2m1_word_finite, bf16 INT8 by int8_tab); 4: bf16 INT8 as
 // 3 with int8_tab staged in shared memory (r16lx4wh, N = 4 only). kB: INT8 in phases (r16lx4wb).
-template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false>
+// kPf ("k" variants, session 15): the epilogue's other global reads prefetched with the x
+// loads (leanq2_prefetch): 1 into L1 (prefetch.global.L1), 2 into L2 only.
+template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false, int kPf = 0>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
   static_assert(kRowWarps == 4 && (N == 2 || N == 4), "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
@@ -766,7 +813,9 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
   const bool valid = row < p.rows;
   if (!kTab && !valid) return;
   const int k0 = part * H;
-  const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8;
+  int z = 0;  // "k": 0 from the prefetch loop (leanq2_prefetch), so that the x loads come after it
+  if constexpr (kPf != 0) z = leanq2_prefetch<XT, H, kQuant, kE, kPf>(p, valid, k0, lane);
+  const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8 + z;
   Raw8<XT> raw[H];
   if (valid) {
 #pragma unroll

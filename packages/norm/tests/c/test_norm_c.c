@@ -34,11 +34,11 @@ int main(void) {
   for (int i = 0; i < T * H; ++i) x[i] = frand(&seed);
   for (int i = 0; i < H; ++i) { w[i] = frand(&seed); b[i] = frand(&seed); }
 
-  mlops_norm_variant vs[33];
-  CHECK(mlops_norm_variants(NULL, 0) == 33, "33 variants (the count alone)");
-  CHECK(mlops_norm_variants(vs, 4) == 33 && strcmp(vs[3].name, "w8") == 0 && vs[3].warps_per_row == 8,
+  mlops_norm_variant vs[36];
+  CHECK(mlops_norm_variants(NULL, 0) == 36, "36 variants (the count alone)");
+  CHECK(mlops_norm_variants(vs, 4) == 36 && strcmp(vs[3].name, "w8") == 0 && vs[3].warps_per_row == 8,
         "variant table, capacity 4");
-  CHECK(mlops_norm_variants(vs, 33) == 33 && strcmp(vs[20].name, "r16lx2") == 0 &&
+  CHECK(mlops_norm_variants(vs, 36) == 36 && strcmp(vs[20].name, "r16lx2") == 0 &&
             strcmp(vs[21].name, "r16lx4w") == 0 && strcmp(vs[22].name, "r16lx2e") == 0 &&
             vs[22].warps_per_row == 2 && strcmp(vs[23].name, "r16lx4we") == 0 && vs[23].warps_per_row == 4 &&
             strcmp(vs[24].name, "r16lx4wb") == 0 && vs[24].warps_per_row == 4 &&
@@ -48,7 +48,10 @@ int main(void) {
             strcmp(vs[29].name, "r16lxp8") == 0 && vs[29].warps_per_row == 4 &&
             strcmp(vs[30].name, "r16lx2g") == 0 && vs[30].warps_per_row == 2 &&
             strcmp(vs[31].name, "r16lx4wg") == 0 && vs[31].warps_per_row == 4 &&
-            strcmp(vs[32].name, "r16lx4wh") == 0 && vs[32].warps_per_row == 4,
+            strcmp(vs[32].name, "r16lx4wh") == 0 && vs[32].warps_per_row == 4 &&
+            strcmp(vs[33].name, "r16lx2k") == 0 && vs[33].warps_per_row == 2 &&
+            strcmp(vs[34].name, "r16lx4wk") == 0 && vs[34].warps_per_row == 4 &&
+            strcmp(vs[35].name, "r16lx4wk2") == 0 && vs[35].warps_per_row == 4,
         "variant table, all");
 
   /* RMSNorm, float32, against double precision */
