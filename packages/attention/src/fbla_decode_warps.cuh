@@ -933,8 +933,14 @@ __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodePar
 // Combine, a warp a (row, 32 channels): M = max of the partials' m (exact in any order); then tiles of
 // 32 slots: lane i computes e of slot i0 + i (exp_det, in parallel) and every lane loads its channel
 // of the 32 partials at once, then runs combine_kernel's chains in slot order (same bits).
-// kPdl (variant stage+coarse_imma): launched as a programmatic dependent of the refine (sm_90), so its CTAs
-// may start before the refine has finished: griddepcontrol.wait holds them until it has, memory included.
+// kPdl (variant stage+coarse_imma, mma_pv and the planner's mma_pv4r): launched as a programmatic dependent of the
+// refine (sm_90), so its CTAs may start before the refine has finished: griddepcontrol.wait holds them until it has,
+// memory included. Only the row's length (the decode's input, written before the refine began) is read before it.
+// Session 15, a shorter path after the wait (the same operations on the same values in the same order, so the same
+// bits): the first two tiles' partials are loaded with the m / l of the held tiles (before M, which they do not need),
+// so one memory latency instead of two precedes the chains, and each later tile's two tiles ahead; a whole tile's e / l
+// are read from shared memory before its chains (no shared load between two steps of the l chain), and its 32 steps
+// have no bounds branch.
 template <int D, bool kPdl = false>
 __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
   // The m / l of the first kHeld tiles of 32 slots are loaded at once (B1 L16K: 65 slots) and their e computed
@@ -942,13 +948,13 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
   // a row instead of two a tile (GPU run 48: 9.3 us for B1 L16K's combine at ncu's clocks, 2 % issue).
   constexpr int kHeld = 4;
   __shared__ float se[32 * kHeld], sl[32 * kHeld];
-  if constexpr (kPdl) pdl_wait();
   constexpr int S = D / 32;
   const int row = blockIdx.x / S, lane = threadIdx.x, d = (blockIdx.x % S) * 32 + lane, b = row / p.Hq;
   const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
   const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
   const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
   const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
+  if constexpr (kPdl) pdl_wait();
   float Mx = neg_inf();
   float mh[kHeld], lh[kHeld];
 #pragma unroll
@@ -957,6 +963,11 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
     mh[j] = i < P ? pm[i] : neg_inf();
     lh[j] = i < P ? pl[i] : 0.0f;
   }
+  float a[32], a1[32];  // the first two tiles' partials (read whatever M is; used only when M is finite)
+#pragma unroll
+  for (int k = 0; k < 32; ++k) a[k] = k < P ? pacc[static_cast<size_t>(k) * D + d] : 0.0f;
+#pragma unroll
+  for (int k = 0; k < 32; ++k) a1[k] = 32 + k < P ? pacc[static_cast<size_t>(32 + k) * D + d] : 0.0f;
 #pragma unroll
   for (int j = 0; j < kHeld; ++j) Mx = fmax_step(Mx, mh[j]);
   for (int i = lane + 32 * kHeld; i < P; i += 32) Mx = fmax_step(Mx, pm[i]);  // slots past the held tiles
@@ -969,14 +980,11 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
       se[32 * j + lane] = mh[j] == neg_inf() ? -1.0f : exp_det(mh[j] - Mx);  // -1: an empty partial (e in [0, 1])
       sl[32 * j + lane] = lh[j];
     }
-    float a[32];
-#pragma unroll
-    for (int k = 0; k < 32; ++k) a[k] = k < P ? pacc[static_cast<size_t>(k) * D + d] : 0.0f;
     for (int i0 = 0; i0 < P; i0 += 32) {
       const int n = P - i0 < 32 ? P - i0 : 32, t = i0 / 32, base = 32 * (t % kHeld);
-      float an[32];  // the next tile's partials, in flight during this tile's chains
+      float an[32];  // tile t + 2's partials, in flight during this tile's and the next one's chains
 #pragma unroll
-      for (int k = 0; k < 32; ++k) an[k] = i0 + 32 + k < P ? pacc[static_cast<size_t>(i0 + 32 + k) * D + d] : 0.0f;
+      for (int k = 0; k < 32; ++k) an[k] = i0 + 64 + k < P ? pacc[static_cast<size_t>(i0 + 64 + k) * D + d] : 0.0f;
       __syncthreads();  // se / sl written (the held tiles) or read (the tile kHeld back)
       if (t >= kHeld && lane < n) {  // past the held tiles: this tile's e / l
         const float m = pm[i0 + lane];
@@ -984,16 +992,34 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
         sl[base + lane] = pl[i0 + lane];
       }
       __syncthreads();
+      if (n == 32) {  // a whole tile: its e / l first, then the chains' 32 steps
+        float ev[32], lv[32];
 #pragma unroll
-      for (int k = 0; k < 32; ++k) {
-        if (k >= n) break;
-        const float e = se[base + k];
-        if (e < 0.0f) continue;
-        lt = fmaf(sl[base + k], e, lt);
-        acc = fmaf(a[k], e, acc);
+        for (int k = 0; k < 32; ++k) {
+          ev[k] = se[base + k];
+          lv[k] = sl[base + k];
+        }
+#pragma unroll
+        for (int k = 0; k < 32; ++k) {
+          if (ev[k] < 0.0f) continue;
+          lt = fmaf(lv[k], ev[k], lt);
+          acc = fmaf(a[k], ev[k], acc);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < 32; ++k) {
+          if (k >= n) break;
+          const float e = se[base + k];
+          if (e < 0.0f) continue;
+          lt = fmaf(sl[base + k], e, lt);
+          acc = fmaf(a[k], e, acc);
+        }
       }
 #pragma unroll
-      for (int k = 0; k < 32; ++k) a[k] = an[k];
+      for (int k = 0; k < 32; ++k) {
+        a[k] = a1[k];
+        a1[k] = an[k];
+      }
     }
   }
   const float o = Mx != neg_inf() ? acc / lt : 0.0f;
