@@ -266,7 +266,7 @@ const mlops_sample_variant kSampleVariants[] = {
     {19, 512, 0, 8, "cluster8_tk"}, {20, 512, 0, 16, "cluster16_tk"},
     // the tk forms whose top-p without top-k takes the wide first round with a list of slice indices at or
     // above the crossing bin, and whose draw over a CTA's list goes by chunk sums: cluster8_tp planned above B = 8
-    // for top-p rows without top-k since GPU run 76 (mlops_sample_plan_configs)
+    // for top-p rows without top-k from GPU run 76 to run 85 (then cluster8_tp3: mlops_sample_plan_configs)
     {21, 512, 0, 8, "cluster8_tp"}, {22, 512, 0, 16, "cluster16_tp"},
     // the tp forms with the wide round's atomics predicated (no branch an element), the staging without the fused
     // count's test where a row has none, and the rounds on the gathered list weighing a position only where a lane
@@ -274,7 +274,8 @@ const mlops_sample_variant kSampleVariants[] = {
     {23, 512, 0, 8, "cluster8_tp2"}, {24, 512, 0, 16, "cluster16_tp2"},
     // the tp forms whose rounds on the gathered list after the wide top-p round are one weighing of the list into
     // level 2's 256 bins and, where the chosen bin holds at most 32 weighted elements, one warp's exact threshold
-    // over them (tp3_rounds, session 15): not planned until measured
+    // over them (tp3_rounds, session 15): cluster8_tp3 planned above B = 8 for top-p rows without top-k since GPU
+    // run 85 (mlops_sample_plan_configs)
     {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"}};
 constexpr int kNumSample = 27;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
@@ -611,7 +612,11 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   if (all_greedy && has_stats && !has_history) return 2;
   if (any_top_k && !any_sampled_no_top_k) return rows < 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
-  if (rows > 8 && any_top_p && !any_top_k && !any_sampled_no_top_p) return 21;
+  // GPU run 85 (session 15, commit a8d2e8a's tp3 forms: the rounds on the gathered list weighed once into level 2's bins,
+  // a warp's exact threshold where the chosen bin holds <= 32 weighted elements; docs/vocab.md "Session 15"): the same
+  // rows take cluster8_tp3 (B = 64 top-p 100.5 us vs cluster8_tp's 102.8, penalties + top-p 110.6 vs 112.5; CUPTI
+  // 97.4 / 98.5 vs 100.3; the same call, the same tokens); its other modes tie with cluster8_tp's.
+  if (rows > 8 && any_top_p && !any_top_k && !any_sampled_no_top_p) return 25;
   if (rows <= 8) return any_top_k ? 14 : any_top_p ? 18 : 12;
   return any_top_k_top_p ? 13 : any_top_p && !any_top_k ? 17 : 11;
 }

@@ -190,8 +190,9 @@ def test_mode_aware_plan():
         assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
         assert plan(rows, dict(temperature=0.0), stats=True, history=True) == lean
         # GPU run 31: the wide forms where a row has top-p and none takes the gather form; run 76 (session 13):
-        # above B = 8, cluster8_tp where every sampled row has top-p and none top-k
-        wide = "cluster16_wide" if rows <= 8 else "cluster8_tp"
+        # above B = 8, cluster8_tp where every sampled row has top-p and none top-k; since run 85 (session 15)
+        # cluster8_tp3
+        wide = "cluster16_wide" if rows <= 8 else "cluster8_tp3"
         assert plan(rows, dict(temperature=0.8, top_p=0.9)) == wide
         assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
         assert plan(rows, [dict(temperature=0.0)] + [dict(temperature=0.8, top_p=0.9)] * (rows - 1)) == (
@@ -216,9 +217,9 @@ def test_mode_aware_plan():
     # the unmeasured batch sizes between follow B = 64 from B = 9 on
     assert plan(9, dict(temperature=0.8)) == "cluster8_lean"
     assert plan(4, dict(temperature=0.8, top_p=0.9)) == "cluster16_wide"
-    assert plan(9, dict(temperature=0.8, top_p=0.9)) == "cluster8_tp"
-    assert plan(9, dict(temperature=0.8, top_p=0.9, min_p=0.05)) == "cluster8_tp"
-    assert plan(9, dict(temperature=0.8, top_p=0.9), stats=True) == "cluster8_tp"
+    assert plan(9, dict(temperature=0.8, top_p=0.9)) == "cluster8_tp3"
+    assert plan(9, dict(temperature=0.8, top_p=0.9, min_p=0.05)) == "cluster8_tp3"
+    assert plan(9, dict(temperature=0.8, top_p=0.9), stats=True) == "cluster8_tp3"
     # a mixed batch: one top-k row moves a small batch to the gather form; a large one needs a row
     # with top-k and top-p; greedy rows (top_k = 1) count as neither
     assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_k=50)]) == "cluster16_gather"
