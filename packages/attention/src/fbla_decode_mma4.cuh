@@ -207,7 +207,7 @@ template <int D, int kNW, bool kFold = false, bool kReread = false>
 __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
-  __shared__ uint64_t bars[2];  // 0: the K part (V min / scale, K planes), 1: the V planes (session 15)
+  __shared__ uint64_t bars[1];
   uint8_t* const dyn = dyn_smem();
   Mma4Smem& sm = *reinterpret_cast<Mma4Smem*>(dyn);
   uint8_t* const stage0 = dyn + kMma4Front;
@@ -220,9 +220,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   };
   const long long sbytes = stage_group_bytes(D);
   const size_t tile = static_cast<size_t>(kGroup) * D;
-  stage_init(bars, 2);
+  stage_init(bars, 1);
   pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
-  uint32_t ph = 0u;  // bit i: the parity of bars[i]'s current phase
+  uint32_t ph = 0u;
   // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item)
   const Item step = items > 0 ? item_of(gridDim.x, c.batch, c.kv_heads) : Item{0, 0, 0};
   Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};
@@ -237,11 +237,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
     const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
     __syncthreads();  // the previous item is done with the shared memory
-    if (!bf16) {  // the K part first (the scores wait for it), then the V planes (only the P V MMAs wait for them)
-      stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.v - l.vmin), ng);
-      stage_issue(&bars[1], stage0 + (l.v - l.vmin), sbytes, grec0 + l.v, c.record_bytes, static_cast<int>(l.bytes - l.v),
-                  ng);
-    }
+    if (!bf16)
+      stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
     prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     bool waited = bf16;
@@ -399,16 +396,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           __syncwarp();
           const float bsh = bs;  // head tig's
           // (the chunk-max barrier above: every warp has its scores, so the K planes under aw / dig are dead)
-          // the V planes, waited for only here (once an item: the first pass, the warp's first slice, whose group is
-          // 0 with 4 warps, so it has P V MMAs): their copy lands during the scores and the digits
-          if (h0 == 0 && j == 0) stage_wait(bars, 1, ph);
           pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
             for (int h = 0; h < 2; ++h)
               aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
           });
-        } else if (!bf16 && h0 == 0 && j == 0) {  // a slice past ng (no P V MMAs) waits too: every thread once a copy
-          stage_wait(bars, 1, ph);
         }
       }
       __syncthreads();
