@@ -295,7 +295,7 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   const bool x16 = a.x_dtype == MLOPS_DTYPE_BF16 || a.x_dtype == MLOPS_DTYPE_FP16;
   const bool one_group = a.group_size == 0 || a.group_size == a.hidden;
   const bool few_rows = a.rows < 2 * int64_t(sms > 0 ? sms : 1);
-  if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group || few_rows ||
+  if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group ||
       a.hidden % kUnit != 0)
     return base;
   const int64_t units = a.hidden / kUnit;
@@ -314,6 +314,19 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // kernels (within 1 % of w8c2 / r8 for y).
   const bool lean = (a.hidden == 2048 || a.hidden == 4096) && a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype &&
                     a.bias == nullptr;
+  // Session 15, GPU run 88 (bench_norm.py --variants, bf16, events, L2 flushed, us; T 1 / 8 / 128): below 2 rows an SM
+  // the call took the shape planner's w8c2, whose quantized outputs run ~3x the lean kernels' (128x4096 INT8 17.7 vs
+  // r16lx4we 6.18 / r16lx4w 5.66, NVFP4 19.94 vs r16lx4wg 5.92, FP8 dynamic 21.28 vs r16lx4we 5.50, static 18.75 vs
+  // 5.60; y 6.77 vs 5.09; 1x4096 INT8 18.54 vs 5.87, NVFP4 21.82 vs r16lx4wg 6.18; 128x2048 INT8 15.9 vs r16lw 6.18,
+  // y 6.08 vs r16l 5.09), so issue 2's "quantized no slower than the plain norm" failed there. Few rows now take
+  // the lean kernels too: H = 4096 four warps a row (r16lx4we; NVFP4 r16lx4wg on sm_80+, r16lx4wf below), H = 2048
+  // the rule below (r16l / r16lw). Other H and calls keep the shape planner (H = 8192: w8 within ~1-2 us of the
+  // best measured variant; add + norm: w8c2 the best).
+  if (few_rows) {
+    if (!lean) return base;
+    if (a.hidden == 4096) return a.quant == MLOPS_QUANT_NVFP4 ? (sm >= 80 ? 31 : 26) : 23;
+    return a.quant == MLOPS_QUANT_NONE ? 11 : 18;  // H = 2048: r16l : r16lw
+  }
   // Session 5 round B, from GPU run 27 (bf16 2048 / 16384 x 4096, events [CUPTI], us; the
   // old pick first): "few" rows (<= 4 waves of 16 rows an SM, the y rule's split; measured at
   // 2048 and 16384 rows only, the split in between is not): INT8 r16lx2 14.34 -> r16lx4we
