@@ -48,6 +48,12 @@ SAMPLER_CASES = {
             (64, "cluster8_tk", dict(temperature=0.8, top_k=50)),
             (64, "cluster8_tk", dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)),
             (64, "cluster8_tp", dict(temperature=0.8, top_p=0.9))],
+    # session 16 (GPU run 90): the planner's own picks at B = 1 (variant None) for the modes above issue 5's 15 us
+    # there, with temperature alone as the floor they are measured against
+    "s16": [(1, None, dict(temperature=0.8)),
+            (1, None, dict(temperature=0.8, top_k=50)),
+            (1, None, dict(temperature=0.8, top_p=0.9)),
+            (1, None, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05))],
 }
 
 
