@@ -3,7 +3,8 @@
 # of the planned kernels of the open latency targets, on the wheels of 7ecf8ca (.carry/s15c: the planned attention /
 # vocab kernels unchanged since): attention refine_mma4_kernel + combine_warps_kernel at B1 L4K / L16K and B8 L16K
 # (3+3 exact), the vocab sampler at B = 1 (profile_vocab.py --cases s16: temperature, top-k, top-p, combination).
-# Results under $OUT/r: <name>-details.txt (ncu's details page), <name>-source.csv (SASS with the stall samples).
+# ACASES="1_4096 8_16384" picks the attention cases (B_L). Results in $OUT/r.tgz (r/, the .ncu-rep files left out: the
+# call returns at most a few files): <name>-details.txt (ncu's details page), <name>-source.csv (SASS with the stall samples).
 export PYTHONUNBUFFERED=1
 R=$OUT/r; mkdir -p $R
 inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
