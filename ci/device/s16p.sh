@@ -6,7 +6,7 @@
 # ACASES="1_4096 8_16384" picks the attention cases (B_L). Results in $OUT/r.tgz (r/, the .ncu-rep files left out: the
 # call returns at most a few files): <name>-details.txt (ncu's details page), <name>-source.csv (SASS with the stall samples).
 export PYTHONUNBUFFERED=1
-R=$OUT/r; mkdir -p $R
+R=/tmp/r; mkdir -p $R
 inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
 inst ".carry/s15c/attn/mlops_attention-*.whl" /tmp/a
 inst ".carry/s15c/vocab/mlops_vocab-*.whl" /tmp/v
@@ -18,9 +18,10 @@ prof() {  # prof NAME PYTHONPATH NCU-ARGS... -- PROGRAM ARGS...
   ncu -i $R/$n.ncu-rep --page details --print-units base > $R/$n-details.txt 2>&1
   ncu -i $R/$n.ncu-rep --page source --csv --print-source sass > $R/$n-source.csv 2>&1
 }
-for c in "1 4096" "1 16384" "8 16384"; do set -- $c
+for c in ${ACASES:-1_4096 1_16384 8_16384}; do set -- ${c/_/ }
   prof attn-b$1-l$2 /tmp/a -k regex:"refine_mma4_kernel|combine_warps_kernel" --launch-skip 1 -c 2 \
     python3 packages/attention/bench/profile_decode.py --B $1 --L $2 --variant planner --exact
 done
 prof vocab-b1 /tmp/v -k regex:sample_cluster_kernel python3 packages/vocab/bench/profile_vocab.py --cases s16 --no-lm-head
 ls -la $R >> $R/phases.txt; cat $R/phases.txt
+cd /tmp && tar czf $OUT/r.tgz --exclude="*.ncu-rep" r
