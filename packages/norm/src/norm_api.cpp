@@ -87,6 +87,11 @@ const mlops_norm_variant kVariants[] = {
     // x loads instead of read after the row fold's barrier: "k" into L1, "k2" into L2 only; the
     // same instances otherwise (same bits). Not planned.
     {33, 2, 2, 8, "r16lx2k"}, {34, 4, 1, 4, "r16lx4wk"}, {35, 4, 1, 4, "r16lx4wk2"},
+    // Session 16 (issue 2 at H = 8192, few rows): r16lx4we / wf / wg's kernel for 8192-wide rows, four warps a row
+    // with 8 units a warp (CTAs of 1 row, 4 an SM: <= 128 registers, x kept as fp32), the same instances' epilogues
+    // (e: NVFP4 by e2m1_nibble, FP8 one clamp; f: f's NVFP4; g: g's NVFP4 and bf16 INT8); other 32-unit calls run
+    // w8, 16-unit ones the twin (r16lx4we / wf / wg). Planned below 2 rows an SM at H = 8192.
+    {36, 4, 1, 8, "r32lx4we"}, {37, 4, 1, 8, "r32lx4wf"}, {38, 4, 1, 8, "r32lx4wg"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -312,8 +317,8 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // [r16l 39.7], NVFP4 48.5 [r8 114], FP8 dynamic 33.1 [r8 127], static 32.1 [r8 87]); y alone
   // keeps r16l (37.25; r16lw 36.99 is within the noise). A call they do not take runs r16's
   // kernels (within 1 % of w8c2 / r8 for y).
-  const bool lean = (a.hidden == 2048 || a.hidden == 4096) && a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype &&
-                    a.bias == nullptr;
+  const bool lean_call = a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype && a.bias == nullptr;
+  const bool lean = (a.hidden == 2048 || a.hidden == 4096) && lean_call;
   // Session 15, GPU run 88 (bench_norm.py --variants, bf16, events, L2 flushed, us; T 1 / 8 / 128): below 2 rows an SM
   // the call took the shape planner's w8c2, whose quantized outputs run ~3x the lean kernels' (128x4096 INT8 17.7 vs
   // r16lx4we 6.18 / r16lx4w 5.66, NVFP4 19.94 vs r16lx4wg 5.92, FP8 dynamic 21.28 vs r16lx4we 5.50, static 18.75 vs
@@ -322,10 +327,27 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // the lean kernels too: H = 4096 four warps a row (r16lx4we; NVFP4 r16lx4wg on sm_80+, r16lx4wf below), H = 2048
   // the rule below (r16l / r16lw). Other H and calls keep the shape planner (H = 8192: w8 within ~1-2 us of the
   // best measured variant; add + norm: w8c2 the best).
+  // Session 16 (GPU run 89: at H = 8192 w8's quantized outputs ran ~3x y, 128x8192 y 8.51 us, INT8 24.10, NVFP4 29.44,
+  // FP8 dynamic 31.04, static 25.95): H = 8192 takes the 32-unit twins of the H = 4096 picks (r32lx4we; NVFP4
+  // r32lx4wg on sm_80+, r32lx4wf below). One table: the variant by H for y, INT8 / FP8, NVFP4 on sm_80+ and below.
+  struct FewRows {
+    int64_t hidden;
+    int y, q, nvfp4_g, nvfp4;
+  };
+  static constexpr FewRows kFewRows[] = {
+      {2048, 11, 18, 18, 18},  // r16l, r16lw
+      {4096, 23, 23, 31, 26},  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf
+      {8192, 36, 36, 38, 37},  // r32lx4we, NVFP4 r32lx4wg / r32lx4wf
+  };
   if (few_rows) {
-    if (!lean) return base;
-    if (a.hidden == 4096) return a.quant == MLOPS_QUANT_NVFP4 ? (sm >= 80 ? 31 : 26) : 23;
-    return a.quant == MLOPS_QUANT_NONE ? 11 : 18;  // H = 2048: r16l : r16lw
+    if (!lean_call) return base;
+    for (const FewRows& f : kFewRows) {
+      if (a.hidden != f.hidden) continue;
+      if (a.quant == MLOPS_QUANT_NONE) return f.y;
+      if (a.quant == MLOPS_QUANT_NVFP4) return sm >= 80 ? f.nvfp4_g : f.nvfp4;
+      return f.q;
+    }
+    return base;
   }
   // Session 5 round B, from GPU run 27 (bf16 2048 / 16384 x 4096, events [CUPTI], us; the
   // old pick first): "few" rows (<= 4 waves of 16 rows an SM, the y rule's split; measured at

@@ -140,20 +140,26 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // bf16 INT8 by the kE = 4 instance (g's with int8_tab staged in shared memory); everything else
 // as E = 3 (NVFP4 by g's instance: no second copy). PF ("k" variants, session 15): every instance
 // with the epilogue's global reads prefetched with the x loads (kPf: 1 into L1, 2 into L2).
-template <class XT, int MINB, int N = 2, int E = 0, bool B = false, int PF = 0>
+//
+// U = 32 ("r32lx4we" / "r32lx4wf" / "r32lx4wg", session 16): 8192-wide rows (32 units) on four
+// warps a row (8 units a warp, CTAs of 1 row) at MINB CTAs an SM, the E instances of the 16-unit
+// twins; other 32-unit calls run w8 (the shape planner's pick at H 8192), everything else the
+// 16-unit twin (r16lx4we / wf / wg: nothing more to compile).
+template <class XT, int MINB, int N = 2, int E = 0, bool B = false, int PF = 0, int U = 16>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
+  static_assert(U == 16 || (U == 32 && N == 4 && !B && PF == 0), "lx2: 16 units, or 32 on four warps");
   if constexpr (sizeof(XT) == 2) {
-    if (leanq_call<XT>(p) && w_as_stored(p) && p.units == 16) {
+    if (leanq_call<XT>(p) && w_as_stored(p) && p.units == U) {
       constexpr int kSlots = kRowWarps / N;
       const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));
 #define MLOPS_NORM_LX2(Q)                                                        \
   if (p.quant == Q) {                                                           \
-    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, 0, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
+    norm_row_leanq2_kernel<XT, U, MINB, Q, N, 0, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                  \
   }
 #define MLOPS_NORM_LX2E(Q, EQ)                                                       \
   if (p.quant == Q) {                                                               \
-    norm_row_leanq2_kernel<XT, 16, MINB, Q, N, EQ, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
+    norm_row_leanq2_kernel<XT, U, MINB, Q, N, EQ, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
     return cudaGetLastError();                                                      \
   }
       MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
@@ -175,7 +181,12 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
 #undef MLOPS_NORM_LX2
     }
   }
-  return launch_lx<XT, 3, 6>(p, s);
+  if constexpr (U == 32) {
+    if (p.units == 32) return launch_v<XT, 8, 4, 2>(p, s);  // w8
+    return launch_lx2<XT, 10, 4, E>(p, s);                   // the 16-unit twin
+  } else {
+    return launch_lx<XT, 3, 6>(p, s);
+  }
 }
 
 // "lxp" (norm_row_leanp_kernel, session 12): 16-unit rows of leanq_call with w as stored on four
@@ -203,6 +214,11 @@ cudaError_t launch_lxp(const Params& p, cudaStream_t s) {
   }
   return launch_lx<XT, 3, 6>(p, s);
 }
+
+// CTAs an SM of the 32-unit lx4w instances (r32lx4we / wf / wg): 4, i.e. <= 128 registers, so that
+// x's 64 fp32 values a lane fit from the sum to the epilogue (kAgain false) with no spill; they
+// are planned below 2 rows an SM, where at most 2 CTAs an SM run anyway.
+constexpr int kLx8kCtas = 4;
 
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
@@ -244,6 +260,9 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 33: return launch_lx2<XT, 8, 2, 3, false, 1>(p, s);
     case 34: return launch_lx2<XT, 10, 4, 3, false, 1>(p, s);
     case 35: return launch_lx2<XT, 10, 4, 3, false, 2>(p, s);
+    case 36: return launch_lx2<XT, kLx8kCtas, 4, 1, false, 0, 32>(p, s);
+    case 37: return launch_lx2<XT, kLx8kCtas, 4, 2, false, 0, 32>(p, s);
+    case 38: return launch_lx2<XT, kLx8kCtas, 4, 3, false, 0, 32>(p, s);
   }
   return cudaErrorInvalidValue;
 }

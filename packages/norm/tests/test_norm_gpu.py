@@ -180,13 +180,13 @@ def _lean_calls(s):
 @pytest.mark.parametrize("variant", LEAN_VARIANTS)
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 @pytest.mark.parametrize("H", (4096, 2048))
-def test_lean_row_variant(H, xdt, variant):
+def test_lean_row_variant(H, xdt, variant, T=2501):
     """The lean kernels (norm_row_lean.cuh, norm_row_leanq.cuh: 16 or 8 units, compile-time
     flags; x kept as fp32 or unpacked twice; staged weights; a persistent grid) where the shapes
     above do not reach: a partial last CTA (2501 rows: more than a persistent grid's warps),
     signed zeros in w and x (w_eff = w + -0 keeps a -0 weight: the sign of a zero y), an
     all-zero row, every quantized output with and without y, y over x."""
-    x, w = randn((2501, H), xdt, 40), randn(H, xdt, 41)
+    x, w = randn((T, H), xdt, 40), randn(H, xdt, 41)
     x[:, ::7] = 0.0
     x[1, :] = 0.0  # r = 1/sqrt(eps), y = +-0
     w[::5] = -0.0
@@ -196,40 +196,40 @@ def test_lean_row_variant(H, xdt, variant):
     for i, kw in enumerate(_lean_calls(s)):
         c = _host(("lean", H, xdt, i), mn.rms_norm, x, w, **kw)
         kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
-        check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} 2501x{H} {kw} [{gpu_arch_tag()}]")
+        check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} {T}x{H} {kw} [{gpu_arch_tag()}]")
     expect = _host(("lean", H, xdt, 0), mn.rms_norm, x, w)
     mn.rms_norm(xc, wc, out=xc, variant=variant)
     assert_bits_equal(xc, expect, f"{variant} {xdt} {H} out=x")
 
 
-def _every_pattern(xdt):
+def _every_pattern(xdt, H=4096):
     """All 2^16 bit patterns of xdt but NaN (a NaN y's sign and payload are the element path's
     business, not the quantizers') as a weight of rows of 4096, in two layouts: consecutive
     patterns (every value of y next to its neighbours) and each pattern filling a block of 16
     (every value as a block's amax)."""
     pats = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(xdt)
     pats = torch.where(pats.isnan(), torch.zeros_like(pats), pats)
-    return list(pats.reshape(16, 4096)) + list(pats[::16].repeat_interleave(16).reshape(-1, 4096))
+    return list(pats.reshape(-1, H)) + list(pats[::16].repeat_interleave(16).reshape(-1, H))
 
 
 @pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith(("r16lx", "r16lw"))])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
-def test_lean_quant_every_value(xdt, variant):
+def test_lean_quant_every_value(xdt, variant, H=4096):
     """The lx / lw kernels' quantizers (int8_code_bits, e4m3x2's cvt.rn.satfinite on sm_89+,
     e2m1_code_fast, div127 / div6, pair_div2; the "e" variants' e2m1_nibble and one-clamp FP8)
     and staged weights on every bf16 / fp16 value of
     y, infs included: x = ones and eps = 0 make r = 1 and t = 1, so y = w + 0 exactly; compared
     with the host emulation bit for bit."""
-    x = torch.ones((2, 4096), dtype=xdt)
+    x = torch.ones((2, H), dtype=xdt)
     s = torch.tensor(0.75, dtype=torch.float32)
     xc, sc = x.cuda(), s.cuda()
     calls = ({}, {"quant": "int8"}, {"quant": "fp8"}, {"quant": "fp8", "scale": s}, {"quant": "nvfp4"},
              {"quant": "nvfp4", "scale": s})
-    for j, w in enumerate(_every_pattern(xdt)):
+    for j, w in enumerate(_every_pattern(xdt, H)):
         wc = w.cuda()
         for i, kw in enumerate(calls):
             y = {"return_y": True} if kw else {}
-            c = _host(("every", xdt, j, i), mn.rms_norm, x, w, eps=0.0, **y, **kw)
+            c = _host(("every", H, xdt, j, i), mn.rms_norm, x, w, eps=0.0, **y, **kw)
             kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
             g = mn.rms_norm(xc, wc, eps=0.0, variant=variant, **y, **kwc)
             check(g, c, f"{variant} {xdt} every value, w row {j}, {kw} [{gpu_arch_tag()}]")
@@ -237,45 +237,47 @@ def test_lean_quant_every_value(xdt, variant):
 
 @pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
-def test_lean_nvfp4_nonfinite(xdt, variant):
+def test_lean_nvfp4_nonfinite(xdt, variant, H=4096):
     """NVFP4 codes and scales of the lx kernels where y holds NaN or inf, or blocks whose scale is
     clamped at 448: a NaN product codes as -6 (0xF) and the block amax ignores NaN, as in the
     host emulation. The "f" variants' near path (no clamps, a NaN-propagating packed block amax
     on sm_80+, a warp vote) must hand every such warp to the clamped encoder and amax16; the
     every-value test above has no NaN y. Codes and scales only (no y: a NaN y's bits are the
     element path's)."""
-    x, w = randn((64, 4096), xdt, 50), randn(4096, xdt, 51)
+    x, w = randn((64, H), xdt, 50), randn(H, xdt, 51)
     x[3, 100] = float("nan")  # the row's sum is NaN: every y of row 3 NaN
     x[5, 7] = float("inf")  # the sum is inf, r = 0: y = +-0, NaN at column 7
-    x[11, 3000:3016] = 40.0  # t ~ 15 there: with w = 500, amax / 6 > 448 (scale clamped)
-    w[1000] = float("nan")  # one NaN y a row (block 62)
-    w[2000] = float("inf")  # +-inf y a row: block 125's scale clamped at 448
-    w[3000:3016] = 500.0
+    for c0 in range(0, H, 4096):  # the same in every 4096 columns (H = 8192: the last two warps' units too)
+        x[11, c0 + 3000:c0 + 3016] = 40.0  # t ~ 15 there: with w = 500, amax / 6 > 448 (scale clamped)
+        w[c0 + 1000] = float("nan")  # one NaN y a row (block 62)
+        w[c0 + 2000] = float("inf")  # +-inf y a row: block 125's scale clamped at 448
+        w[c0 + 3000:c0 + 3016] = 500.0
     s = torch.tensor(0.0173, dtype=torch.float32)
     xc, wc, sc = x.cuda(), w.cuda(), s.cuda()
     for i, kw in enumerate(({"quant": "nvfp4"}, {"quant": "nvfp4", "scale": s})):
-        c = _host(("nonfinite", xdt, i), mn.rms_norm, x, w, **kw)
+        c = _host(("nonfinite", H, xdt, i), mn.rms_norm, x, w, **kw)
         kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
         check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")
 
 
 @pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
-def test_lean_int8_fp8_nonfinite(xdt, variant):
+def test_lean_int8_fp8_nonfinite(xdt, variant, H=4096):
     """INT8 and dynamic FP8 codes and scales of the lx kernels where y holds NaN or inf: the packed FP8 row
     amax (amax_max8, sm_80+) must ignore NaN as fmaxf does; INT8 blocks with NaN, inf, amax 0 and a tiny
     amax (inverse past FLT_MAX: int8_codes8's inf branch). Against the host emulation."""
-    x, w = randn((64, 4096), xdt, 52), randn(4096, xdt, 53)
+    x, w = randn((64, H), xdt, 52), randn(H, xdt, 53)
     x[3, 100] = float("nan")  # every y of row 3 NaN
     x[5, 7] = float("inf")  # r = 0: y = +-0, NaN at column 7
     x[9, :] = 0.0
     x[9, 40] = 1.0  # row 9: y = 0 but at column 40 (zero blocks, amax 0)
-    w[1000] = float("nan")  # one NaN y a row
-    w[2000] = float("inf")  # +-inf y a row
-    if xdt == torch.bfloat16:
-        w[3008:3024] = 1e-38  # block 188 of tiny y: amax under 2^-120, int8_inv overflows to inf
+    for c0 in range(0, H, 4096):  # the same in every 4096 columns (H = 8192: the last two warps' units too)
+        w[c0 + 1000] = float("nan")  # one NaN y a row
+        w[c0 + 2000] = float("inf")  # +-inf y a row
+        if xdt == torch.bfloat16:
+            w[c0 + 3008:c0 + 3024] = 1e-38  # block 188 of tiny y: amax under 2^-120, int8_inv overflows to inf
     for i, kw in enumerate(({"quant": "int8"}, {"quant": "fp8"})):  # codes and scales (no y: a NaN y's bits
-        c = _host(("nonfinite-i8", xdt, i), mn.rms_norm, x, w, **kw)  # are the element path's)
+        c = _host(("nonfinite-i8", H, xdt, i), mn.rms_norm, x, w, **kw)  # are the element path's)
         g = mn.rms_norm(x.cuda(), w.cuda(), variant=variant, **kw)
         check(g, c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")
 
@@ -311,3 +313,46 @@ def test_lean_tiny_products(H, variant):
         kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
         what = f"{variant} tiny t*w {H} {kw} ({n} subnormal products) [{gpu_arch_tag()}]"
         check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, what)
+
+
+# Session 16: the 32-unit lx4w kernels (r32lx4we / wf / wg: 8192-wide rows, four warps of 8 units) on the tests
+# above at H = 8192 (at 4096 / 2048 they run their twins r16lx4we / wf / wg, tested there through test_dtypes_and_shapes
+# and test_features), and the planned call below 2 rows an SM at H = 8192 (plan_call: these kernels).
+R32_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith("r32l")]
+
+
+@pytest.mark.parametrize("variant", R32_VARIANTS)
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean8k_row_variant(xdt, variant):
+    test_lean_row_variant(8192, xdt, variant, T=300)
+
+
+@pytest.mark.parametrize("variant", R32_VARIANTS)
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean8k_quant_every_value(xdt, variant):
+    test_lean_quant_every_value(xdt, variant, H=8192)
+
+
+@pytest.mark.parametrize("variant", R32_VARIANTS)
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean8k_nonfinite(xdt, variant):
+    test_lean_nvfp4_nonfinite(xdt, variant, H=8192)
+    test_lean_int8_fp8_nonfinite(xdt, variant, H=8192)
+
+
+@pytest.mark.parametrize("variant", R32_VARIANTS)
+def test_lean8k_tiny_products(variant):
+    test_lean_tiny_products(8192, variant)
+
+
+@pytest.mark.parametrize("T", (1, 8, 128))
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+def test_lean8k_planned_few_rows(T, xdt):
+    """The planned call (no variant) at H = 8192 below 2 rows an SM, every output: the host emulation's bits."""
+    x, w = randn((T, 8192), xdt, 70), randn(8192, xdt, 71)
+    s = torch.tensor(0.0173, dtype=torch.float32)
+    xc, wc, sc = x.cuda(), w.cuda(), s.cuda()
+    for kw in _lean_calls(s):
+        c = mn.rms_norm(x, w, **kw)
+        kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
+        check(mn.rms_norm(xc, wc, **kwc), c, f"planned {xdt} {T}x8192 {kw} [{gpu_arch_tag()}]")
