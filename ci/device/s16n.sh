@@ -4,7 +4,7 @@
 #   (1) bench A/B: bench_norm.py's planned rows at T 1 / 8 / 128 / 2048 x H 8192 (and 4096 as a control), y and every
 #       quantized output, before (.carry/s16n/before: f1b75f6's wheel, the norm sources of HEAD before the change)
 #       and new (.carry/s16n/new) in turn, twice (interleaved: the spread); then the new wheel's --variants rows of
-#       r32lx4we / wf / wg and w8 (the old pick) at the H = 8192 shapes.
+#       r32lx4we / wf / wg at the H = 8192 shapes (w8, the old pick, is the before rows there).
 #   (2) the GPU tests of what changed (test_norm_gpu.py -k lean8k / r32lx4w in test_dtypes_and_shapes; the planner
 #       tests of test_norm_numerics.py) in 4 shards, (3) memcheck + racecheck of one call of each new kernel
 #       (bf16 / fp16, y and every quantized output, the three variants at 3x8192), alongside the shards.
@@ -34,7 +34,7 @@ for t in before:/tmp/nb16 new:/tmp/nn16 before:/tmp/nb16 new:/tmp/nn16; do
   bench ${t%%:*} ${t#*:} 36 --shapes $S
 done
 bench variants /tmp/nn16 45 --shapes 1x8192,8x8192,128x8192,2048x8192 --variants \
-  --variant-names r32lx4we,r32lx4wf,r32lx4wg,w8
+  --variant-names r32lx4we,r32lx4wf,r32lx4wg
 # (2) tests: 4 shards of the selected GPU tests, the planner tests; (3) the sanitizers, at the same time
 L=$((228 - SECONDS)); [ $L -lt 20 ] && L=20
 K="lean8k or (dtypes_and_shapes and r32lx4w)"
@@ -48,15 +48,12 @@ for ((i = 0; i < 4; i++)); do
       --tb=short -p no:cacheprovider -p mlops_shard packages/norm/tests/test_norm_gpu.py -k "$K" > $R/tests-$i.log 2>&1
     echo "tests shard $i/4 rc=$? $(grep -E 'passed|failed|error' $R/tests-$i.log | tail -1 | cut -c1-140)" >> $R/tests.txt ) &
 done
-runlog $R/planner.log timeout $L env PYTHONPATH=/tmp/nn16:$PWD/tools/testing python3 -m pytest -q --tb=short \
-  -p no:cacheprovider packages/norm/tests/test_norm_numerics.py -k "planner"
-[ -z "$DRY" ] && echo "planner tests rc=$? $(tail -1 $R/planner.log | cut -c1-140)" >> $R/tests.txt
 cat > $R/sanitize.py <<'EOF'
 # One call of each new kernel: r32lx4we / wf / wg at 3x8192, bf16 and fp16, y alone and every quantized output.
 import torch
 import mlops.norm as mn
 for dt in (torch.bfloat16, torch.float16):
-    x, w = torch.randn(3, 8192, device="cuda").to(dt), torch.randn(8192, device="cuda").to(dt)
+    x, w = torch.randn(3, 8192).to(dt).cuda(), torch.randn(8192).to(dt).cuda()
     s = torch.tensor(0.02, device="cuda")
     for v in ("r32lx4we", "r32lx4wf", "r32lx4wg"):
         for kw in ({}, {"quant": "int8"}, {"quant": "nvfp4"}, {"quant": "fp8"}, {"quant": "fp8", "scale": s}):
@@ -64,11 +61,18 @@ for dt in (torch.bfloat16, torch.float16):
 torch.cuda.synchronize()
 print("sanitize calls done")
 EOF
-for tool in memcheck racecheck; do
-  runlog $R/sanitizer-$tool.log timeout $((L / 2)) env PYTHONPATH=/tmp/nn16 compute-sanitizer --tool $tool \
-    --error-exitcode 9 python3 $R/sanitize.py
-  [ -z "$DRY" ] && echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/sanitizer-$tool.log | tr '\n' ' ' | cut -c1-160) at ${SECONDS}s" >> $R/phases.txt
+for tool in memcheck racecheck; do  # both at once, beside the shards
+  if [ -n "$DRY" ]; then
+    echo "+ timeout $L env PYTHONPATH=/tmp/nn16 compute-sanitizer --tool $tool --error-exitcode 9 python3 $R/sanitize.py"
+    continue
+  fi
+  ( timeout $L env PYTHONPATH=/tmp/nn16 compute-sanitizer --tool $tool --error-exitcode 9 python3 $R/sanitize.py \
+      > $R/sanitizer-$tool.log 2>&1
+    echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|calls done' $R/sanitizer-$tool.log | tr '\n' ' ' | cut -c1-160) at ${SECONDS}s" >> $R/phases.txt ) &
 done
+runlog $R/planner.log timeout $L env PYTHONPATH=/tmp/nn16:$PWD/tools/testing python3 -m pytest -q --tb=short \
+  -p no:cacheprovider packages/norm/tests/test_norm_numerics.py -k "planner"
+[ -z "$DRY" ] && echo "planner tests rc=$? $(tail -1 $R/planner.log | cut -c1-140)" >> $R/tests.txt
 wait
 [ -n "$DRY" ] && exit 0
 sort $R/tests.txt > $R/tests-sorted.txt
