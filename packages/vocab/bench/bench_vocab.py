@@ -182,7 +182,10 @@ SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024"
                  "cluster8_smem_es", "cluster16_smem_es", "split")
 # kernel_time (one profiler session a row, ~0.5 s) for the planned call (lean / gather since run 21),
 # the lean form and this round's candidates, at the batch sizes of the targets: 72 sessions, not 300
-KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide", "cluster16_tp"),
+# (session 16: the tk forms and their tke forms at B = 1 and 8, where the tk form is the planned top-k call)
+KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide", "cluster16_tp", "cluster16_tk",
+                    "cluster16_tke"),
+                8: (None, "cluster8_tk", "cluster8_tke", "cluster16_tk", "cluster16_tke"),
                 64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3")}
 
 
@@ -218,7 +221,7 @@ def stats_of(z: torch.Tensor) -> mv.LmHeadOutput:
     return mv.LmHeadOutput(z, mx, am, hist, best)
 
 
-def bench_sampling(b: Bench, quick: bool, only_variants: tuple = ()):
+def bench_sampling(b: Bench, quick: bool, only_variants: tuple = (), batches: tuple = (1, 8, 64)):
     V = 151936
     try:
         import flashinfer  # noqa: F401
@@ -226,7 +229,7 @@ def bench_sampling(b: Bench, quick: bool, only_variants: tuple = ()):
     except ImportError:
         have_fi = False
         b.record(case="sampling", impl="flashinfer", skipped="flashinfer is not installed on this machine")
-    for B in (1, 8, 64):
+    for B in batches:
         z = torch.randn(B, V, device="cuda") * 3
         hist = torch.randint(0, V, (B, 256), device="cuda", dtype=torch.int32)
         hlen = torch.full((B,), 256, device="cuda", dtype=torch.int32)
@@ -308,6 +311,7 @@ def main():
     ap.add_argument("--only", choices=["lm_head", "lm_head_gap", "sampling"], default=None)
     ap.add_argument("--variants", default="",
                     help="only these sampler and / or lm_head variants (comma-separated) next to the planned call")
+    ap.add_argument("--batches", default="1,8,64", help="the sampling section's batch sizes (comma-separated)")
     a = ap.parse_args()
     only_variants = tuple(v for v in a.variants.split(",") if v)
     lm_names = {v["name"] for v in mv.lm_head_variants()}
@@ -324,7 +328,7 @@ def main():
     if a.only in (None, "lm_head_gap"):
         bench_lm_head_gap(b)
     if a.only in (None, "sampling"):
-        bench_sampling(b, a.quick, only_variants)
+        bench_sampling(b, a.quick, only_variants, tuple(int(x) for x in a.batches.split(",") if x))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,94 @@
+#!/bin/bash
+# Session 16 (issue 5, sampling <= 15 us at B = 1; the vocab helper's part of a GPU run, one H200, at most 240 s): the
+# tke forms (cluster8_tke / cluster16_tke, new named variants, planned nowhere): the tk forms (cluster16_tk is the
+# planned B = 1 call for top-k and for top-k + top-p + min-p; cluster8_tk above B = 7) with the staging's first
+# 16-byte loads issued before the row's configuration is first used (GPU run 90's ncu: the tk form issued them only
+# after the configuration's load, the fused count's clear and a CTA barrier). Wheels: .carry/s16v/new/ (sm90, the
+# commit in $R/commit.txt) and .carry/s16v/before/ (7ecf8ca's, the code planned now), each into a fresh --target.
+# (1) alone on the GPU, in turn before / new / before / new: the sampling bench (--quick --batches 1,8: every mode) of
+#     the planned call (the same kernels in both wheels: the anchors), cluster16_tk / cluster8_tk (unchanged code in
+#     the new wheel: anchors too) and on the new wheel cluster16_tke / cluster8_tke; CUPTI kernel times for the
+#     planned call, the tk and the tke forms at B = 1 and 8; each at most 32 s, skipped where less than 20 s would be
+#     left before the tests' 80 s;
+# (2) then at once: the tke forms' GPU tests on the new wheel (test_vocab_sampler_gpu.py -k "tke or
+#     staged_variants_run_staged", test_vocab_gpu.py -k tke: every tke instance bit for bit against the host emulation;
+#     two shards each) and compute-sanitizer racecheck / memcheck of the tke sanitizer subset, bounded by END (240 s).
+# Results under /tmp/rv/ (one tarball: $OUT/v.tgz); the summary, the tests, the sanitizer lines and the A/B table
+# (one line a (case, impl) at B = 1 / 8: the two calls of each wheel, their mean, new - before, CUPTI) at the end.
+# DRY=1: the shell logic only (no GPU, no python runs), for a check on a machine without a GPU.
+export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
+R=/tmp/rv; rm -rf $R; mkdir -p $R; source ci/device/lib.sh
+OUT=${OUT:-/tmp/out-s16v}; mkdir -p $OUT
+if [ -n "$DRY" ]; then  # stand-ins for what needs the GPU machine
+  inst() { echo "DRY inst $*"; mkdir -p $2; }; nvidia-smi() { echo "DRY nvidia-smi"; }; timeout() { shift; "$@"; }
+  compute-sanitizer() { echo "DRY compute-sanitizer $* 1 passed"; }
+  python3() { if [ "$1" = -c ] || [ "$1" = - ]; then command python3 "$@"; else echo "DRY python3 $* (PYTHONPATH=$PYTHONPATH MLOPS_SHARD=$MLOPS_SHARD) 1 passed"; fi; }
+fi
+END=${END:-240}
+N=/tmp/s16v-new; B=/tmp/s16v-before; rm -rf $N $B
+git rev-parse HEAD > $R/commit.txt 2>/dev/null
+ls -l .carry/s16v/new/ .carry/s16v/before/ > $R/wheels.txt 2>&1
+inst ".carry/s16v/new/mlops_vocab-*.whl" $N
+echo "install new rc=$? [${SECONDS}s]" >> $R/summary.txt
+inst ".carry/s16v/before/mlops_vocab-*.whl" $B
+echo "install before rc=$? [${SECONDS}s]" >> $R/summary.txt
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
+VB=cluster16_tk,cluster8_tk                              # the before wheel has no tke (bench_vocab.py rejects it)
+VN=cluster16_tk,cluster8_tk,cluster16_tke,cluster8_tke
+for t in before-1:$B:$VB new-1:$N:$VN before-2:$B:$VB new-2:$N:$VN; do  # alone on the GPU, interleaved
+  IFS=: read -r side tgt var <<< "$t"
+  name=bench-$side; lim=$((END - 80 - SECONDS)); [ $lim -gt 32 ] && lim=32
+  if [ $lim -lt 20 ]; then echo "$name skipped (time) [${SECONDS}s]" >> $R/summary.txt; continue; fi
+  mkdir -p $R/$name
+  MLOPS_BENCH_OUT=$R/$name PYTHONPATH=$tgt:$PWD/tools/testing timeout $lim python3 \
+    packages/vocab/bench/bench_vocab.py --only sampling --quick --batches 1,8 --variants $var > $R/$name.log 2>&1
+  summ $name $?
+done
+L=$((END - 8 - SECONDS)); [ $L -gt 90 ] && L=90; [ $L -lt 30 ] && L=30
+for fs in "test_vocab_sampler_gpu.py:2:tke or staged_variants_run_staged" "test_vocab_gpu.py:2:tke"; do
+  IFS=: read -r f n k <<< "$fs"; b=$(basename $f .py)
+  for ((i = 0; i < n; i++)); do
+    ( PYTHONPATH=$N:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 MLOPS_SHARD=$i/$n CUDA_CACHE_PATH=/tmp/jit-s16v timeout $L \
+        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard packages/vocab/tests/$f -k "$k" \
+        > $R/$b-$i.log 2>&1
+      echo "$b shard $i/$n rc=$? $(grep -E 'passed|failed|error' $R/$b-$i.log | tail -1 | cut -c1-160)" >> $R/tests.txt ) &
+  done
+done
+for tool in racecheck memcheck; do  # the tke forms' sanitizer subset, at once with the tests
+  ( PYTHONPATH=$N:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 timeout $L compute-sanitizer --tool $tool --error-exitcode 9 \
+      python3 -m pytest -q --tb=short -p no:cacheprovider -k "sanitizer_subset and tke" \
+      packages/vocab/tests/test_vocab_sampler_gpu.py > $R/vocab-$tool.log 2>&1
+    summ vocab-$tool $? ) &
+done
+wait; echo "tests done [${SECONDS}s] (limit ${L}s)" >> $R/summary.txt
+sort $R/tests.txt > $R/tests-sorted.txt 2>/dev/null
+grep -h "^FAILED\|^ERROR" $R/*.log 2>/dev/null | head -20 > $R/failures.txt
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" $R/vocab-*.log 2>/dev/null | sort | uniq -c > $R/sanitizer.txt
+# the B = 1 / 8 rows of each bench, one line a (case, impl): each wheel's two calls, their mean, new - before, and the
+# new calls' CUPTI kernel µs (cluster16_tke / cluster8_tke have new calls only: compare them with the tk rows)
+python3 - "$R" > $R/ab.txt 2>&1 <<'EOF'
+import glob, json, os, sys
+R = sys.argv[1]
+rows = {}
+for side in ("before", "new"):
+    for f in sorted(glob.glob(os.path.join(R, f"bench-{side}-*", "*.jsonl"))):
+        for line in open(f):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if not str(r.get("impl", "")).startswith("mlops") or "us" not in r:
+                continue
+            k = (r["case"].replace("sample V=151936 ", ""), r["impl"] + (f" [{r.get('ran_as')}]" if r["impl"] == "mlops" else ""))
+            kt = r.get("kernel_seconds")
+            rows.setdefault(k, {}).setdefault(side, []).append((r["us"], kt * 1e6 if kt else None))
+print("case | impl | before us (calls) [CUPTI] | new us (calls) [CUPTI] | new - before")
+f = lambda xs: "-" if not xs else (f"{sum(x for x, _ in xs) / len(xs):.2f} ({' '.join(f'{x:.2f}' for x, _ in xs)})"
+                                   f" [{' '.join(f'{k:.2f}' for _, k in xs if k) or '-'}]")
+for (case, impl), v in sorted(rows.items()):
+    b, n = v.get("before", []), v.get("new", [])
+    d = f"{sum(x for x, _ in n) / len(n) - sum(x for x, _ in b) / len(b):+.2f}" if b and n else "-"
+    print(f"{case} | {impl} | {f(b)} | {f(n)} | {d}")
+EOF
+tar czf $OUT/v.tgz -C /tmp rv
+cat $R/summary.txt $R/tests-sorted.txt $R/sanitizer.txt $R/failures.txt $R/ab.txt 2>/dev/null
