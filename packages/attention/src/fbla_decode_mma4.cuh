@@ -57,6 +57,53 @@ __device__ __forceinline__ float ld_l2(const float* a) {
 #endif
 }
 
+// setup_group_warp<D, Smem, false> (fbla_decode_warps.cuh) with the q row read from global (qr: the head's bf16 q row)
+// instead of sm.qf: the lane's q, k_scale and k_min values loaded together first, then the same operations in the same
+// order on the same values (bf16_to_f32 of the q value is what sm.qf holds), so the same bits (session 16).
+template <int D, class Smem>
+__device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, const uint8_t* rec, const uint16_t* qr,
+                                                   int hi, int g) {
+  constexpr int per = D / 32;
+  const int lane = threadIdx.x & 31;
+  const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
+  const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
+  uint16_t qv[per];
+  float ks[per], km[per];
+#pragma unroll
+  for (int i = 0; i < per; ++i) {
+    qv[i] = qr[lane * per + i];
+    ks[i] = kscale[lane * per + i];
+    km[i] = kmin[lane * per + i];
+  }
+  float qf[per], w[per];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < per; ++i) {
+    qf[i] = bf16_to_f32(qv[i]);
+    w[i] = qhat_w(qf[i], ks[i]);
+    amax = fmax_step(amax, fabsf(w[i]));
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float inv = qhat_inv(amax);
+#pragma unroll
+  for (int i = 0; i < per; ++i) {
+    int dh, dl;
+    qhat_digits(w[i], inv, dh, dl);
+    const int pc = perm_channel(lane * per + i);
+    sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
+    sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
+  }
+  float bsum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < per; ++i) bsum = fmaf(qf[i], km[i], bsum);
+  bsum = warp_butterfly32(bsum);
+  if (lane == 0) {
+    sm.sw[hi][g] = qhat_sw(amax);
+    sm.bias[hi][g] = bsum;
+  }
+}
+
 // The folded combine's shared memory (floats over the staged groups, dead after the item's partial): the row maxima
 // of kWarpHeads heads, then e and l of every (head, slot).
 MLOPS_HD constexpr int fold_smem_floats(int P) { return kWarpHeads + 2 * kWarpHeads * P; }
@@ -206,6 +253,8 @@ __global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
 template <int D, int kNW, bool kFold = false, bool kReread = false>
 __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
+  constexpr int kQ = (kWarpHeads * D + kN - 1) / kN;  // q row values a thread (the BF16 item)
+  constexpr bool kQg = D == 128;  // session 16's front (below): D 128 only
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
   __shared__ uint64_t bars[1];
   uint8_t* const dyn = dyn_smem();
@@ -255,11 +304,38 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           waited = false;
         }
       }
-      pass_q_and_flags<D, kN>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
+      if constexpr (kQg) {
+        // The q rows (sm.qf) only where they are read: the BF16 item's scores (session 16: a closed item's q digits read
+        // q from global with k_scale / k_min, below, so its front no longer waits for the rows' loads and the q barrier
+        // before issuing those). The rows: thread i, positions i + kN k, the loads issued together.
+        if (bf16) {
+          uint16_t q0[kQ];
 #pragma unroll
-      for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
-        const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
-        if (!bf16 && hs < nh && gs < ng) setup_group_warp<D, Mma4Smem, false>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
+          for (int k = 0; k < kQ; ++k) {
+            const int i = tid + kN * k, hi = i / D, d = i % D;
+            q0[k] = i < nh * D ? p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d] : uint16_t{0};
+          }
+#pragma unroll
+          for (int k = 0; k < kQ; ++k) {
+            const int i = tid + kN * k;
+            if (i < nh * D) sm.qf[i / D][i % D] = bf16_to_f32(q0[k]);
+          }
+        }
+        pass_q_and_flags<D, kN, Mma4Smem, false>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
+          const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
+          if (!bf16 && hs < nh && gs < ng)
+            setup_group_warp_g<D, Mma4Smem>(l, sm, grec0 + gs * c.record_bytes,
+                                            p.q + it.b * p.qbs + static_cast<long long>(hq0 + hs) * p.qhs, hs, gs);
+        }
+      } else {  // D 64: the form before session 16 (its ptxas spills rose with the new one: 8 / 8 -> 80 / 56 bytes)
+        pass_q_and_flags<D, kN>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
+#pragma unroll
+        for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
+          const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
+          if (!bf16 && hs < nh && gs < ng) setup_group_warp<D, Mma4Smem, false>(l, sm, grec0 + gs * c.record_bytes, hs, gs);
+        }
       }
       __syncthreads();
       if (!waited) {  // every thread, once a copy

@@ -206,15 +206,17 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
 // every block of the ng groups when `all` (exact mode, or mma_pv's BF16 item), else the blocks whose bound ub
 // reaches the head's threshold (max over the row's chunks of lbmax, - gap: warp 0 into sm.thr). A CTA barrier
 // inside; the flags of the !all case are written after it (the caller's next barrier publishes them).
-// refine_stage_kernel and refine_mma_kernel (StageSmem / MmaSmem: the same field names).
-template <int D, int kN, class Smem>
+// refine_stage_kernel and refine_mma_kernel (StageSmem / MmaSmem: the same field names). kLoadQ false
+// (refine_mma4_kernel at D 128, session 16): the rows are left out; the caller writes sm.qf where it is read.
+template <int D, int kN, class Smem, bool kLoadQ = true>
 __device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm, const Item& it, int hq0, int nh,
                                                  int ng, int ch, int nch, bool all, int tid) {
   constexpr int kRef = kChunkGroups * kBlocksPerGroup;
-  for (int i = tid; i < nh * D; i += kN) {
-    const int hi = i / D, d = i % D;
-    sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
-  }
+  if constexpr (kLoadQ)
+    for (int i = tid; i < nh * D; i += kN) {
+      const int hi = i / D, d = i % D;
+      sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
+    }
   for (int i = tid; i < kWarpHeads * kRef; i += kN) {
     const int hi = i / kRef, rb = i % kRef;
     sm.ref[hi][rb] = all && hi < nh && rb / kBlocksPerGroup < ng;  // !all: set below from the bounds
