@@ -185,7 +185,7 @@ SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024"
 # (session 16: the tk forms and their tke forms at B = 1 and 8, where the tk form is the planned top-k call)
 KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide", "cluster16_tp", "cluster16_tk",
                     "cluster16_tke"),
-                8: (None, "cluster8_tk", "cluster8_tke", "cluster16_tk", "cluster16_tke"),
+                8: (None, "cluster8_tk", "cluster8_tke"),
                 64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3")}
 
 
