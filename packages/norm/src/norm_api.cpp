@@ -339,16 +339,22 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
       {4096, 23, 23, 31, 26},  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf
       {8192, 36, 36, 38, 37},  // r32lx4we, NVFP4 r32lx4wg / r32lx4wf
   };
-  if (few_rows) {
-    if (!lean_call) return base;
+  // Session 16, GPU run 92 (bench_norm.py --variants, bf16, events, L2 flushed, us): at H = 8192 the 32-unit lean
+  // kernels beat the shape planner's w8 (y) / w4c2 (quantized) at every row count measured, not only below 2 rows an
+  // SM: 2048x8192 y 37.4 vs r32lx4we 19.4 (r32lx4wf 19.0), INT8 74.0 vs 19.3, NVFP4 96.7 vs r32lx4wg 21.1, FP8 dynamic
+  // 118.0 vs 17.9, static 86.3 vs 16.8; 16384x8192 y 255.7 vs 136.8 (F.rms_norm 204.9), INT8 483.4 vs 113.7, NVFP4
+  // 636.0 vs r32lx4wg 120.4, FP8 dynamic 826.5 vs 100.1, static 558.5 vs 100.4; 256x8192 y 6.85 (r32lx4we, planned
+  // there since run 91) vs w8 8.96. So H = 8192 takes the table's row at every row count (add + norm keeps w8: 314.4
+  // vs r32lx4we 313.2 at 16384, 46.0 vs 46.0 at 2048: residual calls do not reach this function's lean paths).
+  if (lean_call && (few_rows || a.hidden == 8192)) {
     for (const FewRows& f : kFewRows) {
       if (a.hidden != f.hidden) continue;
       if (a.quant == MLOPS_QUANT_NONE) return f.y;
       if (a.quant == MLOPS_QUANT_NVFP4) return sm >= 80 ? f.nvfp4_g : f.nvfp4;
       return f.q;
     }
-    return base;
   }
+  if (few_rows) return base;
   // Session 5 round B, from GPU run 27 (bf16 2048 / 16384 x 4096, events [CUPTI], us; the
   // old pick first): "few" rows (<= 4 waves of 16 rows an SM, the y rule's split; measured at
   // 2048 and 16384 rows only, the split in between is not): INT8 r16lx2 14.34 -> r16lx4we

@@ -345,10 +345,11 @@ def test_lean8k_tiny_products(variant):
     test_lean_tiny_products(8192, variant)
 
 
-@pytest.mark.parametrize("T", (1, 8, 128))
+@pytest.mark.parametrize("T", (1, 8, 128, 2501))
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 def test_lean8k_planned_few_rows(T, xdt):
-    """The planned call (no variant) at H = 8192 below 2 rows an SM, every output: the host emulation's bits."""
+    """The planned call (no variant) at H = 8192, every output: the host emulation's bits. Below 2 rows an SM and, since
+    run 92, at every row count (2501 rows: more than the kernels' grid holds, so CTAs take several rows)."""
     x, w = randn((T, 8192), xdt, 70), randn(8192, xdt, 71)
     s = torch.tensor(0.0173, dtype=torch.float32)
     xc, wc, sc = x.cuda(), w.cuda(), s.cuda()
