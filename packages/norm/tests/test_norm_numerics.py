@@ -285,7 +285,7 @@ def test_call_planner_follows_round_a():
         for q in (none, int8, fp8s, fp8d):
             assert plan(T, 8192, q) == "r32lx4we"
         assert plan(T, 8192, nvfp4) == "r32lx4wg" and plan(T, 8192, nvfp4, sm=75) == "r32lx4wf"
-        assert plan(T, 8192, xdt=fp32) == "w8" and plan(T, 8192, int8, fp32) == "w4c2"
+        assert plan(T, 8192, xdt=fp32) == "w8" and plan(T, 8192, int8, fp32) == "w8"
         assert plan(T, 8192, residual=True) == "w8" and plan(T, 8192, kind=layer) == "w8"
     # few rows (below 2 an SM), run 88 (session 15): the lean kernels, four warps a row at H = 4096 (w8c2's quantized
     # outputs ran ~3x slower: 128x4096 INT8 17.7 vs r16lx4we 6.18 us); H = 2048 r16l / r16lw; other calls the shape
