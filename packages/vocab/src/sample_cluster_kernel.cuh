@@ -270,41 +270,10 @@ __device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, Cluster
 // ncu in run 19 on cluster16_smem).
 // hist (the tk forms, a top-k row measured here): each element's key also counted per top byte into
 // the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
-// The staging's 16-byte loads a thread issues at a time (stage_slice's batch).
-constexpr int kStageU = 8;
-
-// EL (the tke forms): the staging's first trip of 16-byte loads (the same elements, the same predicate as
-// stage_slice's first trip) copied into the staged slice before anything waits on the row's configuration, so the
-// configuration's load and the slice's are in flight together (GPU run 90's ncu: the tk form issued the slice's
-// loads only after the configuration's load, the fused count's clear and a CTA barrier). Into shared memory, not
-// registers: held in registers across the configuration's uses, 8 x 16 bytes a thread spilled (ptxas: a 96-byte
-// stack, 21 STL / 45 LDL). Nothing where the slice is not 16-byte aligned (stage_slice takes the element loop).
-template <int NT>
-__device__ __forceinline__ void stage_prefetch(const float* z, int64_t v0, int64_t v1, float* zs) {
-  const float* src = z + v0;
-  if ((reinterpret_cast<uintptr_t>(src) & 15u) != 0) return;
-  const int64_t n4 = (v1 - v0) >> 2;
-  const float4* s4 = reinterpret_cast<const float4*>(src);
-  float4 r[kStageU];
-#pragma unroll
-  for (int u = 0; u < kStageU; ++u) {
-    const int64_t i = int64_t(threadIdx.x) + int64_t(u) * NT;
-    if (i < n4) r[u] = s4[i];
-  }
-#pragma unroll
-  for (int u = 0; u < kStageU; ++u) {
-    const int64_t i = int64_t(threadIdx.x) + int64_t(u) * NT;
-    if (i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
-  }
-}
-
-// PRE (V4 only): the first trip of the 16-byte loop reads its elements from zs, where stage_prefetch put them (each
-// thread its own), and does not store them again.
-template <int NT, bool V4 = false, bool PRE = false>
+template <int NT, bool V4 = false>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
                                             uint64_t& best, int& fl, uint32_t* hist = nullptr) {
-  static_assert(!PRE || V4, "the prefetched trip is a 16-byte staging's");
-  constexpr int U = kStageU;
+  constexpr int U = 8;
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
   const float* src = z + v0;
@@ -344,16 +313,15 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
     const float4* s4 = reinterpret_cast<const float4*>(src);
     for (int64_t base = tid; base < n4; base += int64_t(NT) * U) {
       float4 r[U];
-      const bool pre = PRE && base == tid;  // the first trip: already in zs
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t i = base + int64_t(u) * NT;
-        if (i < n4) r[u] = pre ? reinterpret_cast<const float4*>(zs)[i] : s4[i];
+        if (i < n4) r[u] = s4[i];
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t i = base + int64_t(u) * NT;
-        if (V4 && !pre && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
+        if (V4 && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
         if (i < n4) {
           take(r[u].x, 4 * i, V4);
           take(r[u].y, 4 * i + 1, V4);
@@ -1260,11 +1228,8 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // one shared RED an element where the weight's high bits are 0, a list of slice indices of every element at or
 // above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
 // list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
-// EL (the tke variants, on the tk form): the staging's first trip of 16-byte loads copied into the slice after the
-// penalties, before the configuration's first use (stage_prefetch); the same elements staged, so the same bits.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false,
-          bool EL = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -1276,7 +1241,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
-  static_assert(!EL || (STAGE && LEAN && TK), "the early loads are the tk forms' staging");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -1336,9 +1300,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     }
     cluster_sync();
   }
-  // EL: the slice's first trip into shared memory, after the penalties (they rewrite the logits) and before the
-  // configuration's first use
-  if constexpr (EL) stage_prefetch<NT>(z, v0, v1, zs);
 
   // ---- max, lowest argmax, flags: this CTA's slice, then the cluster's (or the head's statistics)
   const bool stats = row_uses_stats(p, row, cfg);
@@ -1369,7 +1330,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
       __syncthreads();
     }
-    stage_slice<NT, LEAN, EL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
+    stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   // TK: the configuration and the two tests at each use from here on (not live in registers across the kernel)
