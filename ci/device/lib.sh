@@ -106,3 +106,30 @@ finish() {
   (cd $R/.. && tar czf r.tgz $(basename $R) && cd $R && cat "$@" tests-sorted.txt failures.txt 2>/dev/null)
   rm -rf $R
 }
+# Session 16: the sanitizer passes and the wrap-up that the s14-s16 parts each wrote out (duplicates D1-D4).
+# ksanitize LABEL TARGET LIMIT FILE K: compute-sanitizer racecheck and memcheck of `pytest FILE -k K` on sm_90, both in
+# the background, a summ line each ($R/summary.txt) and their logs as $R/LABEL-{racecheck,memcheck}.log.
+ksanitize() {
+  local tool
+  for tool in racecheck memcheck; do
+    ( PYTHONPATH=$2:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 timeout $3 compute-sanitizer --tool $tool --error-exitcode 9 \
+        python3 -m pytest -q --tb=short -p no:cacheprovider -k "$5" $4 > $R/$1-$tool.log 2>&1
+      summ $1-$tool $? ) &
+  done
+}
+# ssanitize TARGET LIMIT SCRIPT: racecheck then memcheck of a python script (e.g. ci/device/s15a_sanitize.py) in one
+# background job, a line each in $R/phases.txt; logs $R/sanitizer-{racecheck,memcheck}.log.
+ssanitize() {
+  ( for tool in racecheck memcheck; do
+      PYTHONPATH=$1 timeout $2 compute-sanitizer --tool $tool --error-exitcode 9 python3 $3 > $R/sanitizer-$tool.log 2>&1
+      echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failed' $R/sanitizer-$tool.log | tr '\n' ' ' | cut -c1-200) at ${SECONDS}s" >> $R/phases.txt
+    done ) &
+}
+# collect: after the background jobs, the sorted shard lines, the logs' FAILED / ERROR lines and the sanitizers'
+# summary lines ($R/tests-sorted.txt, failures.txt, sanitizer.txt); $R stays (the caller tars it).
+collect() {
+  wait
+  sort $R/tests.txt > $R/tests-sorted.txt 2>/dev/null
+  grep -h "^FAILED\|^ERROR" $R/*.log 2>/dev/null | head -20 > $R/failures.txt
+  grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" $R/*racecheck.log $R/*memcheck.log 2>/dev/null | sort | uniq -c > $R/sanitizer.txt
+}

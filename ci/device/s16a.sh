@@ -43,11 +43,7 @@ RESERVE=100 bench before before-1
 RESERVE=100 bench new new-1
 L=$((END - 95 - SECONDS)); [ $L -gt 75 ] && L=75; [ $L -lt 45 ] && L=45
 shards sm90 attention /tmp/a16new 6 $L -k "planner or mma_pv4 or fold"
-( for tool in racecheck memcheck; do
-    PYTHONPATH=/tmp/a16new timeout $((L / 2)) compute-sanitizer --tool $tool --error-exitcode 9 \
-      python3 ci/device/s15a_sanitize.py > $R/sanitizer-$tool.log 2>&1
-    echo "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failed' $R/sanitizer-$tool.log | tr '\n' ' ' | cut -c1-200) at ${SECONDS}s" >> $R/phases.txt
-  done ) &
+ssanitize /tmp/a16new $((L / 2)) ci/device/s15a_sanitize.py
 wait; echo "tests done at ${SECONDS}s (limit ${L}s)" >> $R/phases.txt
 bench before before-2
 bench new new-2

@@ -23,7 +23,7 @@ OUT=${OUT:-/tmp/out-s16v}; mkdir -p $OUT
 if [ -n "$DRY" ]; then  # stand-ins for what needs the GPU machine
   inst() { echo "DRY inst $*"; mkdir -p $2; }; nvidia-smi() { echo "DRY nvidia-smi"; }; timeout() { shift; "$@"; }
   compute-sanitizer() { echo "DRY compute-sanitizer $* 1 passed"; }
-  python3() { if [ "$1" = -c ] || [ "$1" = - ]; then command python3 "$@"; else echo "DRY python3 $* (PYTHONPATH=$PYTHONPATH MLOPS_SHARD=$MLOPS_SHARD) 1 passed"; fi; }
+  python3() { if [ "$1" = -c ] || [ "$1" = ci/device/bench_ab.py ]; then command python3 "$@"; else echo "DRY python3 $* (PYTHONPATH=$PYTHONPATH MLOPS_SHARD=$MLOPS_SHARD) 1 passed"; fi; }
 fi
 END=${END:-240}
 N=/tmp/s16v-new; B=/tmp/s16v-before; rm -rf $N $B
@@ -46,50 +46,12 @@ for t in before-1:$B:$VB new-1:$N:$VN before-2:$B:$VB new-2:$N:$VN; do  # alone 
   summ $name $?
 done
 L=$((END - 8 - SECONDS)); [ $L -gt 90 ] && L=90; [ $L -lt 30 ] && L=30
-for fs in "test_vocab_sampler_gpu.py:2:tke or staged_variants_run_staged" "test_vocab_gpu.py:2:tke"; do
-  IFS=: read -r f n k <<< "$fs"; b=$(basename $f .py)
-  for ((i = 0; i < n; i++)); do
-    ( PYTHONPATH=$N:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 MLOPS_SHARD=$i/$n CUDA_CACHE_PATH=/tmp/jit-s16v timeout $L \
-        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard packages/vocab/tests/$f -k "$k" \
-        > $R/$b-$i.log 2>&1
-      echo "$b shard $i/$n rc=$? $(grep -E 'passed|failed|error' $R/$b-$i.log | tail -1 | cut -c1-160)" >> $R/tests.txt ) &
-  done
-done
-for tool in racecheck memcheck; do  # the tke forms' sanitizer subset, at once with the tests
-  ( PYTHONPATH=$N:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 timeout $L compute-sanitizer --tool $tool --error-exitcode 9 \
-      python3 -m pytest -q --tb=short -p no:cacheprovider -k "sanitizer_subset and tke" \
-      packages/vocab/tests/test_vocab_sampler_gpu.py > $R/vocab-$tool.log 2>&1
-    summ vocab-$tool $? ) &
-done
-wait; echo "tests done [${SECONDS}s] (limit ${L}s)" >> $R/summary.txt
-sort $R/tests.txt > $R/tests-sorted.txt 2>/dev/null
-grep -h "^FAILED\|^ERROR" $R/*.log 2>/dev/null | head -20 > $R/failures.txt
-grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" $R/vocab-*.log 2>/dev/null | sort | uniq -c > $R/sanitizer.txt
+fshards test_vocab_sampler_gpu packages/vocab/tests/test_vocab_sampler_gpu.py $N 2 $L -k "tke or staged_variants_run_staged"
+fshards test_vocab_gpu packages/vocab/tests/test_vocab_gpu.py $N 2 $L -k tke
+ksanitize vocab $N $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and tke"  # at once with the tests
+collect; echo "tests done [${SECONDS}s] (limit ${L}s)" >> $R/summary.txt
 # the B = 1 / 8 rows of each bench, one line a (case, impl): each wheel's two calls, their mean, new - before, and the
-# new calls' CUPTI kernel µs (cluster16_tke / cluster8_tke have new calls only: compare them with the tk rows)
-python3 - "$R" > $R/ab.txt 2>&1 <<'EOF'
-import glob, json, os, sys
-R = sys.argv[1]
-rows = {}
-for side in ("before", "new"):
-    for f in sorted(glob.glob(os.path.join(R, f"bench-{side}-*", "*.jsonl"))):
-        for line in open(f):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if not str(r.get("impl", "")).startswith("mlops") or "us" not in r:
-                continue
-            k = (r["case"].replace("sample V=151936 ", ""), r["impl"] + (f" [{r.get('ran_as')}]" if r["impl"] == "mlops" else ""))
-            kt = r.get("kernel_seconds")
-            rows.setdefault(k, {}).setdefault(side, []).append((r["us"], kt * 1e6 if kt else None))
-print("case | impl | before us (calls) [CUPTI] | new us (calls) [CUPTI] | new - before")
-f = lambda xs: "-" if not xs else (f"{sum(x for x, _ in xs) / len(xs):.2f} ({' '.join(f'{x:.2f}' for x, _ in xs)})"
-                                   f" [{' '.join(f'{k:.2f}' for _, k in xs if k) or '-'}]")
-for (case, impl), v in sorted(rows.items()):
-    b, n = v.get("before", []), v.get("new", [])
-    d = f"{sum(x for x, _ in n) / len(n) - sum(x for x, _ in b) / len(b):+.2f}" if b and n else "-"
-    print(f"{case} | {impl} | {f(b)} | {f(n)} | {d}")
-EOF
+# CUPTI kernel µs (cluster16_tke / cluster8_tke have new calls only: compare them with the tk rows)
+python3 ci/device/bench_ab.py "$R" > $R/ab.txt 2>&1
 tar czf $OUT/v.tgz -C /tmp rv
 cat $R/summary.txt $R/tests-sorted.txt $R/sanitizer.txt $R/failures.txt $R/ab.txt 2>/dev/null
