@@ -225,6 +225,21 @@ __device__ __forceinline__ uint2 int8_codes8_finite(const float y[8], float inv)
   return make_uint2(c[0], c[1]);
 }
 
+// int8_codes8 with both clamps for every value, no branch: its bits for any inverse (an inf one
+// takes the clamps in int8_codes8 too; for a finite one |y * inv| < 127.5, so the upper clamp
+// moves only products in (127, 127.5), which round to 127 either way). The unit pairs' cold
+// path where one of the two inverses is inf (session 16, n2).
+__device__ __forceinline__ uint2 int8_codes8_clamped(const float y[8], float inv) {
+  uint32_t b[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = f32_bits(fminf(fmaxf(y[i] * inv, -127.0f), 127.0f) + 12582912.0f);
+  uint32_t c[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
+  return make_uint2(c[0], c[1]);
+}
+
 // Two E4M3 codes (lo in the low byte) of values already clamped to [-448, 448]: f32_to_e4m3's
 // bits (RNE; the clamp leaves no NaN and nothing past 448 for satfinite to act on).
 __device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
@@ -582,17 +597,24 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = c1;
         sr8[k * 16] = odd ? sc1 : sc0;
       } else if constexpr (kQuant == MLOPS_QUANT_INT8) {
+        // Session 16 (n2): one inf-inverse check for the unit pair (int8_codes8_finite for both
+        // blocks, int8_codes8_clamped for both where either inverse is inf: int8_codes8's codes
+        // either way), and each lane of the pair
+        // stores one block's scale (one div127_bf16 a lane, no even-lane region), as "g" does.
+        // Why (sm_90 SASS, docs/norm.md session 16): each int8_codes8 inf branch and the even
+        // lane's two scale stores were reconvergence regions (BSSY / BSYNC) in every unit pair.
         float inv0, inv1;
         pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
         inv0 = a0 == 0.0f ? 0.0f : inv0;  // int8_inv
         inv1 = a1 == 0.0f ? 0.0f : inv1;
-        *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
-        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
-        if (!odd) {
-          float* sr = static_cast<float*>(p.q_scale) + sb;
-          sr[k * 16] = div127_bf16(a0);  // int8_scale
-          sr[(k + 1) * 16] = div127_bf16(a1);
+        uint2 c0 = int8_codes8_finite(y0, inv0), c1 = int8_codes8_finite(y1, inv1);
+        if (inv0 == INFINITY || inv1 == INFINITY) {  // a block amax below ~3.7e-37
+          c0 = int8_codes8_clamped(y0, inv0);
+          c1 = int8_codes8_clamped(y1, inv1);
         }
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = c0;
+        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = c1;
+        sr8[k * 16] = div127_bf16(odd ? a1 : a0);  // int8_scale: block (k + odd)'s, at sb + (k + odd) * 16
       } else if constexpr (kE >= 2) {  // "f" / "g": nvfp4_block for the two blocks, then the codes
         // kNanAmax: the amaxes NaN-propagating first (amax16_nan), amax16's where a block of
         // the warp holds a NaN (or has a global factor: no near path then)
