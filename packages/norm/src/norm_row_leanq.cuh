@@ -387,6 +387,16 @@ __device__ __forceinline__ bool int8_tab_s(float a, const uint2* tab, float& inv
   return b - (8u << 23) < (246u << 23);
 }
 
+template <int H, int N>
+struct PartRow;
+// Four warps a row (PartRow<H, 4>: the lx4w kernels r16lx4we / r32lx4we, ...): the INT8 unit-pair
+// epilogue of session 16 (n2) is theirs only; the other callers keep the old form (in r16lx2's bf16
+// INT8 instances, 64 registers, the new form left 8 bytes of stack: ptxas 13.0, sm_90).
+template <class Red>
+struct RowOfFour : std::false_type {};
+template <int H>
+struct RowOfFour<PartRow<H, 4>> : std::true_type {};
+
 // The row reductions of a warp that holds a whole row: the unit values folded in order from
 // +0, the amax over the warp.
 template <int U>
@@ -596,7 +606,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         *reinterpret_cast<uint2*>(qr + k * kUnit) = c0;
         *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = c1;
         sr8[k * 16] = odd ? sc1 : sc0;
-      } else if constexpr (kQuant == MLOPS_QUANT_INT8) {
+      } else if constexpr (kQuant == MLOPS_QUANT_INT8 && RowOfFour<Red>::value) {
         // Session 16 (n2): one inf-inverse check for the unit pair (int8_codes8_finite for both
         // blocks, int8_codes8_clamped for both where either inverse is inf: int8_codes8's codes
         // either way), and each lane of the pair
@@ -615,6 +625,18 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         *reinterpret_cast<uint2*>(qr + k * kUnit) = c0;
         *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = c1;
         sr8[k * 16] = div127_bf16(odd ? a1 : a0);  // int8_scale: block (k + odd)'s, at sb + (k + odd) * 16
+      } else if constexpr (kQuant == MLOPS_QUANT_INT8) {
+        float inv0, inv1;
+        pair_div2(127.0f, a0, 127.0f, a1, odd, inv0, inv1);
+        inv0 = a0 == 0.0f ? 0.0f : inv0;  // int8_inv
+        inv1 = a1 == 0.0f ? 0.0f : inv1;
+        *reinterpret_cast<uint2*>(qr + k * kUnit) = int8_codes8(y0, inv0);
+        *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = int8_codes8(y1, inv1);
+        if (!odd) {
+          float* sr = static_cast<float*>(p.q_scale) + sb;
+          sr[k * 16] = div127_bf16(a0);  // int8_scale
+          sr[(k + 1) * 16] = div127_bf16(a1);
+        }
       } else if constexpr (kE >= 2) {  // "f" / "g": nvfp4_block for the two blocks, then the codes
         // kNanAmax: the amaxes NaN-propagating first (amax16_nan), amax16's where a block of
         // the warp holds a NaN (or has a global factor: no near path then)
