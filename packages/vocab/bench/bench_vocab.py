@@ -186,7 +186,8 @@ SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024"
 # here too, which went back after it: slower everywhere)
 KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide", "cluster16_tp", "cluster16_tk"),
                 8: (None, "cluster8_tk"),
-                64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3")}
+                64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3",
+                     "cluster8_tpl")}
 
 
 # FlashInfer's call for the same mode (bench_sampling adds these peers when flashinfer imports)
@@ -221,7 +222,7 @@ def stats_of(z: torch.Tensor) -> mv.LmHeadOutput:
     return mv.LmHeadOutput(z, mx, am, hist, best)
 
 
-def bench_sampling(b: Bench, quick: bool, only_variants: tuple = (), batches: tuple = (1, 8, 64)):
+def bench_sampling(b: Bench, quick: bool, only_variants: tuple = (), batches: tuple = (1, 8, 64), modes: tuple = ()):
     V = 151936
     try:
         import flashinfer  # noqa: F401
@@ -265,6 +266,8 @@ def bench_sampling(b: Bench, quick: bool, only_variants: tuple = (), batches: tu
         named = [v["name"] for v in mv.sample_variants()
                  if (v["name"] in only_variants if only_variants else v["name"] not in SKIP_SAMPLERS)]
         for mode, cfg in MODES.items():
+            if modes and mode not in modes:
+                continue
             for variant in [None] + named:
                 t, planned, kt = time_sampler(b, z, hist, hlen, mode, cfg, variant, quick)
                 peer = {"greedy": "torch.argmax", "greedy+stats": "torch.argmax", "top_k50": "torch.topk+multinomial",
@@ -312,6 +315,7 @@ def main():
     ap.add_argument("--variants", default="",
                     help="only these sampler and / or lm_head variants (comma-separated) next to the planned call")
     ap.add_argument("--batches", default="1,8,64", help="the sampling section's batch sizes (comma-separated)")
+    ap.add_argument("--modes", default="", help="only these sampling modes (comma-separated names of MODES)")
     a = ap.parse_args()
     only_variants = tuple(v for v in a.variants.split(",") if v)
     lm_names = {v["name"] for v in mv.lm_head_variants()}
@@ -319,6 +323,9 @@ def main():
     unknown = set(only_variants) - lm_names - sample_names
     if unknown:
         ap.error(f"--variants: unknown sampler / lm_head variants {sorted(unknown)}")
+    bad_modes = set(m for m in a.modes.split(",") if m) - set(MODES)
+    if bad_modes:
+        ap.error(f"--modes: unknown modes {sorted(bad_modes)}")
     only_lm = tuple(v for v in only_variants if v in lm_names)
     only_variants = tuple(v for v in only_variants if v in sample_names)
     b = Bench("vocab")
@@ -328,7 +335,8 @@ def main():
     if a.only in (None, "lm_head_gap"):
         bench_lm_head_gap(b)
     if a.only in (None, "sampling"):
-        bench_sampling(b, a.quick, only_variants, tuple(int(x) for x in a.batches.split(",") if x))
+        bench_sampling(b, a.quick, only_variants, tuple(int(x) for x in a.batches.split(",") if x),
+                       tuple(m for m in a.modes.split(",") if m))
 
 
 if __name__ == "__main__":
