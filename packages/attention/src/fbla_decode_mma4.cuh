@@ -69,30 +69,11 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
   const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
   uint16_t qv[per];
   float ks[per], km[per];
-  if constexpr (per == 4) {  // D 128: 3 vector loads (session 16, a2): k_min / k_scale 16 bytes (a record is
-    // 16-byte aligned: the chunk's bulk copy reads it; k_min at 0, k_scale at 4 D), q 8 bytes where its address allows
-    const F4 s4 = *reinterpret_cast<const F4*>(kscale + lane * 4);
-    const F4 m4 = *reinterpret_cast<const F4*>(kmin + lane * 4);
-    const uint16_t* qa = qr + lane * 4;
-    if ((reinterpret_cast<uintptr_t>(qr) & 7u) == 0u) {
-      const U2 q2 = *reinterpret_cast<const U2*>(qa);
-      qv[0] = static_cast<uint16_t>(q2.x & 0xffffu);
-      qv[1] = static_cast<uint16_t>(q2.x >> 16);
-      qv[2] = static_cast<uint16_t>(q2.y & 0xffffu);
-      qv[3] = static_cast<uint16_t>(q2.y >> 16);
-    } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) qv[i] = qa[i];
-    }
-    ks[0] = s4.x, ks[1] = s4.y, ks[2] = s4.z, ks[3] = s4.w;
-    km[0] = m4.x, km[1] = m4.y, km[2] = m4.z, km[3] = m4.w;
-  } else {
-#pragma unroll
-    for (int i = 0; i < per; ++i) {
-      qv[i] = qr[lane * per + i];
-      ks[i] = kscale[lane * per + i];
-      km[i] = kmin[lane * per + i];
-    }
+  for (int i = 0; i < per; ++i) {
+    qv[i] = qr[lane * per + i];
+    ks[i] = kscale[lane * per + i];
+    km[i] = kmin[lane * per + i];
   }
   float qf[per], w[per];
   float amax = 0.0f;
@@ -340,9 +321,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             if (i < nh * D) sm.qf[i / D][i % D] = bf16_to_f32(q0[k]);
           }
         }
-        // A closed item's q digits before the refine flags (session 16, a2): they read only global memory and write
-        // sm.what / sw / bias, which pass_q_and_flags does not touch (the item's / pass's barrier above ends the last
-        // readers; its barrier and the one below publish them), so their loads no longer wait for its barrier.
+        pass_q_and_flags<D, kN, Mma4Smem, false>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
 #pragma unroll
         for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
           const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
@@ -350,7 +329,6 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             setup_group_warp_g<D, Mma4Smem>(l, sm, grec0 + gs * c.record_bytes,
                                             p.q + it.b * p.qbs + static_cast<long long>(hq0 + hs) * p.qhs, hs, gs);
         }
-        pass_q_and_flags<D, kN, Mma4Smem, false>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
       } else {  // D 64: the form before session 16 (its ptxas spills rose with the new one: 8 / 8 -> 80 / 56 bytes)
         pass_q_and_flags<D, kN>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
 #pragma unroll

@@ -656,44 +656,24 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // convergence region (BSSY / BSYNC) each in the SASS, and a predicated red.shared is compiled to the same branch
 // by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
 // executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
-// WL (the tpl forms, on the tp3 form): the list is built in the wide pass under a bound known before it, the key of
-// m - kWlSpan * T (kWlSpan T below the row's max: u >= -kWlSpan), so the separate pass over the staged slice
-// (build_candidates_tk) goes. Where the crossing bin's lower bound (prefix) is at or above that key and the CTA's
-// list fits (at most min(NT, kClusterCand) elements), the list holds every element at or above prefix (and some
-// below): one trip of the CTA compacts it to those at or above prefix, the elements build_candidates_tk lists
-// (the list is unordered; the same count). Elsewhere build_candidates_tk runs as in the tp form: the same list.
-constexpr float kWlSpan = 8.75f;  // the bench's rows (N(0, 3^2), T = 0.8): the crossing bin's bound ~7 below the max
-template <int C, int NT, bool TP = false, bool TP2 = false, bool WL = false>
+template <int C, int NT, bool TP = false, bool TP2 = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
                            uint32_t& mask, uint64_t& acc, double& thr) {
   static_assert(C >= 3, "a portion of the wide bins fits cnt / mass (768 words)");
-  static_assert(!WL || (TP && !TP2), "the tpl forms are tp forms with their atomics");
   constexpr int P = (kWideBins + C - 1) / C;
-  constexpr uint32_t kWlCap = uint32_t(NT < kClusterCand ? NT : kClusterCand);
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
   for (int i = tid; i < kWideBins; i += NT) {
     sh.hlo[i] = 0;
     sh.hhi[i] = 0;
   }
-  if (WL && tid == 0) sh.cand_n = 0;
   __syncthreads();
   LeanRow lm = lean_row(cfg, m, T);
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
   const int n = int(v1 - v0);
-  // WL: the list's bound (any key gives the same list below: it is used only where prefix >= it)
-  const uint32_t spec = WL ? key_of(m + (-kWlSpan) / T.inv) : 0u;
-  auto push = [&](bool on, int li) {  // build_candidates_tk's: the whole warp calls it
-    const unsigned ball = __ballot_sync(kFull, on);
-    if (!ball) return;
-    uint32_t at = 0;
-    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(ball)));
-    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(ball & ((1u << lane) - 1u)));
-    if (on && at < kWlCap) sh.cand[at] = bits_f32(uint32_t(li));
-  };
-  for (int i0 = tid; (WL ? (i0 & ~31) : i0) < n; i0 += 4 * NT) {  // WL: a warp-uniform trip count (the ballots)
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {
     float x[4];
     bool on[4];
     uint32_t w[4];
@@ -704,16 +684,6 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
       on[j] = i < n;
     }
     lean_weights4(lm, x, on, w);
-    if constexpr (WL) {
-      const bool o0 = on[0] && key_of(x[0]) >= spec, o1 = on[1] && key_of(x[1]) >= spec;
-      const bool o2 = on[2] && key_of(x[2]) >= spec, o3 = on[3] && key_of(x[3]) >= spec;
-      if (__ballot_sync(kFull, o0 || o1 || o2 || o3)) {
-        push(o0, i0);
-        push(o1, i0 + NT);
-        push(o2, i0 + 2 * NT);
-        push(o3, i0 + 3 * NT);
-      }
-    }
     if constexpr (TP2) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -776,22 +746,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   prefix = uint32_t(int(rp) * P + sh.b_warp) << kWideShift;  // b_warp >= 0: the portion reaches
   mask = ~0u << kWideShift;
   acc = sh.b_acc;
-  if constexpr (WL) {
-    const uint32_t sn = sh.cand_n;  // the wide pass's list (complete: cluster barriers since)
-    // every element at or above prefix listed (each thread's bound at or below prefix): keep those. One CTA barrier
-    // decides for the CTA, after every thread's read of cand_n (both branches below rewrite it)
-    if (!__syncthreads_or(sn > kWlCap || prefix < spec)) {
-      const int li = tid < int(sn) ? int(f32_bits(sh.cand[tid])) : 0;
-      const bool keep = tid < int(sn) && key_of(zs[li]) >= prefix;
-      __syncthreads();  // every entry read
-      if (tid == 0) sh.cand_n = 0;
-      __syncthreads();
-      if ((tid & ~31) < int(sn)) push(keep, li);
-      __syncthreads();
-    } else {
-      build_candidates_tk<NT>(zs, n, prefix, sh);
-    }
-  } else if constexpr (TP) {
+  if constexpr (TP) {
     build_candidates_tk<NT>(zs, n, prefix, sh);
   } else {
     auto zr = [&](int64_t v) { return zs[v - v0]; };
@@ -1274,8 +1229,7 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
 // list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false,
-          bool WL = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -1287,7 +1241,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
-  static_assert(!WL || (TP3 && !TP2), "the tpl forms are tp3 forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -1607,7 +1560,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (!has_top_k) {
           wide = true;
           gather_tried = true;
-          top = wide_top_p<C, NT, TP, TP2, WL>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+          top = wide_top_p<C, NT, TP, TP2>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
           if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)
             if (top == 2 && all_n >= 0) top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
