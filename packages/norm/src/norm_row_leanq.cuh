@@ -193,6 +193,16 @@ __device__ __forceinline__ void pair_div2(float n0, float d0, float n1, float d1
   q1 = odd ? mine : other;
 }
 
+// The low bytes of 8 code words (float bits of rint(v) + 1.5 * 2^23: the code in the low byte) packed in order into
+// two words: the one byte-pack the three int8_codes8 forms share (session 16: it was written out in each).
+__device__ __forceinline__ uint2 pack_code_bytes8(const uint32_t b[8]) {
+  uint32_t c[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
+  return make_uint2(c[0], c[1]);
+}
+
 // INT8 codes of 8 values, packed (byte i = value i): int8_code's bits. An inverse of inf (a
 // block amax below ~3.7e-37) leaves int8_code_bits' range (y * inf is +-inf, or NaN for a
 // zero): clamping at +127 too brings it back (int8_code clamps the same way); a branch, not
@@ -205,11 +215,7 @@ __device__ __forceinline__ uint2 int8_codes8(const float y[8], float inv) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) b[i] = f32_bits(fminf(fmaxf(y[i] * inv, -127.0f), 127.0f) + 12582912.0f);
   }
-  uint32_t c[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
-  return make_uint2(c[0], c[1]);
+  return pack_code_bytes8(b);
 }
 
 // int8_codes8 without its inf-inverse branch (kB, r16lx4wb: the caller checks every unit's
@@ -218,11 +224,7 @@ __device__ __forceinline__ uint2 int8_codes8_finite(const float y[8], float inv)
   uint32_t b[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) b[i] = int8_code_bits(y[i], inv);
-  uint32_t c[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
-  return make_uint2(c[0], c[1]);
+  return pack_code_bytes8(b);
 }
 
 // int8_codes8 with both clamps for every value, no branch: its bits for any inverse (an inf one
@@ -233,11 +235,7 @@ __device__ __forceinline__ uint2 int8_codes8_clamped(const float y[8], float inv
   uint32_t b[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) b[i] = f32_bits(fminf(fmaxf(y[i] * inv, -127.0f), 127.0f) + 12582912.0f);
-  uint32_t c[2];
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-    c[j] = __byte_perm(__byte_perm(b[4 * j], b[4 * j + 1], 0x0040), __byte_perm(b[4 * j + 2], b[4 * j + 3], 0x0040), 0x5410);
-  return make_uint2(c[0], c[1]);
+  return pack_code_bytes8(b);
 }
 
 // Two E4M3 codes (lo in the low byte) of values already clamped to [-448, 448]: f32_to_e4m3's
