@@ -330,11 +330,11 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // Session 16 (GPU run 89: at H = 8192 w8's quantized outputs ran ~3x y, 128x8192 y 8.51 us, INT8 24.10, NVFP4 29.44,
   // FP8 dynamic 31.04, static 25.95): H = 8192 takes the 32-unit twins of the H = 4096 picks (r32lx4we; NVFP4
   // r32lx4wg on sm_80+, r32lx4wf below). One table: the variant by H for y, INT8 / FP8, NVFP4 on sm_80+ and below.
-  struct FewRows {
+  struct LeanPick {
     int64_t hidden;
     int y, q, nvfp4_g, nvfp4;
   };
-  static constexpr FewRows kFewRows[] = {
+  static constexpr LeanPick kLeanPicks[] = {  // below 2 rows an SM at each H; H 8192 at every row count
       {2048, 11, 18, 18, 18},  // r16l, r16lw
       {4096, 23, 23, 31, 26},  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf
       {8192, 36, 36, 38, 37},  // r32lx4we, NVFP4 r32lx4wg / r32lx4wf
@@ -347,7 +347,7 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // there since run 91) vs w8 8.96. So H = 8192 takes the table's row at every row count (add + norm keeps w8: 314.4
   // vs r32lx4we 313.2 at 16384, 46.0 vs 46.0 at 2048: residual calls do not reach this function's lean paths).
   if (lean_call && (few_rows || a.hidden == 8192)) {
-    for (const FewRows& f : kFewRows) {
+    for (const LeanPick& f : kLeanPicks) {
       if (a.hidden != f.hidden) continue;
       if (a.quant == MLOPS_QUANT_NONE) return f.y;
       if (a.quant == MLOPS_QUANT_NVFP4) return sm >= 80 ? f.nvfp4_g : f.nvfp4;
