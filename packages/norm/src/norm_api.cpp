@@ -92,6 +92,12 @@ const mlops_norm_variant kVariants[] = {
     // (e: NVFP4 by e2m1_nibble, FP8 one clamp; f: f's NVFP4; g: g's NVFP4 and bf16 INT8); other 32-unit calls run
     // w8, 16-unit ones the twin (r16lx4we / wf / wg). Planned below 2 rows an SM at H = 8192.
     {36, 4, 1, 8, "r32lx4we"}, {37, 4, 1, 8, "r32lx4wf"}, {38, 4, 1, 8, "r32lx4wg"},
+    // Session 17 candidates (LayerNorm had no lean kernel: run 92, H = 8192, 0.68-0.70x F.layer_norm): LayerNorm
+    // (single order, weight of x's dtype with any offset, bias or none, y only; bf16 / fp16) at H = 2048 / 4096 / 8192
+    // on the lean kernels' structure (norm_row_leanln.cuh): x in registers from the mean to y, the row's unit sums
+    // meeting in shared memory. ln1: one warp a row (2048 at 6 CTAs an SM, 4096 at 3; 8192 not taken); ln2: two
+    // warps a row (8 / 8 / 4 CTAs an SM); ln4w: four (10 / 8 / 4). Other calls run w8c2 (<= 16 units) or w8.
+    {39, 1, 4, 16, "ln1"}, {40, 2, 2, 16, "ln2"}, {41, 4, 1, 8, "ln4w"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

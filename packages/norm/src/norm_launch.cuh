@@ -8,6 +8,7 @@
 #include "norm_row_lean.cuh"
 #include "norm_row_leanq.cuh"
 #include "norm_row_leanp.cuh"
+#include "norm_row_leanln.cuh"
 #include "norm_launch.h"
 
 namespace mlops::norm {
@@ -215,6 +216,35 @@ cudaError_t launch_lxp(const Params& p, cudaStream_t s) {
   return launch_lx<XT, 3, 6>(p, s);
 }
 
+// "ln" variants (norm_row_leanln.cuh, session 17): LayerNorm calls of leanln_call (single order, weight
+// of x's dtype, bias or none, y only) with 8 / 16 / 32 units on N warps a row at M8 / M16 / M32 CTAs an SM
+// (0: that H is not taken); every other call runs the shape planner's kernels for its row length (w8c2
+// up to 16 units, w8 above: LayerNorm's picks before these variants; nothing more to compile).
+template <class XT, int N, int M8, int M16, int M32>
+cudaError_t launch_ln(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if (leanln_call<XT>(p)) {
+      constexpr int kSlots = kRowWarps / N;
+      const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));
+      const bool b = p.bias != nullptr;
+#define MLOPS_NORM_LN(U, M)                                                                                     \
+  if constexpr (M > 0) {                                                                                       \
+    if (p.units == U) {                                                                                        \
+      if (b) norm_row_leanln_kernel<XT, U, (M > 0 ? M : 1), N, true><<<grid, kRowThreads, 0, s>>>(p);          \
+      else norm_row_leanln_kernel<XT, U, (M > 0 ? M : 1), N, false><<<grid, kRowThreads, 0, s>>>(p);           \
+      return cudaGetLastError();                                                                               \
+    }                                                                                                          \
+  }
+      MLOPS_NORM_LN(8, M8)
+      MLOPS_NORM_LN(16, M16)
+      MLOPS_NORM_LN(32, M32)
+#undef MLOPS_NORM_LN
+    }
+  }
+  if (p.units <= 16) return launch_v<XT, 8, 2, 4>(p, s);  // w8c2
+  return launch_v<XT, 8, 4, 2>(p, s);                     // w8
+}
+
 // CTAs an SM of the 32-unit lx4w instances (r32lx4we / wf / wg): 4, i.e. <= 128 registers, so that
 // x's 64 fp32 values a lane fit from the sum to the epilogue (kAgain false) with no spill. Planned
 // at H 8192 for every row count since GPU runs 92 / 94 (16384x8192 y 134 us, 94 % of copy bandwidth,
@@ -264,6 +294,9 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 36: return launch_lx2<XT, kLx8kCtas, 4, 1, false, 0, 32>(p, s);
     case 37: return launch_lx2<XT, kLx8kCtas, 4, 2, false, 0, 32>(p, s);
     case 38: return launch_lx2<XT, kLx8kCtas, 4, 3, false, 0, 32>(p, s);
+    case 39: return launch_ln<XT, 1, 6, 3, 0>(p, s);
+    case 40: return launch_ln<XT, 2, 8, 8, 4>(p, s);
+    case 41: return launch_ln<XT, 4, 10, 8, 4>(p, s);
   }
   return cudaErrorInvalidValue;
 }

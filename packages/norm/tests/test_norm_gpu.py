@@ -357,3 +357,86 @@ def test_lean8k_planned_few_rows(T, xdt):
         c = mn.rms_norm(x, w, **kw)
         kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
         check(mn.rms_norm(xc, wc, **kwc), c, f"planned {xdt} {T}x8192 {kw} [{gpu_arch_tag()}]")
+
+
+# Session 17: the lean LayerNorm kernels (norm_row_leanln.cuh: ln1 / ln2 / ln4w, one, two or four warps a row at
+# H = 2048 / 4096 / 8192; ln1 does not take 8192 and runs w8 there), against the host emulation bit for bit.
+LN_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith("ln")]
+
+
+def _ln_inputs(T, H, xdt, seed):
+    """x with a mean far from 0 in some rows (the variance's cancellation), signed zeros in x, w and b, an all-zero
+    row (variance 0: r = 1/sqrt(eps), y = b or +-0), a constant row, and a row of one large value."""
+    x = randn((T, H), xdt, seed, 2.0)
+    x[::3] += 5.0
+    x[:, ::7] = 0.0
+    x[1, :] = 0.0
+    x[2, :] = 1.5
+    x[3, :] = 0.0
+    x[3, 5] = 100.0
+    w, b = randn(H, xdt, seed + 1), randn(H, xdt, seed + 2)
+    w[::5] = -0.0
+    w[1::5] = 0.0
+    b[::3] = -0.0
+    return x, w, b
+
+
+@pytest.mark.parametrize("variant", LN_VARIANTS)
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("H", (2048, 4096, 8192))
+def test_lean_layer_norm_variant(H, xdt, variant):
+    """LayerNorm with and without a bias, weight_offset 0 and 1 (LayerNorm1P), eps 1e-5 and 0, an odd row count
+    (a partial last CTA), strided rows (a view into wider rows), y over x; every call the host emulation's bits."""
+    T = 2501 if H < 8192 else 301
+    x, w, b = _ln_inputs(T, H, xdt, 80)
+    xc, wc, bc = x.cuda(), w.cuda(), b.cuda()
+    calls = ({"bias": True}, {"bias": False}, {"bias": True, "weight_offset": 1.0}, {"bias": False, "weight_offset": 1.0},
+             {"bias": True, "eps": 0.0})
+    for i, kw in enumerate(calls):
+        kw = dict(kw)
+        hb = kw.pop("bias")
+        c = _host(("ln", H, xdt, i), mn.layer_norm, x, w, b if hb else None, **kw)
+        g = mn.layer_norm(xc, wc, bc if hb else None, variant=variant, **kw)
+        assert_bits_equal(g, c, f"{variant} {xdt} {T}x{H} bias={hb} {kw} [{gpu_arch_tag()}]")
+    # strided rows: every row starts 16-byte aligned inside rows of H + 264 values
+    base = randn((37, H + 264), xdt, 81, 3.0)
+    base[:, 8 : H + 8] += 2.0
+    xs = base[:, 8 : H + 8]
+    c = mn.layer_norm(xs, w, b)
+    assert_bits_equal(mn.layer_norm(base.cuda()[:, 8 : H + 8], wc, bc, variant=variant), c,
+                      f"{variant} {xdt} strided 37x{H} [{gpu_arch_tag()}]")
+    expect = _host(("ln", H, xdt, 0), mn.layer_norm, x, w, b)
+    mn.layer_norm(xc, wc, bc, out=xc, variant=variant)
+    assert_bits_equal(xc, expect, f"{variant} {xdt} {H} out=x [{gpu_arch_tag()}]")
+
+
+@pytest.mark.parametrize("variant", LN_VARIANTS)
+@pytest.mark.parametrize("T", (1, 3, 130))
+def test_lean_layer_norm_few_rows(T, variant):
+    """Few rows (1: a CTA with one row and idle slots; 3, 130: partial CTAs) at every H, bf16 and fp16, with a bias;
+    and the calls the variants do not take (RMSNorm, the HF order, no weight, an fp32 weight, a residual, groups, a
+    quantized output, H = 1024) run the general kernels, the same bits."""
+    for xdt in (torch.bfloat16, torch.float16):
+        for H in (2048, 4096, 8192):
+            x, w, b = _ln_inputs(max(T, 4), H, xdt, 90 + H // 1024)
+            x = x[:T]
+            c = mn.layer_norm(x, w, b)
+            assert_bits_equal(mn.layer_norm(x.cuda(), w.cuda(), b.cuda(), variant=variant), c,
+                              f"{variant} {xdt} {T}x{H} [{gpu_arch_tag()}]")
+    x, w, b = _ln_inputs(max(T, 4), 4096, torch.bfloat16, 99)
+    x = x[:T]
+    r = randn(x.shape, torch.bfloat16, 98)
+    others = {
+        "rms": lambda x, w, b, r, **v: mn.rms_norm(x, w, **v),
+        "hf": lambda x, w, b, r, **v: mn.layer_norm(x, w, b, order="hf", **v),
+        "no_weight": lambda x, w, b, r, **v: mn.layer_norm(x, None, b, **v),
+        "fp32_weight": lambda x, w, b, r, **v: mn.layer_norm(x, w.float(), b.float(), **v),
+        "residual": lambda x, w, b, r, **v: mn.layer_norm(x, w, b, residual=r, **v),
+        "groups": lambda x, w, b, r, **v: mn.layer_norm(x, w, b, group_size=1024, **v),
+        "fp8": lambda x, w, b, r, **v: mn.layer_norm(x, w, b, quant="fp8", return_y=True, **v),
+        "h1024": lambda x, w, b, r, **v: mn.layer_norm(x[:, :1024].contiguous(), w[:1024], b[:1024], **v),
+    }
+    for name, fn in others.items():
+        c = fn(x, w, b, r)
+        g = fn(x.cuda(), w.cuda(), b.cuda(), r.cuda(), variant=variant)
+        check(g, c, f"{variant} not taken: {name} {T}x4096 [{gpu_arch_tag()}]")
