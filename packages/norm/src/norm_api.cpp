@@ -306,6 +306,17 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   const bool x16 = a.x_dtype == MLOPS_DTYPE_BF16 || a.x_dtype == MLOPS_DTYPE_FP16;
   const bool one_group = a.group_size == 0 || a.group_size == a.hidden;
   const bool few_rows = a.rows < 2 * int64_t(sms > 0 ? sms : 1);
+  // Session 17 (a candidate until the H200 has timed it: keep or revert this block after the GPU run): LayerNorm calls
+  // that the lean LayerNorm kernels take (norm_row_leanln.cuh: single order, weight of x's dtype, bias or none, y only)
+  // at H = 2048 / 4096 / 8192 run them instead of w4c2 / w8c2 / w8 (GPU run 92: w8 0.68-0.70x F.layer_norm at H 8192;
+  // earlier runs 0.84-0.92x at H 4096). Up to 4 waves of 16 rows an SM four warps a row (ln4w: the two reductions'
+  // chain cut in four), above one warp a row (ln1, as RMSNorm's r16l / r16l4) where it takes H, else ln4w.
+  if (x16 && a.kind == MLOPS_NORM_LAYER && a.order == MLOPS_ORDER_SINGLE && a.weight && a.w_dtype == a.x_dtype &&
+      !a.residual && a.gate_mode == MLOPS_GATE_NONE && one_group && a.quant == MLOPS_QUANT_NONE &&
+      (a.hidden == 2048 || a.hidden == 4096 || a.hidden == 8192)) {
+    const bool few = a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1);
+    return few || a.hidden == 8192 ? 41 : 39;  // ln4w : ln1
+  }
   if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group ||
       a.hidden % kUnit != 0)
     return base;

@@ -88,7 +88,9 @@ int plan_call(int64_t rows, int64_t hidden, int kind, int x_dtype, bool residual
   a.rows = rows; a.hidden = hidden;
   a.kind = mlops_norm_kind(kind); a.quant = mlops_norm_quant(quant);
   a.x_dtype = mlops_dtype(x_dtype);
-  a.w_dtype = a.x_dtype;  // the common call: a weight in x's dtype, HF order, no bias
+  a.w_dtype = a.x_dtype;  // the common call: a weight in x's dtype, HF order (LayerNorm: single), no bias
+  a.weight = ptr(256);    // only compared with NULL
+  if (a.kind == MLOPS_NORM_LAYER) a.order = MLOPS_ORDER_SINGLE;
   a.residual = residual ? ptr(256) : nullptr;  // only compared with NULL
   return mlops::norm::plan_call(a, sm, sms);
 }
