@@ -1220,9 +1220,11 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // it holds fewer than k). The row's k-th largest key K is at or above every CTA's own (a CTA's k keys at or
 // above its own are k keys of the row), so the joined lists hold every element with key >= K and their k-th
 // largest key is K (the wide forms' argument, wide_topk_gather). Publishes the list's length and its bound
-// (pub_cand_n, pub_bound), read by the other CTAs after the max's cluster barrier: the gather needs no barrier
-// of its own and top-k's first round no cluster-wide count. A list over kClusterCand is published as such and
-// the call goes on without lists (every CTA alike). Every thread of the CTA calls it.
+// (pub_wide, pub_bound: words no other step of a tkl call writes), read by the other CTAs after the max's cluster
+// barrier: the gather needs no barrier of its own and top-k's first round no cluster-wide count. A list over
+// kClusterCand, or joined lists over kGather, and every CTA goes on as the tk form (level 3 from the cluster's
+// counts in cnt[0], which this leaves as the staging summed them, the lists built again and gathered). Every
+// thread of the CTA calls it.
 template <int NT>
 __device__ void loc_topk_list(const float* zs, int n, uint32_t k, ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
@@ -1274,8 +1276,9 @@ __device__ void loc_topk_list(const float* zs, int n, uint32_t k, ClusterShared<
     for (int i = tid; i < m; i += NT) ci[i] = sh.hhi[i];
     if (tid == 0) sh.cand_n = uint32_t(m);
   }
-  if (tid == 0) {
-    sh.pub_cand_n = done3 || nl > uint32_t(kClusterCand) ? nl : uint32_t(sh.b_token);
+  if (tid == 0) {  // pub_wide (the wide forms' word, unused by the tk forms): not pub_cand_n, which a fallback's
+    // gather_candidates rewrites while another CTA may still read this after the max's barrier
+    sh.pub_wide = done3 || nl > uint32_t(kClusterCand) ? nl : uint32_t(sh.b_token);
     sh.pub_bound = bound;
   }
   __syncthreads();
@@ -1401,6 +1404,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       sh.r_cfg = cfg;
       sh.r_stats = stats;
       sh.r_fused = fused;
+      if constexpr (LOC) sh.g_n = -1;  // no joined lists (warp 1 sets it after the max's barrier on a fused row)
     }
   }
   // the two tests (TK: from shared memory, read at the use; valid after the staging's barrier)
@@ -1475,8 +1479,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         }
       }
       if constexpr (LOC) {  // warp 1 (beside warp 0): the published lists' lengths and bounds (gather_candidates')
-        if (warp == 1 && row_fused()) {
-          const uint32_t n = lane < unsigned(C) ? remote_load(&sh.pub_cand_n, lane) : 0u;
+        if (warp == 1 && !row_fused()) {
+          if (lane == 0) sh.g_n = -1;
+        } else if (warp == 1) {
+          const uint32_t n = lane < unsigned(C) ? uint32_t(remote_load(&sh.pub_wide, lane)) : 0u;
           uint32_t bd = lane < unsigned(C) ? remote_load(&sh.pub_bound, lane) : 0u;
           const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
           const uint64_t incl = warp_incl_scan(uint64_t(n));
@@ -1549,18 +1555,16 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     if (has_top_k) {
       uint32_t prefix = 0, mask = 0, k_rem = uint32_t(rcfg.top_k);
       uint32_t bound = 0;  // WIDE: a bin of the gathered list is the row's at or above it
-      bool loc_tried = false;  // LOC: the lists published with the max (joined here, or none where one overflowed)
-      if constexpr (LOC) {
-        if (row_fused()) {
-          loc_tried = true;
+      if constexpr (LOC) {  // the lists published with the max, joined (g_n: -1 in every CTA where one did not fit,
+        const int gn = sh.g_n;  // or the row was not counted in the staging: the tk form's path then, lists re-built)
+        if (gn >= 0) {
+          if (tid == 0) sh.r_fused = 0;  // level 3 on the joined list (read after loc_gather's barrier)
+          loc_gather<C, NT>(sh, all, zs, gn);  // syncs after
+          all_n = gn;
           gather_tried = true;
-          all_n = sh.g_n;  // the same in every CTA
-          if (all_n >= 0) {
-            loc_gather<C, NT>(sh, all, zs, all_n);  // syncs after
-            use_cand = true;  // this CTA's list: every element of its slice at or above its bound (<= K)
-            cand_lo = sh.pub_bound;
-            bound = sh.g_bound;  // LOC: a bin of the joined list is the row's at or above every CTA's bound
-          }
+          use_cand = true;  // this CTA's list: every element of its slice at or above its bound (<= K)
+          cand_lo = sh.pub_bound;
+          bound = sh.g_bound;  // a bin of the joined list is the row's at or above every CTA's bound
         }
       }
       if constexpr (WIDE) {
@@ -1576,7 +1580,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         uint32_t c = 0;
         if (from_stats) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
-        } else if (level == 3 && row_fused() && (!LOC || all_n < 0)) {  // counted in the staging, published with the max (round 0)
+        } else if (level == 3 && row_fused()) {  // counted in the staging, published with the max (round 0)
           if (tid < 256)
             for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
           ++rnd;
@@ -1655,10 +1659,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           cand_lo = prefix;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
           if constexpr (GATHER) {
-            if (!(LOC && loc_tried)) {  // LOC: the lists went with the max; none is read after they did not fit
-              gather_tried = true;
-              all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
-            }
+            gather_tried = true;
+            all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
           }
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA
           late_gather<C, NT>(zr, v0, v1, prefix, sh, all, use_cand, all_n);
