@@ -3,7 +3,7 @@
 # H200, at most 200 s): the tkl forms (cluster8_tkl / cluster16_tkl, new named variants 27 / 28, planned nowhere): the
 # tk forms (cluster16_tk is the planned B = 1 call for top-k and for the combination; cluster8_tk from B = 8 on) with
 # each CTA's own top-k list built by CTA-local rounds before the max's cluster barrier and published with the max, so
-# the gather's cluster barrier and the cluster-wide first round go. Wheels: .carry/s17v/new/ (sm90, 3169ae1 or the
+# the gather's cluster barrier and the cluster-wide first round go. Wheels: .carry/s17v/new/ (sm90, 294e2a1 or the
 # commit in $R/commit.txt) and .carry/s17v/before/ (the vocab sources of 7f1fba7 = 830f37e's, the code planned now),
 # each into a fresh --target.
 # (1) alone on the GPU, in turn before / new / before / new: the sampling bench (--quick --batches 1,8 --modes
