@@ -1,0 +1,121 @@
+#!/bin/bash
+# Session 17, helper n (one H200, <= 240 s): LayerNorm's lean kernels (issue 2: LayerNorm ran w8c2 / w8, 0.68-0.70x
+# F.layer_norm at H 8192 in GPU run 92). Wheels: .carry/s17n/before (7f1fba7's sources: the sm90 wheel built at 2540fdc,
+# 7f1fba7 changed a comment only) and .carry/s17n/new (91a0816: ln1 / ln2 / ln4w and the planner block that plans them).
+#   (1) bench A/B ($R/bench.py, below): bf16 LayerNorm with a bias at T x H, T in 1, 128, 2048, 16384, H in 2048,
+#       4096, 8192: the planned call, F.layer_norm, and (new) ln1 / ln2 / ln4w named, interleaved; before, new, before,
+#       new.
+#   (2) the GPU tests of the new variants (test_norm_gpu.py -k: lean_layer_norm, and the ln rows of dtypes_and_shapes /
+#       features) in 4 shards (fshards), (3) memcheck + racecheck of one call of each variant at each H
+#       ($R/sanitize.py, below), beside the shards.
+# Results: $OUT/r/n/ (n17.tgz of everything, summary.txt). DRY=1: print the commands only.
+export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
+R=/tmp/rn17
+run() { if [ -n "$DRY" ]; then echo "+ $*"; else "$@"; fi; }
+rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt
+source ci/device/lib.sh
+[ -n "$DRY" ] && fshards() { echo "+ fshards $*"; } && ssanitize() { echo "+ ssanitize $*"; }
+run inst ".carry/s17n/before/mlops_norm-*.whl" /tmp/nb17
+run inst ".carry/s17n/new/mlops_norm-*.whl" /tmp/nn17
+[ -z "$DRY" ] && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
+# the bench and the sanitizer calls, written here (s17n.sh is the whole part)
+cat > $R/bench.py <<'PY'
+"""Session 17 (helper n): LayerNorm A/B on the H200. bf16, T x H for T in 1, 128, 2048, 16384 and H in 2048, 4096,
+8192: the planned call mn.layer_norm(x, w, b), F.layer_norm beside it, and each lean LayerNorm variant named (ln1 /
+ln2 / ln4w, where the installed wheel has them), timed interleaved (tools/testing/mlops_bench.py: L2 flushed, events,
+medians). One JSON line a case (Bench.record); argv[1]: a label (before / new)."""
+
+import sys
+
+import torch
+import torch.nn.functional as F
+from mlops_bench import Bench
+
+import mlops.norm as mn
+
+label = sys.argv[1] if len(sys.argv) > 1 else "?"
+b = Bench("norm", reps=100, lead_us=150.0)
+b.header()
+names = [v["name"] for v in mn.norm_variants()]
+lns = [n for n in ("ln1", "ln2", "ln4w") if n in names]
+props = torch.cuda.get_device_properties(0)
+sms, sm = props.multi_processor_count, props.major * 10 + props.minor
+dt = torch.bfloat16
+for H in (2048, 4096, 8192):
+    for T in (1, 128, 2048, 16384):
+        g = torch.Generator(device="cuda").manual_seed(T + H)
+        x = torch.randn(T, H, device="cuda", dtype=dt, generator=g)
+        w = torch.randn(H, device="cuda", dtype=dt, generator=g)
+        bias = torch.randn(H, device="cuda", dtype=dt, generator=g)
+        fns = {"planned": lambda: mn.layer_norm(x, w, bias), "F.layer_norm": lambda: F.layer_norm(x, (H,), w, bias, 1e-5)}
+        for n in lns:
+            fns[n] = (lambda n: lambda: mn.layer_norm(x, w, bias, variant=n))(n)
+        t = b.time_interleaved(fns)
+        io = 2 * T * H * 2 + 2 * H * 2
+        try:  # the planner's pick for this call (the session-17 hook: LayerNorm in the single order, a weight)
+            pick = names[mn._ops.C.plan_call(T, H, 1, 1, False, 0, sms, sm)]
+        except Exception:  # noqa: BLE001
+            pick = None
+        for n, s in t.items():
+            b.record(case="layer_norm_ab", label=label, shape=f"{T}x{H}", impl=n, seconds=s, bytes=io,
+                     peer="F.layer_norm", peer_seconds=t["F.layer_norm"], planner=pick)
+PY
+cat > $R/sanitize.py <<'PY'
+"""Session 17 (helper n): one LayerNorm call of each lean LayerNorm variant (ln1 / ln2 / ln4w) at each H it takes,
+bf16 with a bias and fp16 without, 3 rows (a partial CTA), for compute-sanitizer memcheck / racecheck (the unit
+sums' two meetings in shared memory)."""
+
+import torch
+
+import mlops.norm as mn
+
+for v in ("ln1", "ln2", "ln4w"):
+    for H in (2048, 4096, 8192):
+        for dt, bias in ((torch.bfloat16, True), (torch.float16, False)):
+            x, w = torch.randn(3, H).to(dt).cuda(), torch.randn(H).to(dt).cuda()
+            b = torch.randn(H).to(dt).cuda() if bias else None
+            y = mn.layer_norm(x, w, b, variant=v)
+            e = mn.layer_norm(x.cpu(), w.cpu(), None if b is None else b.cpu())
+            assert torch.equal(y.cpu().view(torch.int16), e.view(torch.int16)), (v, H, dt)
+torch.cuda.synchronize()
+print("sanitize calls done")
+PY
+# (1) bench: 4 rounds, 32 s each at most
+i=0
+for t in before:/tmp/nb17 new:/tmp/nn17 before:/tmp/nb17 new:/tmp/nn17; do
+  n=${t%%:*}-$i; i=$((i + 1))
+  if [ -n "$DRY" ]; then
+    echo "+ MLOPS_BENCH_OUT=$R/$n PYTHONPATH=${t#*:}:$PWD/tools/testing timeout 32 python3 $R/bench.py ${t%%:*}"
+    continue
+  fi
+  MLOPS_BENCH_OUT=$R/$n PYTHONPATH=${t#*:}:$PWD/tools/testing timeout 32 python3 $R/bench.py ${t%%:*} \
+    > $R/bench-$n.log 2>&1
+  echo "bench $n rc=$? at ${SECONDS}s" >> $R/phases.txt
+done
+# (2) tests in 4 shards, (3) the sanitizers, at the same time, to 225 s of the script
+L=$((225 - SECONDS)); [ $L -lt 30 ] && L=30
+fshards ln packages/norm/tests/test_norm_gpu.py /tmp/nn17 4 $L -k \
+  "lean_layer_norm or (dtypes_and_shapes and (ln1 or ln2 or ln4w)) or (features and (ln1 or ln2 or ln4w))"
+ssanitize /tmp/nn17 $((L / 2)) $R/sanitize.py
+[ -n "$DRY" ] && exit 0
+collect
+# summary: us by shape and impl, one column a bench round; the new planned call against before's and F.layer_norm
+python3 - > $R/summary.txt <<'PY'
+import glob, json, os
+runs = sorted(glob.glob("/tmp/rn17/*-*/"), key=lambda p: int(p.rstrip("/").rsplit("-", 1)[1]))
+tab, picks = {}, {}
+for i, d in enumerate(runs):
+    for f in glob.glob(d + "*.jsonl"):
+        for l in open(f):
+            r = json.loads(l)
+            if r.get("case") == "layer_norm_ab":
+                tab.setdefault((r["shape"], r["impl"]), {})[i] = r["us"]
+                if r["label"] == "new":
+                    picks[r["shape"]] = r.get("planner")
+print("rounds:", " ".join(os.path.basename(d.rstrip("/")) for d in runs))
+for (shape, impl), v in sorted(tab.items(), key=lambda kv: (int(kv[0][0].split("x")[1]), int(kv[0][0].split("x")[0]), kv[0][1])):
+    print(f"{shape:>11} {impl:>13}", " ".join(f"{v.get(i, '-'):>8}" for i in range(len(runs))),
+          f"(new plan: {picks.get(shape)})" if impl == "planned" else "")
+PY
+cat $R/phases.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt $R/summary.txt
+mkdir -p $OUT/r/n && cp $R/summary.txt $OUT/r/n/ && (cd /tmp && tar czf $OUT/r/n/n17.tgz rn17)
