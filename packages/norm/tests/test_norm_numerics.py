@@ -278,6 +278,7 @@ def test_call_planner_follows_round_a():
     assert plan(16384, 3072, nvfp4) == "w2c2" and plan(16384, 3072, int8) == "r16"  # 12 units (run 14)
     assert plan(16384, 2048, residual=True) == "w4c2"  # add + norm: w4c2 72.1 vs r8 76.1 us
     assert plan(16384, 2048, xdt=fp32) == "w4c2"  # not measured
+    assert plan(16384, 2048, kind=layer) == "ln1" and plan(16384, 8192, kind=layer) == "ln4w"  # session 17, below
     assert plan(16384, 4096, fp8s, fp32) == "w8c2"  # fp32 x: the shape planner
     # H = 8192 at every row count (session 16, run 92: 16384x8192 y w8 255.7 vs r32lx4we 136.8 us, INT8 w4c2 483.4 vs
     # 113.7, NVFP4 636.0 vs r32lx4wg 120.4): the table's row below; fp32 x keeps the shape planner
