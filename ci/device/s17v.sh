@@ -14,12 +14,12 @@
 # (2) then at once: the tkl forms' GPU tests on the new wheel (test_vocab_sampler_gpu.py -k "tkl or
 #     staged_variants_run_staged", test_vocab_gpu.py -k tkl: every tkl instance bit for bit against the host
 #     emulation; two shards each) and compute-sanitizer racecheck / memcheck of the tkl sanitizer subset, bounded by END.
-# Results under /tmp/rv/ (one tarball: $OUT/r/v/v17.tgz, next to summary.txt and ab.txt); the summary, the tests, the
+# Results under /tmp/rv17/ (one tarball: $OUT/r/v/v17.tgz, next to summary.txt and ab.txt); the summary, the tests, the
 # sanitizer lines and the A/B table
 # (one line a (case, impl) at B = 1 / 8: the two calls of each wheel, their mean, new - before, CUPTI) at the end.
 # DRY=1: the shell logic only (no GPU, no python runs), for a check on a machine without a GPU.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
-R=/tmp/rv; rm -rf $R; mkdir -p $R; source ci/device/lib.sh
+R=/tmp/rv17; rm -rf $R; mkdir -p $R; source ci/device/lib.sh
 OUT=${OUT:-/tmp/out-s17v}; mkdir -p $OUT/r/v
 if [ -n "$DRY" ]; then  # stand-ins for what needs the GPU machine
   inst() { echo "DRY inst $*"; mkdir -p $2; }; nvidia-smi() { echo "DRY nvidia-smi"; }; timeout() { shift; "$@"; }
@@ -56,6 +56,6 @@ collect; echo "tests done [${SECONDS}s] (limit ${L}s)" >> $R/summary.txt
 # the B = 1 / 8 rows of each bench, one line a (case, impl): each wheel's two calls, their mean, new - before, and the
 # CUPTI kernel µs (cluster16_tkl / cluster8_tkl have new calls only: compare them with the tk rows)
 python3 ci/device/bench_ab.py "$R" > $R/ab.txt 2>&1
-tar czf $OUT/r/v/v17.tgz -C /tmp rv
+tar czf $OUT/r/v/v17.tgz -C /tmp rv17
 cp $R/summary.txt $R/ab.txt $OUT/r/v/ 2>/dev/null
 cat $R/summary.txt $R/tests-sorted.txt $R/sanitizer.txt $R/failures.txt $R/ab.txt 2>/dev/null
