@@ -218,8 +218,8 @@ cudaError_t launch_lxp(const Params& p, cudaStream_t s) {
 
 // "ln" variants (norm_row_leanln.cuh, session 17): LayerNorm calls of leanln_call (single order, weight
 // of x's dtype, bias or none, y only) with 8 / 16 / 32 units on N warps a row at M8 / M16 / M32 CTAs an SM
-// (0: that H is not taken); every other call runs the shape planner's kernels for its row length (w8c2
-// up to 16 units, w8 above: LayerNorm's picks before these variants; nothing more to compile).
+// (0: that H is not taken); every other call runs w8c2 up to 16 units and w8 above (instances the
+// shape planner's picks already compile: nothing more to compile).
 template <class XT, int N, int M8, int M16, int M32>
 cudaError_t launch_ln(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
