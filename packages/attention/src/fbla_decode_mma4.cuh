@@ -385,15 +385,17 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         }
       }
       __syncthreads();
-      float mh[kWarpHeads];  // the chunk's max a head (maxima: exact in any order)
+      // The chunk's max a head (maxima: exact in any order; each head's the same loop as before). A closed item's
+      // thread needs only head tig's (its p; threads 0 .. 3, tig = tid, write sm.m): 8 loads and maxima, not 32
+      // (session 17); the BF16 item's threads take every head's below (sm.red is not written again before the
+      // next barrier).
+      float mt = neg_inf();
+      {
+        const int tg = tix().tig;  // (kReread) read again
 #pragma unroll
-      for (int hi = 0; hi < kWarpHeads; ++hi) {
-        float x = neg_inf();
-#pragma unroll
-        for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_step(x, sm.red[ww][hi]);
-        mh[hi] = x;
+        for (int ww = 0; ww < kSlicesPerChunk; ++ww) mt = fmax_step(mt, sm.red[ww][tg]);
       }
-      if (tid < kWarpHeads) sm.m[tid] = tid == 0 ? mh[0] : tid == 1 ? mh[1] : tid == 2 ? mh[2] : mh[3];  // no local array
+      if (tid < kWarpHeads) sm.m[tid] = mt;  // tid < 4: tig = tid
 #pragma unroll
       for (int j = 0; j < kJ; ++j) {
         const ThreadIx ty = tix();  // (kReread) read again
@@ -405,6 +407,14 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
           const int nt = cnt - t0 < 0 ? 0 : (cnt - t0 > kSlice ? kSlice : cnt - t0);
           F4* const pts = mma4_pt(stage0, sbytes, l, sl);
+          float mh[kWarpHeads];
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi) {
+            float x = neg_inf();
+#pragma unroll
+            for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_step(x, sm.red[ww][hi]);
+            mh[hi] = x;
+          }
           float pt[kWarpHeads];
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_det(s4[j][hi] - mh[hi]) : 0.0f;
@@ -434,7 +444,6 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           const uint8_t* srec = stage0 + g * sbytes - l.vmin;
           const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
           const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
-          const float mt = tig == 0 ? mh[0] : tig == 1 ? mh[1] : tig == 2 ? mh[2] : mh[3];
           Mma4Dig& dig = mma4_dig(stage0, sbytes, l, sl);
           float wt[2][2];
           float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly
@@ -444,16 +453,16 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int i = kBlock * m + gid + 8 * r;
-              const float pr = valid ? exp_det(sc[j][m][r] - mt) : 0.0f;
+              const float pr = exp_det_le(valid ? sc[j][m][r] - mt : neg_inf());  // = valid ? exp_det(..) : 0
               ls = ls + pr;
               bs = bs + pr * vmn[t0 + i];
               wt[m][r] = pr * vsc[t0 + i];
-              wmax = fmax_step(wmax, wt[m][r]);
+              wmax = fmax_nonneg(wmax, wt[m][r]);  // = fmax_step here
             }
           }
 #pragma unroll
           for (int off = 4; off <= 16; off <<= 1) {  // over the 8 gid lanes of head tig (every lane: the same bits)
-            wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+            wmax = fmax_nonneg(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
             ls = ls + __shfl_xor_sync(0xffffffffu, ls, off);
             bs = bs + __shfl_xor_sync(0xffffffffu, bs, off);
           }
@@ -465,7 +474,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             for (int r = 0; r < 2; ++r) {
               const int i = kBlock * m + gid + 8 * r;
               int dh, dl;
-              qhat_digits(wt[m][r], inv, dh, dl);
+              pv_digits(wt[m][r], inv, dh, dl);  // = qhat_digits here (0 <= wt <= wmax)
               dig[2 * tig][pv_kpos(i)] = static_cast<int8_t>(dh);
               dig[2 * tig + 1][pv_kpos(i)] = static_cast<int8_t>(dl);
             }

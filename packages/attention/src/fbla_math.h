@@ -124,6 +124,65 @@ constexpr int kSlicesPerChunk = kChunkGroups * kSlicesPerGroup;  // 8
 
 MLOPS_HD float pv_inv(float wmax) { return wmax > kTinyWeight ? 127.0f / wmax : 0.0f; }
 
+// qhat_digits for a P V weight: x = w * inv with 0 <= w <= wmax and inv = pv_inv(wmax) (the slice's weights: p >= 0,
+// v_scale >= 0 as the encoder writes it) is in [0, 127.5) or NaN (inv = RN(127 / wmax) <= 127 / wmax (1 + 2^-24), so x
+// <= 127 (1 + 2^-24)^2; inv 0: x = 0 or NaN), so hi's clamp to +-127 changes nothing and float(hi) is rint(x) itself:
+// the same hi / lo as qhat_digits (on the device int(NaN) is 0 either way), four instructions fewer a weight (the
+// clamp's compare / min / select and the int -> float of hi). lo keeps its clamp: (x - hi) * 256 may round to 128.
+MLOPS_HD int clamp127_nan(float r);
+MLOPS_HD void pv_digits(float w, float inv, int& hi, int& lo) {
+  const float x = w * inv;
+  const float hf = rint_even(x);
+  hi = int(hf);
+  lo = clamp127_nan(rint_even((x - hf) * 256.0f));
+}
+
+// clamp127 as two NaN-propagating min / max on sm_80+ (min.NaN / max.NaN: r > 127 ? 127 : r and r < -127 ? -127 : r,
+// NaN kept as clamp127 keeps it, and int(NaN) is 0 on the device either way): 2 instructions instead of 3.
+MLOPS_HD int clamp127_nan(float r) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float y;
+  asm("min.NaN.f32 %0, %1, 0f42FE0000;" : "=f"(y) : "f"(r));
+  asm("max.NaN.f32 %0, %0, 0fC2FE0000;" : "+f"(y));
+  return int(y);
+#else
+  return clamp127(r);
+#endif
+}
+
+// fmax_step(m, s) where m is not NaN and neither is -0 (a slice's largest P V weight: m starts at +0, the weights are
+// p * v_scale >= +0, inf or NaN): one max instruction instead of a compare and a select. fmax_step keeps m for a NaN s,
+// and so does fmaxf; for equal m and s both give the one value (no -0 to tell apart).
+MLOPS_HD float fmax_nonneg(float m, float s) { return fmaxf(m, s); }
+
+// exp_det(x) for x <= 88.5 or NaN (p = exp(s - m) with m the max of the s: x <= 0 or NaN), without branches: the
+// same operations on exp_det's polynomial path; x < -103.5 (and -inf) gives 0, NaN gives x, as exp_det. The input of
+// that path is x where x >= -103.5, else 0 (no int(NaN) / int(-inf) on the host); the result is selected after. The
+// scaling splits ni as h = floor(ni / 2) (a shift) where exp_det takes trunc(ni / 2): for ni in [-150, 128] both
+// p * 2^h are exact (normal) and the second product rounds p * 2^ni once, so the same bits (checked for every float
+// x <= 88.5 and NaN against exp_det: tests/c/exp_le_check.cpp).
+MLOPS_HD float exp_det_le(float x) {
+  const bool in = x >= -103.5f;  // false: x < -103.5 or NaN
+  const float xc = in ? x : 0.0f;
+  const float n = rint_even(xc * 1.44269504088896341f);
+  float r = fmaf(n, -0.693145751953125f, xc);
+  r = fmaf(n, -1.428606765330187045e-06f, r);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fmaf(p * r, r, r);
+  p = p + 1.0f;
+  const int ni = int(n);
+  const int h = ni >> 1;
+  const float s1 = bits_f32(uint32_t(h + 127) << 23);
+  const float s2 = bits_f32(uint32_t(ni - h + 127) << 23);
+  const float e = (p * s1) * s2;
+  return in ? e : (x == x ? 0.0f : x);
+}
+
 // ---- softmax pieces -----------------------------------------------------------------------
 MLOPS_HD float neg_inf() { return bits_f32(0xff800000u); }
 
