@@ -60,7 +60,7 @@ __device__ __forceinline__ float ld_l2(const float* a) {
 // setup_group_warp<D, Smem, false> (fbla_decode_warps.cuh) with the q row read from global (qr: the head's bf16 q row)
 // instead of sm.qf: the lane's q, k_scale and k_min values loaded together first, then the same operations in the same
 // order on the same values (bf16_to_f32 of the q value is what sm.qf holds), so the same bits (session 16).
-template <int D, class Smem>
+template <int D, class Smem, bool kVec = false>
 __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, const uint8_t* rec, const uint16_t* qr,
                                                    int hi, int g) {
   constexpr int per = D / 32;
@@ -69,11 +69,31 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
   const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
   uint16_t qv[per];
   float ks[per], km[per];
+  if constexpr (kVec && per == 4) {  // refine_mma4_kernel's kEarly (session 16 a2's 3bf71d2, session 17): 3 vector
+    // loads, k_min / k_scale 16 bytes (a record is 16-byte aligned: the API checks it, the chunk's bulk copy relies on
+    // it; k_min at 0, k_scale at 4 D), q 8 bytes where its address allows (a warp-uniform test), else 4 u16 loads
+    const F4 s4 = *reinterpret_cast<const F4*>(kscale + lane * 4);
+    const F4 m4 = *reinterpret_cast<const F4*>(kmin + lane * 4);
+    const uint16_t* qa = qr + lane * 4;
+    if ((reinterpret_cast<uintptr_t>(qr) & 7u) == 0u) {
+      const U2 q2 = *reinterpret_cast<const U2*>(qa);
+      qv[0] = static_cast<uint16_t>(q2.x & 0xffffu);
+      qv[1] = static_cast<uint16_t>(q2.x >> 16);
+      qv[2] = static_cast<uint16_t>(q2.y & 0xffffu);
+      qv[3] = static_cast<uint16_t>(q2.y >> 16);
+    } else {
 #pragma unroll
-  for (int i = 0; i < per; ++i) {
-    qv[i] = qr[lane * per + i];
-    ks[i] = kscale[lane * per + i];
-    km[i] = kmin[lane * per + i];
+      for (int i = 0; i < 4; ++i) qv[i] = qa[i];
+    }
+    ks[0] = s4.x, ks[1] = s4.y, ks[2] = s4.z, ks[3] = s4.w;
+    km[0] = m4.x, km[1] = m4.y, km[2] = m4.z, km[3] = m4.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < per; ++i) {
+      qv[i] = qr[lane * per + i];
+      ks[i] = kscale[lane * per + i];
+      km[i] = kmin[lane * per + i];
+    }
   }
   float qf[per], w[per];
   float amax = 0.0f;
@@ -250,7 +270,7 @@ __global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
 // once at the kernel's start: the same arithmetic, so the same bits; ptxas sm_90 (nvcc 13.0, D 128) spills 8 / 8
 // bytes instead of 128 / 148 (the index values and their derived addresses hoisted out of the item loop, and the 4
 // scores a lane holds over the chunk-max barrier, no longer spilled).
-template <int D, int kNW, bool kFold = false, bool kReread = false>
+template <int D, int kNW, bool kFold = false, bool kReread = false, bool kEarly = false>
 __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(DecodeParams p, int items) {
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
   constexpr int kQ = (kWarpHeads * D + kN - 1) / kN;  // q row values a thread (the BF16 item)
@@ -321,14 +341,22 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             if (i < nh * D) sm.qf[i / D][i % D] = bf16_to_f32(q0[k]);
           }
         }
-        pass_q_and_flags<D, kN, Mma4Smem, false>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
+        // kEarly (session 16 a2's 3bf71d2 as its own instance, session 17: the planner's pick where the refine's CTAs
+        // take more than one round of items, GPU run 95: B8 L128K -2.5 %, slower at B1 L16K): a closed item's q digits
+        // before the refine flags (they read only global memory and write sm.what / sw / bias, which pass_q_and_flags
+        // does not touch; the item's / pass's barrier above ends their last readers, the flags' barrier or the one
+        // below publishes them), their 12 values as 3 vector loads, and the flags' barrier left out where `all`.
+        if constexpr (!kEarly)
+          pass_q_and_flags<D, kN, Mma4Smem, false>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
 #pragma unroll
         for (int j = 0; j < kJ; ++j) {  // slice w + kNW j: the q digits of (head sl % 4, group sl / 4)
           const int sl = w + kNW * j, hs = sl % kWarpHeads, gs = sl / kWarpHeads;
           if (!bf16 && hs < nh && gs < ng)
-            setup_group_warp_g<D, Mma4Smem>(l, sm, grec0 + gs * c.record_bytes,
-                                            p.q + it.b * p.qbs + static_cast<long long>(hq0 + hs) * p.qhs, hs, gs);
+            setup_group_warp_g<D, Mma4Smem, kEarly>(l, sm, grec0 + gs * c.record_bytes,
+                                                    p.q + it.b * p.qbs + static_cast<long long>(hq0 + hs) * p.qhs, hs, gs);
         }
+        if constexpr (kEarly)
+          pass_q_and_flags<D, kN, Mma4Smem, false, true>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
       } else {  // D 64: the form before session 16 (its ptxas spills rose with the new one: 8 / 8 -> 80 / 56 bytes)
         pass_q_and_flags<D, kN>(p, sm, it, hq0, nh, ng, ch, nch, p.exact || bf16, tid);
 #pragma unroll

@@ -208,7 +208,9 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
 // inside; the flags of the !all case are written after it (the caller's next barrier publishes them).
 // refine_stage_kernel and refine_mma_kernel (StageSmem / MmaSmem: the same field names). kLoadQ false
 // (refine_mma4_kernel at D 128, session 16): the rows are left out; the caller writes sm.qf where it is read.
-template <int D, int kN, class Smem, bool kLoadQ = true>
+// kAllNoBar (refine_mma4_kernel's kEarly instance, session 17): the barrier is left out where `all` (nothing after it
+// reads sm.thr then; the caller's next barrier publishes the flags and, for the BF16 item, sm.qf).
+template <int D, int kN, class Smem, bool kLoadQ = true, bool kAllNoBar = false>
 __device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm, const Item& it, int hq0, int nh,
                                                  int ng, int ch, int nch, bool all, int tid) {
   constexpr int kRef = kChunkGroups * kBlocksPerGroup;
@@ -227,7 +229,7 @@ __device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm
       if (tid == 0) sm.thr[hi] = M - p.gap;
     }
   }
-  __syncthreads();
+  if (!kAllNoBar || !all) __syncthreads();  // all: uniform over the CTA
   if (!all) {
     for (int i = tid; i < nh * kRef; i += kN) {
       const int hi = i / kRef, rb = i % kRef;

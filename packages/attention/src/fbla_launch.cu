@@ -128,10 +128,10 @@ cudaError_t mma_attributes() {
 
 // refine_mma4_kernel<D, kNW, kFold, kReread>'s, once a device and instance (kFold: the folded combine; kReread:
 // mma_pv4r; the same shared memory).
-template <int D, int kNW, bool kFold = false, bool kReread = false>
+template <int D, int kNW, bool kFold = false, bool kReread = false, bool kEarly = false>
 cudaError_t mma4_attributes() {
   static bool done[64];
-  return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold, kReread>, mma4_smem_bytes(D));
+  return smem_attributes(done, refine_mma4_kernel<D, kNW, kFold, kReread, kEarly>, mma4_smem_bytes(D));
 }
 
 // resident()'s cache slots (0 .. 25, one a kernel instance) of refine_mma4_kernel<D, 8> (mma_pv4 / mma_pv4f unfolded;
@@ -143,16 +143,18 @@ template <int D>
 constexpr int kMma4rSlot = D == 64 ? 24 : 25;
 
 // The mma_pv4 variants' refine (kNW warps an item; kReread: mma_pv4r's) and the PDL combine; slot: resident()'s cache
-// slot.
-template <int D, int kNW, bool kReread = false>
+// slot. kEarly: the kEarly instance (mma_pv4r's kernel with session 16 a2's front, D 128), on mma_pv4r's slot (the
+// same launch bounds, 64 registers at most, and shared memory: the same resident CTAs).
+template <int D, int kNW, bool kReread = false, bool kEarly = false>
 cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int slot, cudaStream_t s) {
-  cudaError_t e = mma4_attributes<D, kNW, false, kReread>();
+  cudaError_t e = mma4_attributes<D, kNW, false, kReread, kEarly>();
   if (e != cudaSuccess) return e;
-  const int res =
-      ctas > 0 ? ctas : resident(refine_mma4_kernel<D, kNW, false, kReread>, slot, 32 * kNW, mma4_smem_bytes(D));
+  const int res = ctas > 0 ? ctas
+                           : resident(refine_mma4_kernel<D, kNW, false, kReread, kEarly>, slot, 32 * kNW,
+                                      mma4_smem_bytes(D));
   if (res <= 0) return cudaErrorInvalidDevice;
   const int grid = refine_items < res ? refine_items : res;
-  refine_mma4_kernel<D, kNW, false, kReread><<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
+  refine_mma4_kernel<D, kNW, false, kReread, kEarly><<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
   e = cudaGetLastError();  // the refine's launch
   return e != cudaSuccess ? e : combine_pdl<D>(p, s);
 }
@@ -226,8 +228,14 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     if (p.planned == 2 && ctas == 0 && (refine_items > res || device_major() == 9)) {
       e = mma4_attributes<D, 8, false, true>();
       if (e != cudaSuccess) return e;
-      if (device_major() == 9 ||
-          refine_items <= resident(refine_mma4_kernel<D, 8, false, true>, kMma4rSlot<D>, 256, mma4_smem_bytes(D)))
+      const int res4 = resident(refine_mma4_kernel<D, 8, false, true>, kMma4rSlot<D>, 256, mma4_smem_bytes(D));
+      // D 128 on sm_90 with more than one round of items (session 17): the kEarly instance (session 16 a2's front,
+      // 3bf71d2; GPU run 95: B8 L128K 3+3 exact 1015 -> 990 us, B8 L16K 146.5 -> 143.6, B1 L128K 164 -> 160; slower at
+      // B1 L16K, one round: 28.9 - 30.5 -> 30.5 - 30.6, which keeps mma_pv4r's kernel). The same bits.
+      if constexpr (D == 128)
+        if (device_major() == 9 && refine_items > res4)
+          return mma4_launch<D, 8, true, true>(p, ctas, refine_items, kMma4rSlot<D>, s);
+      if (device_major() == 9 || refine_items <= res4)
         return mma4_launch<D, 8, true>(p, ctas, refine_items, kMma4rSlot<D>, s);
     }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);

@@ -192,11 +192,14 @@ def test_decode_long_gpu_equals_host(variant):
 # - "within_one_round", B1 L4K (D 128; H200 ~130 items against 396): on sm_90 mma_pv4r's kernel (GPU run 80: 23.97 us
 #   3+3 exact against mma_pv's 25.79), below sm_90 mma_pv's;
 # - "many_rounds", 8 q / 8 kv heads, 64 K tokens, D 64 (2056 items, H200 ~4 rounds of either): on sm_90 mma_pv4r's
-#   kernel (run 79: B8 L128K 1050 us against mma_pv's 1140), below sm_90 mma_pv's.
+#   kernel (run 79: B8 L128K 1050 us against mma_pv's 1140), below sm_90 mma_pv's;
+# - "many_rounds_d128", 32 q / 8 kv heads, 32 K tokens, D 128 (1032 items against 528 CTAs): on sm_90 mma_pv4r's
+#   kernel's kEarly instance (session 17: session 16 a2's front where more than one round runs), below sm_90 mma_pv's.
 PLANNER_CASES = {
     "one_round": (dict(T=16 * 1024, D=128, seed=12, Hq=32), ("mma_pv", "mma_pv4", "mma_pv4r"), "B1 L16K"),
     "within_one_round": (dict(T=4 * 1024, D=128, seed=15, Hq=32), ("mma_pv", "mma_pv4r"), "B1 L4K"),
     "many_rounds": (dict(T=64 * 1024, D=64, seed=14, Hq=8), ("mma_pv", "mma_pv4r"), "B1 H8 L64K D64"),
+    "many_rounds_d128": (dict(T=32 * 1024, D=128, seed=16, Hq=32), ("mma_pv4r",), "B1 L32K D128"),
 }
 
 

@@ -45,6 +45,7 @@ int g_default_ctas = 5;
 int g_planner_pv4 = 0;  // decodes where the planner (pv digits) ran mma_pv4r's kernel in one round
 int g_planner_many = 0;  // ... in more than one round (sm_90 only)
 int g_planner_mma_pv = 0;  // ... ran mma_pv's kernel with more than one round of items (below sm_90)
+int g_planner_early = 0;  // ... ran its kEarly instance (D 128, sm_90, more than one round; session 17)
 int g_planner_within = 0;  // ... ran mma_pv4r's kernel within mma_pv's one round of items (sm_90 only)
 int g_planner_one = 0;  // ... ran mma_pv's kernel within its one round of items (below sm_90)
 int g_emu_major = 9;  // the compute capability major that decode_t asks of the device (an H200's)
@@ -216,7 +217,13 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
   } else if (p.variant == kMmaPv && p.planned == 2 && ctas == 0 &&
              (g_emu_major == 9 || (refine_items > res && refine_items <= res * 4 / 3))) {
     ++(refine_items <= res ? g_planner_within : refine_items <= res * 4 / 3 ? g_planner_pv4 : g_planner_many);
-    run_grid(std::min(refine_items, res * 4 / 3), 256, [&] { refine_mma4_kernel<D, 8, false, true>(p, refine_items); });
+    if (D == 128 && g_emu_major == 9 && refine_items > res * 4 / 3) {  // the kEarly instance (session 17)
+      ++g_planner_early;
+      run_grid(std::min(refine_items, res * 4 / 3), 256,
+               [&] { refine_mma4_kernel<D, 8, false, true, true>(p, refine_items); });
+    } else {
+      run_grid(std::min(refine_items, res * 4 / 3), 256, [&] { refine_mma4_kernel<D, 8, false, true>(p, refine_items); });
+    }
   } else if (p.variant == kMmaPv) {
     if (p.planned == 2 && ctas == 0) ++(refine_items > res ? g_planner_mma_pv : g_planner_one);
     run_grid(std::min(refine_items, res), kMmaThreads, [&] { refine_mma_kernel<D>(p, refine_items); });
@@ -440,11 +447,13 @@ int main() {
     decode_case("planner one round", gc, hc, H * 4, 400, false, d);
     CHECK(g_planner_pv4 > before, "the planner case ran mma_pv4r's kernel %d times", g_planner_pv4 - before);
     g_default_ctas = 2;
-    const int many = g_planner_many, mma_pv = g_planner_mma_pv;
+    const int many = g_planner_many, mma_pv = g_planner_mma_pv, early = g_planner_early;
     decode_case("planner rounds sm_90", gc, hc, H * 4, 400, false, d, true);
     CHECK(g_planner_many > many && g_planner_mma_pv == mma_pv,
           "sm_90, more rounds: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_many - many,
           g_planner_mma_pv - mma_pv);
+    CHECK(g_planner_early - early == g_planner_many - many, "sm_90, more rounds, D 128: the kEarly instance %d times of %d",
+          g_planner_early - early, g_planner_many - many);
     g_emu_major = 8;
     decode_case("planner rounds sm_80", gc, hc, H * 4, 400, false, d, true);
     CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, "
