@@ -16,9 +16,9 @@
 #     interleaved): before, new1, new; then (after the tests) two more such rounds, and a fourth while time is left;
 # (2) between them, at once: test_attention_gpu.py -k "planner or mma_pv4 or fold" on new in 6 shards (every
 #     refine_mma4_kernel instance; test_planner_digits_gpu[many_rounds_d128] runs the kEarly instance; == the host
-#     emulation's bits), compute-sanitizer racecheck then memcheck of ci/device/s15a_sanitize.py (one round: mma_pv4r's
-#     kernel) and of ci/device/s17a_sanitize.py (more than one round at D 128: the kEarly instance), then the same
-#     tests on new1 in 6 shards.
+#     emulation's bits), compute-sanitizer racecheck and memcheck (the four at once) of ci/device/s15a_sanitize.py
+#     (one round: mma_pv4r's kernel) and of ci/device/s17a_sanitize.py (more than one round at D 128: the kEarly
+#     instance), then the same tests on new1 in 6 shards.
 # Everything under /tmp/r17a, then $OUT/r/a/a.tgz of it and its summary files beside it; a short summary printed.
 # Bounded to end by END_S (default 235) seconds. DRY=1: prints what it would run.
 # Command line: bash ci/device/s17a.sh   (carry: .carry/s17a)
@@ -45,21 +45,22 @@ bench() {
     packages/attention/bench/bench_attention.py --variants planner > $R/bench-$2.log 2>&1
   echo "bench $2 ($1) rc=$? at ${SECONDS}s" >> $R/phases.txt
 }
-# sani SCRIPT LABEL LIMIT: racecheck then memcheck of a script on new, in the background
+# sani SCRIPT LABEL LIMIT: racecheck and memcheck of a script on new, each in the background (at once)
 sani() {
-  ( for tool in racecheck memcheck; do
-      PYTHONPATH=/tmp/s17anew timeout $3 compute-sanitizer --tool $tool --error-exitcode 9 python3 $1 \
+  local tool
+  for tool in racecheck memcheck; do
+    ( PYTHONPATH=/tmp/s17anew timeout $3 compute-sanitizer --tool $tool --error-exitcode 9 python3 $1 \
         > $R/$2-$tool.log 2>&1
-      echo "sanitizer $2 $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failed' $R/$2-$tool.log | tr '\n' ' ' | cut -c1-200) at ${SECONDS}s" >> $R/phases.txt
-    done ) &
+      echo "sanitizer $2 $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failed' $R/$2-$tool.log | tr '\n' ' ' | cut -c1-200) at ${SECONDS}s" >> $R/phases.txt ) &
+  done
 }
 RESERVE=200 bench before before-1
 RESERVE=190 bench new1 new1-1
 RESERVE=180 bench new new-1
 L=$((END - 110 - SECONDS)); [ $L -gt 80 ] && L=80; [ $L -lt 40 ] && L=40
 shards sm90 attention /tmp/s17anew 6 $L -k "planner or mma_pv4 or fold"
-sani ci/device/s15a_sanitize.py s15a $((L / 2))
-sani ci/device/s17a_sanitize.py s17a $((L / 2))
+sani ci/device/s15a_sanitize.py s15a $L
+sani ci/device/s17a_sanitize.py s17a $L
 wait; echo "tests (new) done at ${SECONDS}s (limit ${L}s)" >> $R/phases.txt
 mv $R/tests.txt $R/tests-new.txt 2>/dev/null
 L=$((END - 70 - SECONDS)); [ $L -gt 60 ] && L=60
