@@ -1211,94 +1211,6 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
 // Bytes of dynamic shared memory the staged form takes for a row of `vocab` over C CTAs.
 MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
 
-#if defined(MLOPS_SAMPLE_CLUSTER_BODY)
-// LOC (the *_tkl variants, on the tk form), a top-k row whose first round was counted in the staging (cnt[0]
-// holds this CTA's counts per top byte): each CTA bounds its own slice's k largest keys with CTA-local rounds
-// (__syncthreads only): level 3 on cnt[0], the list of its elements at or above that bin (build_candidates_tk),
-// level 2 on the list, and the list compacted to the keys at or above the level-2 bin of its own k-th largest
-// key (all of the bin's elements where the level-3 bin holds exactly the remaining count; the whole slice where
-// it holds fewer than k). The row's k-th largest key K is at or above every CTA's own (a CTA's k keys at or
-// above its own are k keys of the row), so the joined lists hold every element with key >= K and their k-th
-// largest key is K (the wide forms' argument, wide_topk_gather). Publishes the list's length and its bound
-// (pub_wide, pub_bound: words no other step of a tkl call writes), read by the other CTAs after the max's cluster
-// barrier: the gather needs no barrier of its own and top-k's first round no cluster-wide count. A list over
-// kClusterCand, or joined lists over kGather, and every CTA goes on as the tk form (level 3 from the cluster's
-// counts in cnt[0], which this leaves as the staging summed them, the lists built again and gathered). Every
-// thread of the CTA calls it.
-template <int NT>
-__device__ void loc_topk_list(const float* zs, int n, uint32_t k, ClusterShared<NT>& sh) {
-  const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u;
-  __syncthreads();  // cnt[0] summed
-  const uint32_t c = tid < 256 ? sh.cnt[0][255 - tid] : 0u;
-  if (tid == 0) {  // no bin reaches (the slice holds fewer than k): list it all
-    sh.b_prefix = 0;
-    sh.b_done = 1;
-    sh.b_krem = k;
-  }
-  const uint64_t incl = suffix_scan256<NT>(uint64_t(c), sh);  // syncs before and after
-  if (tid < 256 && incl - c < uint64_t(k) && uint64_t(k) <= incl) {
-    const uint32_t cum = uint32_t(incl - c);
-    sh.b_prefix = uint32_t(255 - tid) << 24;
-    sh.b_done = c == k - cum;
-    sh.b_krem = k - cum;
-  }
-  __syncthreads();
-  const uint32_t lo3 = sh.b_prefix, krem = sh.b_krem;
-  const int done3 = sh.b_done;
-  build_candidates_tk<NT>(zs, n, lo3, sh);  // syncs before and after (its first write is cand_n)
-  uint32_t bound = lo3;
-  const uint32_t nl = sh.cand_n;
-  if (!done3 && nl <= uint32_t(kClusterCand)) {  // CTA-uniform: level 2 on the list, the bin's keys
-    uint32_t* ci = reinterpret_cast<uint32_t*>(sh.cand);
-    for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
-    if (tid == 0) sh.b_token = 0;  // the compaction's count
-    __syncthreads();
-    const uint32_t copy = lane & uint32_t(kRep - 1);
-    for (int i = tid; i < int(nl); i += NT) {
-      const uint32_t kk = key_of(zs[ci[i]]);
-      if ((kk & 0xff000000u) == lo3) atomicAdd(&sh.hlo[((kk >> 16) & 255u) * kRep + copy], 1u);
-    }
-    __syncthreads();
-    uint32_t c2 = 0;
-    if (tid < 256)
-      for (int r = 0; r < kRep; ++r) c2 += sh.hlo[(255 - tid) * kRep + r];
-    const uint64_t in2 = suffix_scan256<NT>(uint64_t(c2), sh);  // a bin reaches: krem <= the level-3 bin's count
-    if (tid < 256 && in2 - c2 < uint64_t(krem) && uint64_t(krem) <= in2) sh.b_prefix = lo3 | (uint32_t(255 - tid) << 16);
-    __syncthreads();
-    bound = sh.b_prefix;
-    for (int i = tid; i < int(nl); i += NT) {  // the listed keys >= bound, into hhi (unordered)
-      const uint32_t li = ci[i];
-      if (key_of(zs[li]) >= bound) sh.hhi[atomicAdd(reinterpret_cast<unsigned*>(&sh.b_token), 1u)] = li;
-    }
-    __syncthreads();
-    const int m = sh.b_token;
-    for (int i = tid; i < m; i += NT) ci[i] = sh.hhi[i];
-    if (tid == 0) sh.cand_n = uint32_t(m);
-  }
-  if (tid == 0) {  // pub_wide (the wide forms' word, unused by the tk forms): not pub_cand_n, which a fallback's
-    // gather_candidates rewrites while another CTA may still read this after the max's barrier
-    sh.pub_wide = done3 || nl > uint32_t(kClusterCand) ? nl : uint32_t(sh.b_token);
-    sh.pub_bound = bound;
-  }
-  __syncthreads();
-}
-
-// LOC: the joined lists, read after the max's cluster barrier (loc_topk_list published them before it; warp 1
-// summed their lengths into g_off / g_n and their bounds into g_bound): the values from each CTA's staged
-// slice, as gather_candidates<IDX> reads them. No CTA rewrites its list or its slice after it publishes them.
-template <int C, int NT>
-__device__ __forceinline__ void loc_gather(ClusterShared<NT>& sh, float* all, const float* zs, int n) {
-  for (int i = threadIdx.x; i < n; i += NT) {
-    int r = 0;
-    while (r + 1 < C && uint32_t(i) >= sh.g_off[r + 1]) ++r;
-    const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[uint32_t(i) - sh.g_off[r]]), unsigned(r));
-    all[i] = remote_load_dyn(&zs[li], unsigned(r));
-  }
-  __syncthreads();
-}
-#endif
-
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way.
 // ES (the *_es variants): a top-p round below the first stops the rounds when the chosen bin holds
 // exactly one element of non-zero weight (counted cluster-wide next to the masses). The rounds
@@ -1317,8 +1229,7 @@ __device__ __forceinline__ void loc_gather(ClusterShared<NT>& sh, float* all, co
 // above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
 // list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false,
-          bool LOC = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -1330,7 +1241,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
-  static_assert(!LOC || (TK && STAGE), "the tkl forms are staged tk forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -1404,7 +1314,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       sh.r_cfg = cfg;
       sh.r_stats = stats;
       sh.r_fused = fused;
-      if constexpr (LOC) sh.g_n = -1;  // no joined lists (warp 1 sets it after the max's barrier on a fused row)
     }
   }
   // the two tests (TK: from shared memory, read at the use; valid after the staging's barrier)
@@ -1450,9 +1359,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int r = 0; r < kRep; ++r) t += sh.hlo[tid * kRep + r];
       sh.cnt[0][tid] = t;
     }
-    if constexpr (LOC) {  // this CTA's list of its own k largest keys, published with the max
-      if (row_fused()) loc_topk_list<NT>(zs, int(v1 - v0), uint32_t(rcfg.top_k), sh);
-    }
     if (tid == 0) {
       sh.pub_best = best;
       sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
@@ -1476,28 +1382,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (lane == 0) {
           sh.b_best = b;
           sh.b_flags = f;
-        }
-      }
-      if constexpr (LOC) {  // warp 1 (beside warp 0): the published lists' lengths and bounds (gather_candidates')
-        if (warp == 1 && !row_fused()) {
-          if (lane == 0) sh.g_n = -1;
-        } else if (warp == 1) {
-          const uint32_t n = lane < unsigned(C) ? uint32_t(remote_load(&sh.pub_wide, lane)) : 0u;
-          uint32_t bd = lane < unsigned(C) ? remote_load(&sh.pub_bound, lane) : 0u;
-          const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
-          const uint64_t incl = warp_incl_scan(uint64_t(n));
-          const uint64_t total = __shfl_sync(kFull, incl, 31);
-          if (lane < unsigned(C)) sh.g_off[lane] = uint32_t(incl - n);
-#pragma unroll
-          for (int off = 16; off >= 1; off >>= 1) {
-            const uint32_t o = __shfl_xor_sync(kFull, bd, off);
-            bd = o > bd ? o : bd;
-          }
-          if (lane == 0) {
-            sh.g_off[C] = uint32_t(total);
-            sh.g_n = !over && total <= uint64_t(kGather) ? int(total) : -1;
-            sh.g_bound = bd;
-          }
         }
       }
       __syncthreads();
@@ -1555,18 +1439,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     if (has_top_k) {
       uint32_t prefix = 0, mask = 0, k_rem = uint32_t(rcfg.top_k);
       uint32_t bound = 0;  // WIDE: a bin of the gathered list is the row's at or above it
-      if constexpr (LOC) {  // the lists published with the max, joined (g_n: -1 in every CTA where one did not fit,
-        const int gn = sh.g_n;  // or the row was not counted in the staging: the tk form's path then, lists re-built)
-        if (gn >= 0) {
-          if (tid == 0) sh.r_fused = 0;  // level 3 on the joined list (read after loc_gather's barrier)
-          loc_gather<C, NT>(sh, all, zs, gn);  // syncs after
-          all_n = gn;
-          gather_tried = true;
-          use_cand = true;  // this CTA's list: every element of its slice at or above its bound (<= K)
-          cand_lo = sh.pub_bound;
-          bound = sh.g_bound;  // a bin of the joined list is the row's at or above every CTA's bound
-        }
-      }
       if constexpr (WIDE) {
         if (!(row_stats() && p.stats_key_hist)) {
           wide_topk_gather<C, NT>(zr, v0, v1, k_rem, sh, all, use_cand, all_n, bound);

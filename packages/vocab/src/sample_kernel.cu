@@ -81,7 +81,7 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
 template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
-          bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false, bool LOC = false>
+          bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
   static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
@@ -91,7 +91,7 @@ bool staged_ok(size_t bytes) {
     cudaGetLastError();
     return false;
   }
-  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>;
+  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
   std::lock_guard<std::mutex> g(mu);
   if (max_dyn[dev] == 0) {
     int optin = 0;
@@ -120,10 +120,10 @@ bool staged_ok(size_t bytes) {
 }
 
 template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
-          bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false, bool LOC = false>
+          bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
 cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
-  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>, p);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -145,20 +145,20 @@ int sample_cluster_code_arch(int cluster) { return cluster > 8 ? cluster_code_ar
 
 bool sample_cluster16_ok() { return cluster16_ok(); }
 
-// The 512-thread staged forms (kSampleStaged 2 .. 11, vocab_api.cpp; ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC as
+// The 512-thread staged forms (kSampleStaged 2 .. 10, vocab_api.cpp; ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3 as
 // sample_cluster_kernel takes them; the GATHER-based forms keep the gathered list after the slice) at a cluster
 // of 16, or of 8 where that is asked or where 16 cannot schedule: the cluster size whose staged form runs, 0
 // where neither fits (the unstaged form runs: the same tokens).
 template <bool ES, bool LEAN = false, bool GATHER = false, bool LATE = false, bool WIDE = false, bool TK = false,
-          bool TP = false, bool TP2 = false, bool TP3 = false, bool LOC = false>
+          bool TP = false, bool TP2 = false, bool TP3 = false>
 int staged512_cluster(int cluster, int64_t vocab, size_t* bytes) {
   const size_t extra = GATHER ? kGatherBytes : 0;
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)) + extra, b16 = size_t(cluster_stage_bytes(vocab, 16)) + extra;
-  if (cluster == 16 && staged_ok<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>(b16)) {
+  if (cluster == 16 && staged_ok<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(b16)) {
     *bytes = b16;
     return 16;
   }
-  if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>(b8)) {
+  if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(b8)) {
     *bytes = b8;
     return 8;
   }
@@ -167,12 +167,12 @@ int staged512_cluster(int cluster, int64_t vocab, size_t* bytes) {
 
 // staged512_cluster's form launched, if one fits: true and its launch status in *e; false where none fits.
 template <bool ES, bool LEAN = false, bool GATHER = false, bool LATE = false, bool WIDE = false, bool TK = false,
-          bool TP = false, bool TP2 = false, bool TP3 = false, bool LOC = false>
+          bool TP = false, bool TP2 = false, bool TP3 = false>
 bool launch_staged512(const SampleParams& p, int cluster, cudaStream_t s, cudaError_t* e) {
   size_t bytes = 0;
-  switch (staged512_cluster<ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>(cluster, p.vocab, &bytes)) {
-    case 16: *e = launch_cluster_staged<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>(p, s, bytes); return true;
-    case 8: *e = launch_cluster_staged<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3, LOC>(p, s, bytes); return true;
+  switch (staged512_cluster<ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(cluster, p.vocab, &bytes)) {
+    case 16: *e = launch_cluster_staged<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(p, s, bytes); return true;
+    case 8: *e = launch_cluster_staged<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(p, s, bytes); return true;
   }
   return false;
 }
@@ -191,7 +191,6 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
     case 8: return staged512_cluster<false, true, true, false, false, true, true>(cluster, vocab, &bytes) != 0;  // tp
     case 9: return staged512_cluster<false, true, true, false, false, true, true, true>(cluster, vocab, &bytes) != 0;  // tp2
     case 10: return staged512_cluster<false, true, true, false, false, true, true, false, true>(cluster, vocab, &bytes) != 0;  // tp3
-    case 11: return staged512_cluster<false, true, true, false, false, true, false, false, false, true>(cluster, vocab, &bytes) != 0;  // tkl
   }
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)), b16 = size_t(cluster_stage_bytes(vocab, 16));
   if (cluster == 16 && threads == 1024 && staged_ok<16, 1024>(b16)) return true;
@@ -213,7 +212,6 @@ cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged
     case 8: ran = launch_staged512<false, true, true, false, false, true, true>(p, cluster, s, &e); break;
     case 9: ran = launch_staged512<false, true, true, false, false, true, true, true>(p, cluster, s, &e); break;
     case 10: ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, cluster, s, &e); break;
-    case 11: ran = launch_staged512<false, true, true, false, false, true, false, false, false, true>(p, cluster, s, &e); break;
     case 0: break;
     default: {  // the first staged forms (512 or 1024 threads)
       const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));

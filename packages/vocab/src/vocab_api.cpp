@@ -276,19 +276,15 @@ const mlops_sample_variant kSampleVariants[] = {
     // level 2's 256 bins and, where the chosen bin holds at most 32 weighted elements, one warp's exact threshold
     // over them (tp3_rounds, session 15): cluster8_tp3 planned above B = 8 for top-p rows without top-k since GPU
     // run 85 (mlops_sample_plan_configs)
-    {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"},
-    // the tk forms with each CTA's own top-k list (CTA-local rounds) published with the max and joined after its
-    // cluster barrier: no gather barrier, no cluster-wide first round for top-k (session 17): not planned until measured
-    {27, 512, 0, 8, "cluster8_tkl"}, {28, 512, 0, 16, "cluster16_tkl"}};
-constexpr int kNumSample = 29;
+    {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"}};
+constexpr int kNumSample = 27;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
 // The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
 // loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh):
 // 1, 2 with the top-p rounds' early stop, 3 with the lean draw, 4 lean with gathered rounds, 5 the
 // gather form with the second gather, 6 the late form with the wide first rounds, 7 the tk forms, 8 the tp forms,
-// 9 the tp2 forms, 10 the tp3 forms, 11 the tkl forms.
-constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10,
-                                           11, 11};
+// 9 the tp2 forms, 10 the tp3 forms.
+constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and

@@ -39,11 +39,7 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
     if (staged) {  // the slice in (poisoned) dynamic shared memory: every read after staging comes from it
       set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged >= 4 ? 4 * kGather : 0));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
-      if (staged == 11 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, false, false, true, false, false, false, true>(p); });
-      else if (staged == 11)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, false, false, false, true>(p); });
-      else if (staged == 10 && cluster == 4)
+      if (staged == 10 && cluster == 4)
         run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, false, false, true, true, false, true>(p); });
       else if (staged == 10)
         run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, true, false, true>(p); });
@@ -150,10 +146,6 @@ int main() {
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
       {"top_p 0.99, two peaks (crossing in the bulk)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
       {"top_p 0.9, two peaks (crossing at a peak)", 2, 12000, cfg(1.0f, 0, 0.9f, 0.0f), 0.3f, false, false, false, false, 2},
-      // the bench's top-k rows at a smaller V: each CTA's level-3 bin holds hundreds of its slice (the tkl forms' list,
-      // its level 2 on the list and the compaction to its own k largest), the joined lists' rounds and tk_finish
-      {"top_k 50, bench row (CTA-local lists)", 1, 40000, cfg(0.8f, 50, 1.0f, 0.0f), 3.0f, false, false},
-      {"top_k 50 + top_p + min_p, bench rows (CTA-local lists)", 2, 36000, cfg(0.8f, 50, 0.9f, 0.05f), 3.0f, false, false},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -197,9 +189,9 @@ int main() {
     }
     // t256, t1024, split, cluster 4 x 256, cluster 3 x 256, the staged (slice in shared memory)
     // clusters 4 x 256 and 3 x 256, the staged early-stop form, the lean form, the gather form and
-    // the late form, the wide form, the tk form, the tp form, the tp2 form, the tp3 form and the tkl form (4 x 256 or
-    // 3 x 256 by case)
-    for (int variant = 0; variant < 17; ++variant) {
+    // the late form, the wide form, the tk form, the tp form, the tp2 form and the tp3 form (4 x 256 or 3 x 256
+    // by case)
+    for (int variant = 0; variant < 16; ++variant) {
       if (const char* only = std::getenv("SAMPLE_ON_HOST_VARIANT"); only && std::atoi(only) != variant) continue;
       // 1024 and 768 host threads a block / cluster are slow on two shared cores: t1024 takes every
       // other case, the 3-CTA cluster the others (t256 and the 4-CTA cluster run the same code on all)
@@ -208,7 +200,7 @@ int main() {
         continue;
       if (c.V > 5000 && variant != 0 && variant < 9) continue;  // the gather and late forms' case (slow here)
       const bool split = variant == 2;
-      const int staged = variant == 16 ? 11 : variant == 15 ? 10 : variant == 14 ? 9 : variant == 13 ? 8 : variant == 12 ? 7 : variant == 11 ? 6 : variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
+      const int staged = variant == 15 ? 10 : variant == 14 ? 9 : variant == 13 ? 8 : variant == 12 ? 7 : variant == 11 ? 6 : variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
       const int cluster = variant == 3 || variant == 5 ? 4
                           : variant == 4 || variant == 6 ? 3
                           : variant >= 7 ? (case_no % 2 ? 4 : 3) : 0;
@@ -239,7 +231,7 @@ int main() {
         const char* names[] = {"t256",     "t1024",         "split",         "cluster4",
                                "cluster3", "cluster4_smem", "cluster3_smem", "cluster_smem_es",
                                "cluster_lean", "cluster_gather", "cluster_late", "cluster_wide", "cluster_tk",
-                               "cluster_tp", "cluster_tp2", "cluster_tp3", "cluster_tkl"};
+                               "cluster_tp", "cluster_tp2", "cluster_tp3"};
         const char* vn = names[variant];
         CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
               tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
