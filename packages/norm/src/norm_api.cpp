@@ -98,6 +98,9 @@ const mlops_norm_variant kVariants[] = {
     // meeting in shared memory. ln1: one warp a row (2048 at 6 CTAs an SM, 4096 at 3; 8192 not taken); ln2: two
     // warps a row (8 / 8 / 4 CTAs an SM); ln4w: four (10 / 8 / 4). Other calls run w8c2 (<= 16 units) or w8.
     {39, 1, 4, 16, "ln1"}, {40, 2, 2, 16, "ln2"}, {41, 4, 1, 8, "ln4w"},
+    // ln4wp: ln4w with w and b loaded with x, before the two sums (few rows: the weight's DRAM round trip off the
+    // chain after the reductions), at 8 / 4 / 2 CTAs an SM for H = 2048 / 4096 / 8192 (the preloaded registers).
+    {42, 4, 1, 8, "ln4wp"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);

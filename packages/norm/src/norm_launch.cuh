@@ -220,7 +220,8 @@ cudaError_t launch_lxp(const Params& p, cudaStream_t s) {
 // of x's dtype, bias or none, y only) with 8 / 16 / 32 units on N warps a row at M8 / M16 / M32 CTAs an SM
 // (0: that H is not taken); every other call runs w8c2 up to 16 units and w8 above (instances the
 // shape planner's picks already compile: nothing more to compile).
-template <class XT, int N, int M8, int M16, int M32>
+// PRE ("ln4wp"): w and b loaded with x (kPre).
+template <class XT, int N, int M8, int M16, int M32, bool PRE = false>
 cudaError_t launch_ln(const Params& p, cudaStream_t s) {
   if constexpr (sizeof(XT) == 2) {
     if (leanln_call<XT>(p)) {
@@ -230,8 +231,8 @@ cudaError_t launch_ln(const Params& p, cudaStream_t s) {
 #define MLOPS_NORM_LN(U, M)                                                                                     \
   if constexpr (M > 0) {                                                                                       \
     if (p.units == U) {                                                                                        \
-      if (b) norm_row_leanln_kernel<XT, U, (M > 0 ? M : 1), N, true><<<grid, kRowThreads, 0, s>>>(p);          \
-      else norm_row_leanln_kernel<XT, U, (M > 0 ? M : 1), N, false><<<grid, kRowThreads, 0, s>>>(p);           \
+      if (b) norm_row_leanln_kernel<XT, U, (M > 0 ? M : 1), N, true, PRE><<<grid, kRowThreads, 0, s>>>(p);     \
+      else norm_row_leanln_kernel<XT, U, (M > 0 ? M : 1), N, false, PRE><<<grid, kRowThreads, 0, s>>>(p);      \
       return cudaGetLastError();                                                                               \
     }                                                                                                          \
   }
@@ -297,6 +298,7 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 39: return launch_ln<XT, 1, 6, 3, 0>(p, s);
     case 40: return launch_ln<XT, 2, 8, 8, 4>(p, s);
     case 41: return launch_ln<XT, 4, 10, 8, 4>(p, s);
+    case 42: return launch_ln<XT, 4, 8, 4, 2, true>(p, s);
   }
   return cudaErrorInvalidValue;
 }

@@ -39,8 +39,11 @@ inline bool leanln_call(const Params& p) {
 }
 
 // U units a row on N warps (H = U / N a warp; CTAs of 4 / N rows) at kMinCtas CTAs an SM; kBias: a
-// bias of the weight's dtype is added after the weight.
-template <class XT, int U, int kMinCtas, int N, bool kBias>
+// bias of the weight's dtype is added after the weight. kPre ("ln4wp", for few rows): the warp's units of
+// w (and b) are loaded with x, before the two sums, instead of in the epilogue after the row's second
+// meeting: at a few rows an SM the kernel is one chain of latencies, and with L2 cold the weight's DRAM
+// round trip otherwise follows the reductions. Costs registers (4 or 8 more a unit), so fewer CTAs an SM.
+template <class XT, int U, int kMinCtas, int N, bool kBias, bool kPre = false>
 __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanln_kernel(Params p) {
   static_assert(sizeof(XT) == 2, "ln rows: bf16 / fp16 x");
   static_assert(kRowWarps == 4 && (N == 1 || N == 2 || N == 4) && U % N == 0, "ln rows: 1, 2 or 4 warps a row");
@@ -57,6 +60,16 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanln_kernel(
   Raw8<XT> raw[H];
 #pragma unroll
   for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+  Raw8<XT> wpre[kPre ? H : 1], bpre[kPre && kBias ? H : 1];
+  if constexpr (kPre) {
+    const XT* wr = static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8;
+    const XT* br = static_cast<const XT*>(p.bias) + k0 * kUnit + lane * 8;
+#pragma unroll
+    for (int k = 0; k < H; ++k) {
+      wpre[k].q[0] = ld_const16(wr + k * kUnit);
+      if constexpr (kBias) bpre[k].q[0] = ld_const16(br + k * kUnit);
+    }
+  }
   __shared__ float us_mean[kSlots][N * H];
   __shared__ float us_var[kSlots][N * H];
   auto fold = [&](const float(&u)[H], float(*us)[N * H]) {
@@ -95,7 +108,8 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanln_kernel(
 #pragma unroll
   for (int k = 0; k < H; ++k) {
     Raw8<XT> wq;
-    wq.q[0] = ld_const16(wr + k * kUnit);  // L1-cached: every row re-reads w (and b)
+    if constexpr (kPre) wq = wpre[k];
+    else wq.q[0] = ld_const16(wr + k * kUnit);  // L1-cached: every row re-reads w (and b)
     float e[8], w[8];
     unpack_x(k, e);
     unpack8_pairs(wq, w);
@@ -103,7 +117,8 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanln_kernel(
     for (int i = 0; i < 8; ++i) e[i] = ((e[i] - mean) * r) * (w[i] + off);
     if constexpr (kBias) {
       Raw8<XT> bq;
-      bq.q[0] = ld_const16(br + k * kUnit);
+      if constexpr (kPre) bq = bpre[k];
+      else bq.q[0] = ld_const16(br + k * kUnit);
       float b[8];
       unpack8_pairs(bq, b);
 #pragma unroll
