@@ -5,11 +5,11 @@
 export PYTHONUNBUFFERED=1
 R=$OUT/r/f; mkdir -p $R
 run() { if [ -n "$DRY" ]; then echo "+ $*"; else "$@"; fi; }
-for p in s17p/sm90/mlops_norm s17v/before/mlops_vocab; do
-  run python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/f17 .carry/$p-*.whl
-done
+# one --target a wheel: pip skips mlops/ when a second wheel goes into the same target (run 97 lost mlops.vocab so)
+run python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/f17n .carry/s17p/sm90/mlops_norm-*.whl
+run python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/f17v .carry/s17v/before/mlops_vocab-*.whl
 if [ -n "$DRY" ]; then echo "+ floor_probe.py --out $R"; exit 0; fi
-PYTHONPATH=/tmp/f17:$PWD/tools/testing timeout 110 python3 ci/device/floor_probe.py --out $R > $R/floor.log 2>&1
+PYTHONPATH=/tmp/f17n:/tmp/f17v:$PWD/tools/testing timeout 110 python3 ci/device/floor_probe.py --out $R > $R/floor.log 2>&1
 echo "floor rc=$?"
 python3 - "$R" <<'PY'
 import glob, json, sys
