@@ -309,16 +309,21 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   const bool x16 = a.x_dtype == MLOPS_DTYPE_BF16 || a.x_dtype == MLOPS_DTYPE_FP16;
   const bool one_group = a.group_size == 0 || a.group_size == a.hidden;
   const bool few_rows = a.rows < 2 * int64_t(sms > 0 ? sms : 1);
-  // Session 17 (a candidate until the H200 has timed it: keep or revert this block after the GPU run): LayerNorm calls
-  // that the lean LayerNorm kernels take (norm_row_leanln.cuh: single order, weight of x's dtype, bias or none, y only)
-  // at H = 2048 / 4096 / 8192 run them instead of w4c2 / w8c2 / w8 (GPU run 92: w8 0.68-0.70x F.layer_norm at H 8192;
-  // earlier runs 0.84-0.92x at H 4096). Up to 4 waves of 16 rows an SM four warps a row (ln4w: the two reductions'
-  // chain cut in four), above one warp a row (ln1, as RMSNorm's r16l / r16l4) where it takes H, else ln4w.
+  // Session 17: LayerNorm calls that the lean LayerNorm kernels take (norm_row_leanln.cuh: single order, weight of x's
+  // dtype, bias or none, y only) at H = 2048 / 4096 / 8192 run them instead of w4c2 / w8c2 / w8 (GPU run 92: w8
+  // 0.68-0.70x F.layer_norm at H 8192; earlier runs 0.84-0.92x at H 4096).
   if (x16 && a.kind == MLOPS_NORM_LAYER && a.order == MLOPS_ORDER_SINGLE && a.weight && a.w_dtype == a.x_dtype &&
       !a.residual && a.gate_mode == MLOPS_GATE_NONE && one_group && a.quant == MLOPS_QUANT_NONE &&
       (a.hidden == 2048 || a.hidden == 4096 || a.hidden == 8192)) {
-    const bool few = a.rows <= 4 * 16 * int64_t(sms > 0 ? sms : 1);
-    return few || a.hidden == 8192 ? 41 : 39;  // ln4w : ln1
+    // GPU run 98 (bench s17n.sh: bf16 with a bias, L2 flushed, events, two interleaved rounds, us; the plan before,
+    // w4c2 / w8c2 / w8, then the ln variants, F.layer_norm in brackets): below 2 rows an SM four warps a row win (1x8192
+    // 11.4 -> ln4w 6.8, ln2 9.0 [21.6]; 128x4096 8.5-8.7 -> ln4w 6.4-6.9, ln2 7.4-8.1 [13.0]; 1x2048 6.7-6.9 -> 5.5, ln2 6.1
+    // [9.2]); above, two warps a row at H 4096 / 8192 (16384x4096 ln2 69.3, ln4w 70.2, ln1 76.1 [105.0]; 2048x4096 ln2
+    // 13.1-13.2, ln4w 13.7 [19.1]; 16384x8192 ln2 137.3, ln4w 138.1 [225.4]; 2048x8192 ln2 22.6, ln4w 22.7 [35.5]) and one
+    // at H 2048 (16384x2048 ln1 36.2-36.5, ln2 36.5, ln4w 37.6 [62.7]; 2048x2048 ln1 9.2, ln2 9.2, ln4w 9.5 [13.0]).
+    // Measured at 1, 128, 2048 and 16384 rows: the split at 2 rows an SM is the few-rows rule's, not a measured one.
+    if (few_rows) return 41;                 // ln4w
+    return a.hidden == 2048 ? 39 : 40;       // ln1 : ln2
   }
   if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group ||
       a.hidden % kUnit != 0)
