@@ -1,10 +1,13 @@
 #!/bin/bash
 # Session 17, helper n (one H200, <= 240 s): LayerNorm's lean kernels (issue 2: LayerNorm ran w8c2 / w8, 0.68-0.70x
-# F.layer_norm at H 8192 in GPU run 92). Wheels: .carry/s17n/before (7f1fba7's sources: the sm90 wheel built at 2540fdc,
-# 7f1fba7 changed a comment only) and .carry/s17n/new (91a0816: ln1 / ln2 / ln4w and the planner block that plans them).
+# F.layer_norm at H 8192 in GPU run 92). Run 98 ran this part with before = 7f1fba7's wheel and new = 91a0816's (the ln1 /
+# ln2 / ln4w variants and their first planner block): every shape faster, F.layer_norm beaten everywhere. Now: before =
+# .carry/s17n/before, 91a0816's wheel (md5 b62881b1...); new = .carry/s17n/new, fc8f61c's, md5 787fa237... (the planner
+# after run 98: ln4w below 2 rows an SM, ln2 above at H 4096 / 8192, ln1 at H 2048; and ln4wp, ln4w with w and b loaded
+# with x).
 #   (1) bench A/B ($R/bench.py, below): bf16 LayerNorm with a bias at T x H, T in 1, 128, 2048, 16384, H in 2048,
-#       4096, 8192: the planned call, F.layer_norm, and (new) ln1 / ln2 / ln4w named, interleaved; before, new, before,
-#       new.
+#       4096, 8192: the planned call, F.layer_norm, ln1 / ln2 / ln4w (both wheels: a control) and ln4wp (new) named,
+#       interleaved; before, new, before, new.
 #   (2) the GPU tests of the new variants (test_norm_gpu.py -k: lean_layer_norm, and the ln rows of dtypes_and_shapes /
 #       features) in 4 shards (fshards), (3) memcheck + racecheck of one call of each variant at each H
 #       ($R/sanitize.py, below), beside the shards.
@@ -37,7 +40,7 @@ label = sys.argv[1] if len(sys.argv) > 1 else "?"
 b = Bench("norm", reps=100, lead_us=150.0)
 b.header()
 names = [v["name"] for v in mn.norm_variants()]
-lns = [n for n in ("ln1", "ln2", "ln4w") if n in names]
+lns = [n for n in ("ln1", "ln2", "ln4w", "ln4wp") if n in names]
 props = torch.cuda.get_device_properties(0)
 sms, sm = props.multi_processor_count, props.major * 10 + props.minor
 dt = torch.bfloat16
@@ -69,7 +72,8 @@ import torch
 
 import mlops.norm as mn
 
-for v in ("ln1", "ln2", "ln4w"):
+names = [v["name"] for v in mn.norm_variants()]
+for v in [n for n in ("ln1", "ln2", "ln4w", "ln4wp") if n in names]:  # run 98's wheel had no ln4wp
     for H in (2048, 4096, 8192):
         for dt, bias in ((torch.bfloat16, True), (torch.float16, False)):
             x, w = torch.randn(3, H).to(dt).cuda(), torch.randn(H).to(dt).cuda()
@@ -95,7 +99,7 @@ done
 # (2) tests in 4 shards, (3) the sanitizers, at the same time, to 225 s of the script
 L=$((225 - SECONDS)); [ $L -lt 30 ] && L=30
 fshards ln packages/norm/tests/test_norm_gpu.py /tmp/nn17 4 $L -k \
-  "lean_layer_norm or (dtypes_and_shapes and (ln1 or ln2 or ln4w)) or (features and (ln1 or ln2 or ln4w))"
+  "lean_layer_norm or (dtypes_and_shapes and (ln1 or ln2 or ln4w)) or (features and (ln1 or ln2 or ln4w))"  # ln4w: ln4wp too
 ssanitize /tmp/nn17 $((L / 2)) $R/sanitize.py
 [ -n "$DRY" ] && exit 0
 collect
