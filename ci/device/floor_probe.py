@@ -11,6 +11,7 @@ GPU busy before the start event, medians, interleaved), on the same inputs' byte
 next to the peer and the planned mlops call of the same shape. If even the copy of the same bytes takes longer than
 the target allows, the target is below this GPU's floor at that size.
 Usage (GPU machine): PYTHONPATH=<mlops wheels>:tools/testing python3 ci/device/floor_probe.py [--out DIR]
+    [--only rms_norm|lm_head]
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ def floors(b: Bench, read: int, written: int) -> dict:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("MLOPS_BENCH_OUT", "bench/results"))
+    ap.add_argument("--only", choices=("rms_norm", "lm_head"), help="one of the two probes (run 97 ran rms_norm alone)")
     args = ap.parse_args()
 
     import mlops.norm as mn
 
     b = Bench("floor", results_dir=args.out)
     b.header()
-    for T, H in ((2048, 4096), (16384, 4096)):
+    for T, H in ((2048, 4096), (16384, 4096)) if args.only != "lm_head" else ():
         x = torch.randn(T, H, dtype=torch.bfloat16, device="cuda")
         w = torch.randn(H, dtype=torch.bfloat16, device="cuda")
         io = 2 * T * H * 2 + H * 2
@@ -52,6 +54,8 @@ def main():
             b.record(case="floor rms_norm", shape=f"{T}x{H}", impl=k, seconds=v, bytes=io,
                      half_peer_us=round(0.5 * t["F.rms_norm"] * 1e6, 2))
 
+    if args.only == "rms_norm":
+        return
     import mlops.vocab as mv
 
     for V in (32000, 151936):
