@@ -404,7 +404,10 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           for (int m = 0; m < 2; ++m) sc[j][m][0] = sc[j][m][1] = neg_inf();
           if (g < ng) {
             const uint8_t* srec = stage0 + g * sbytes - l.vmin;  // at the record's offsets
-            imma_scores_regs<D, Mma4Smem, 2, true>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
+            if (l.cb == 3)  // the mode's two forms (immediate plane offsets: imma_scores_regs' kCB), uniform
+              imma_scores_regs<D, Mma4Smem, 2, true, 3>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
+            else
+              imma_scores_regs<D, Mma4Smem, 2, true, 4>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
             wm = fmax_step(fmax_step(wm, fmax_step(sc[j][0][0], sc[j][0][1])), fmax_step(sc[j][1][0], sc[j][1][1]));
           }
 #pragma unroll
@@ -496,15 +499,17 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           }
           if (gid == 0) sm.ls[sl][tig] = ls;
           const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
+          // token i = 16 m + gid + 8 r sits at pv_kpos(i) = 16 m + 4 (gid & 3) + (gid >> 2) + 2 r (gid < 8): one address
+          // a lane, the 8 stores at immediate offsets (session 17 a2; pv_kpos per token took ~16 instructions a slice)
+          int8_t* const dg = &dig[2 * tig][4 * (gid & 3) + (gid >> 2)];
 #pragma unroll
           for (int m = 0; m < 2; ++m)
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-              const int i = kBlock * m + gid + 8 * r;
               int dh, dl;
               pv_digits(wt[m][r], inv, dh, dl);  // = qhat_digits here (0 <= wt <= wmax)
-              dig[2 * tig][pv_kpos(i)] = static_cast<int8_t>(dh);
-              dig[2 * tig + 1][pv_kpos(i)] = static_cast<int8_t>(dl);
+              dg[kBlock * m + 2 * r] = static_cast<int8_t>(dh);          // dig[2 tig][pv_kpos(i)]
+              dg[kSlice + kBlock * m + 2 * r] = static_cast<int8_t>(dl);  // dig[2 tig + 1][pv_kpos(i)]
             }
           __syncwarp();
           const float bsh = bs;  // head tig's

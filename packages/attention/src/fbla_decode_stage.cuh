@@ -136,20 +136,25 @@ static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && sta
 // or -inf (block not refined for the head, or head >= nh), for kNB blocks from block m0 (mma_pv: a slice's 2).
 // rec: the staged record (shared memory).
 // kPairs (mma_pv): the code words by merge_pairs / code4_from_pairs (the same words, fewer instructions).
-template <int D, class Smem, int kNB = kBlocksPerGroup, bool kPairs = false>
+// kCB (refine_mma4_kernel, session 17 a2): l.cb known to the caller (3 or 4: layout()'s two modes; 0 = read from l), so
+// every plane word's offset from rec is an immediate (l.kc and l.kf - l.kc are constants for a D and cb) and the
+// planes' order by code bit needs no selects: the same words, the address arithmetic of 24 loads a slice left out.
+template <int D, class Smem, int kNB = kBlocksPerGroup, bool kPairs = false, int kCB = 0>
 __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm, const uint8_t* rec, int g, int nh,
                                                  float scale, float (&sc)[kNB][2], int m0 = 0) {
+  static_assert(kCB == 0 || kCB == 3 || kCB == 4, "layout(): cb is 3 or 4");
   constexpr int S = D / 32, W = D / 32;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
+  const int cb = kCB ? kCB : l.cb, fb = kCB ? 6 - kCB : l.fb;
   uint32_t bf[S][2];
   load_bfrag<D>(sm, g, bf);
   int bit_of[6];
 #pragma unroll
-  for (int j = 0; j < 6; ++j) bit_of[j] = j < l.cb ? l.fb + j : j - l.cb;
+  for (int j = 0; j < 6; ++j) bit_of[j] = j < cb ? fb + j : j - cb;
   const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
   const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
-  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf);
+  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + (kCB ? l.kc + int64_t(kGroup) * kCB * (D / 8) : l.kf));
 #pragma unroll
   for (int m = 0; m < kNB; ++m) {
     bool any = false;
@@ -165,7 +170,7 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
       const int t = kBlock * (m0 + m) + gid + 8 * r;
 #pragma unroll
       for (int j = 0; j < 6; ++j)
-        x[r][j] = j < l.cb ? kc[(t * l.cb + j) * W + w] : kf[(t * l.fb + (j - l.cb)) * W + w];
+        x[r][j] = j < cb ? kc[(t * cb + j) * W + w] : kf[(t * fb + (j - cb)) * W + w];
     }
     int32_t c[4] = {0, 0, 0, 0};
     uint32_t e[2][3], o[2][3];
@@ -174,7 +179,7 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
       for (int r = 0; r < 2; ++r) {
         uint32_t xb[6];  // by code bit: plane j holds bit fb + j (j < cb), j - cb below: bit b is plane (b + cb) % 6
 #pragma unroll
-        for (int b = 0; b < 6; ++b) xb[b] = l.cb == 3 ? x[r][(b + 3) % 6] : x[r][(b + 4) % 6];
+        for (int b = 0; b < 6; ++b) xb[b] = cb == 3 ? x[r][(b + 3) % 6] : x[r][(b + 4) % 6];
         merge_pairs_even(xb, e[r]);
         merge_pairs_odd(xb, o[r]);
       }

@@ -40,14 +40,29 @@ __device__ __forceinline__ uint32_t gather_code4(const uint32_t (&x)[6], const i
 // channels c: bit c - 1 = bit 2p, bit c = bit 2p + 1), 2 instructions a pair each; then a code word (bit
 // position k) is one rotate and one and-or a pair of e (k even) or o (k odd): 6 instructions instead of 12.
 // xb: the 6 plane words ordered by the code bit they hold.
+// Each pair as one bit select (session 17 a2): (a & ~M) | (b & M) with M = 0xAAAAAAAA, ~M = 0x55555555, so the same
+// words; on the device one lop3 (look-up table 0xD8 = c ? b : a with PTX's a = 0xF0, b = 0xCC, c = 0xAA; the mask the
+// immediate operand c: odd bits from b, even bits from a; the stopped session 17 draft had 0xE4, c ? a : b), 2
+// instructions a pair after the shift, not 3 (written in C, the compiler kept the two masked terms apart: shift, and,
+// and-or, whichever form).
+__device__ __forceinline__ uint32_t bitsel_odd_bits(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, 0xAAAAAAAA, 0xD8;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  return (a & 0x55555555u) | (b & 0xAAAAAAAAu);
+#endif
+}
+
 __device__ __forceinline__ void merge_pairs_even(const uint32_t (&xb)[6], uint32_t (&e)[3]) {
 #pragma unroll
-  for (int p = 0; p < 3; ++p) e[p] = (xb[2 * p] & 0x55555555u) | ((xb[2 * p + 1] << 1) & 0xAAAAAAAAu);
+  for (int p = 0; p < 3; ++p) e[p] = bitsel_odd_bits(xb[2 * p], xb[2 * p + 1] << 1);
 }
 
 __device__ __forceinline__ void merge_pairs_odd(const uint32_t (&xb)[6], uint32_t (&o)[3]) {
 #pragma unroll
-  for (int p = 0; p < 3; ++p) o[p] = ((xb[2 * p] >> 1) & 0x55555555u) | (xb[2 * p + 1] & 0xAAAAAAAAu);
+  for (int p = 0; p < 3; ++p) o[p] = bitsel_odd_bits(xb[2 * p] >> 1, xb[2 * p + 1]);
 }
 
 // y: e (k even) or o (k odd) of the plane word.
