@@ -322,7 +322,12 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     // 13.1-13.2, ln4w 13.7 [19.1]; 16384x8192 ln2 137.3, ln4w 138.1 [225.4]; 2048x8192 ln2 22.6, ln4w 22.7 [35.5]) and one
     // at H 2048 (16384x2048 ln1 36.2-36.5, ln2 36.5, ln4w 37.6 [62.7]; 2048x2048 ln1 9.2, ln2 9.2, ln4w 9.5 [13.0]).
     // Measured at 1, 128, 2048 and 16384 rows: the split at 2 rows an SM is the few-rows rule's, not a measured one.
-    if (few_rows) return 41;                 // ln4w
+    // GPU run 99 (session 18, ci/device/ln_bench.py, the same method, two rounds, us, named variants): ln4wp (w and b
+    // loaded with x) beats ln4w below 2 rows an SM at H 4096 / 8192 (1x4096 5.44 / 5.76 vs 5.70 / 5.89; 128x4096 6.00 /
+    // 5.79 vs 6.40 / 6.42; 1x8192 6.18 / 6.43 vs 6.43 / 6.56; 128x8192 6.82 / 7.04 vs 7.25 / 7.79), not at H 2048 (1x2048
+    // 5.25 / 5.54 vs 5.06 / 5.15; 128x2048 5.22 / 5.47 vs 5.54 / 5.94: split); above, its fewer CTAs an SM lose (16384x8192
+    // 189.8 vs ln2 136.1).
+    if (few_rows) return a.hidden == 2048 ? 41 : 42;  // ln4w : ln4wp
     return a.hidden == 2048 ? 39 : 40;       // ln1 : ln2
   }
   if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group ||
