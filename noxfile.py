@@ -78,17 +78,24 @@ def _toolkit(session, cuda: str) -> pathlib.Path:
     return nvcc
 
 
-def _build_wheels(session, names, cuda, archs, outdir: pathlib.Path):
+def _build_wheels(session, names, cuda, archs, outdir: pathlib.Path, sass_from: str = ""):
+    """sass_from = "61" (GPU_BUILDS' cNNs tags): also SASS for the GPU machine's sm_90 compiled here from compute_NN's
+    PTX (CUDAFLAGS -gencode arch=compute_NN,code=sm_90), so the lower arch's code path runs there without the driver's
+    JIT (runs 96 / 99: the JIT of norm's ~350 kernels under a loaded machine did not finish in 300 s)."""
     nvcc = _toolkit(session, cuda)
     outdir.mkdir(parents=True, exist_ok=True)
     for name in names:
+        tail = (f"-sass90from{sass_from}" if sass_from else "") + f"-py{session.python or 'x'}"
         env = {
             "CUDACXX": str(nvcc),
             "MLOPS_CUDA_ARCHS": archs,
             # one build dir per toolkit and arch set: a reused CMakeCache keeps the old nvcc (toolchains.md 2.4)
-            "SKBUILD_BUILD_DIR": str(ROOT / "build" / f"{name}-cu{cuda}-{archs.replace(';', '_')}-py{session.python or 'x'}"),
+            # and the CUDAFLAGS of its first configure
+            "SKBUILD_BUILD_DIR": str(ROOT / "build" / f"{name}-cu{cuda}-{archs.replace(';', '_')}{tail}"),
             "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2),
         }
+        if sass_from:
+            env["CUDAFLAGS"] = f"-gencode arch=compute_{sass_from},code=sm_90"
         session.run("python", "-m", "pip", "wheel", str(ROOT / "packages" / name), "--no-build-isolation",
                     "--no-deps", "-w", str(outdir), env=env)
 
@@ -202,6 +209,12 @@ GPU_BUILDS = {
     # CUDA 11.8 SASS for the H200 (issue 7: a GPU run of an 11.8 build; attention's TMA staging is
     # compiled out below CUDA 12, so this runs its portable copies). Not in GPU_DEFAULT_TAGS.
     "sm90cu118": ("11.8", "90-real"),
+    # Session 18: the cNN code paths as sm_90 SASS compiled here from compute_NN's PTX (the same __CUDA_ARCH__ path
+    # as the driver's JIT of cNN, without the JIT's minutes on the GPU machine). Not in GPU_DEFAULT_TAGS.
+    "c80s": ("13.0", "80-virtual", "80"),
+    "c75s": ("13.0", "75-virtual", "75"),
+    "c70s": ("12.4", "70-virtual", "70"),
+    "c61s": ("12.4", "61-virtual", "61"),
 }
 # what `nox -s gpu_build` builds without --tags (and ci/gpu_tests.py runs): the GPU suite's targets
 GPU_DEFAULT_TAGS = ("sm90", "c80", "c75", "c70", "c61")
@@ -215,10 +228,10 @@ def gpu_build(session):
     names = packages() if o["package"] == "all" else o["package"].split(",")
     session.install(*PINS["build"])
     for tag in o["tags"].split(","):
-        cuda, archs = GPU_BUILDS[tag]
+        cuda, archs, *sass_from = GPU_BUILDS[tag]
         out = ROOT / ".carry" / "gpu" / tag
         shutil.rmtree(out, ignore_errors=True)
-        _build_wheels(session, names, cuda, archs, out)
+        _build_wheels(session, names, cuda, archs, out, *sass_from)
 
 
 @nox.session(venv_backend="none")
