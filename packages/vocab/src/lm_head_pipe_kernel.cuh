@@ -150,6 +150,25 @@ __device__ __forceinline__ uint4 lds128(uint32_t a) {
 #endif
 static_assert(kStagesMax - 2 <= 4, "cp_async_wait takes counts 0 .. 4");
 
+#if defined(MLOPS_CUDA_ON_HOST)
+static inline void grid_dependency_wait() {}
+static inline void launch_dependents() {}
+#else
+// PDL (griddepcontrol, sm_90 PTX): no-ops when the launch has no programmatic predecessor /
+// dependent, and compiled out below sm_90 (the GPU suite's compute_61 .. 80 builds: their launches
+// never ask for the attribute, lm_head_launch_pipe / lm_head_launch_stream).
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+#endif
+
 // Each warp's stream of chunks: for the CTA's tiles j = 0, 1, ... (tile blockIdx.x + j gridDim.x),
 // chunks kc = 0 .. nk - 1 of the warp's segment. The next chunk to issue, and its stage.
 struct ChunkIssuer {
@@ -168,6 +187,10 @@ __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams 
 #if defined(MLOPS_LM_HEAD_PIPE_BODY)
   __shared__ float part[2][kSegments][8][kPartPitch];
   __shared__ uint32_t hist[8][256];
+  // Session 18 (l): with the statistics on sm_90 the launch clears best / key_hist with a small kernel
+  // whose programmatic dependent this is (as the stream kernels' launch), instead of a memset node
+  // before it; the decode kernel may take its slot now and waits for this grid's end.
+  launch_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   const int ub = segment_begin(warp, p.units), ue = segment_begin(warp + 1, p.units);
@@ -283,6 +306,7 @@ __global__ void __launch_bounds__(kThreads, 2) lm_head_pipe_kernel(LmHeadParams 
   cp_async_wait(0);
   if (!stats) return;
   __syncthreads();
+  grid_dependency_wait();  // the clear kernel (a PDL launch's predecessor) is done; else a no-op
   if (p.key_hist)
     for (int i = threadIdx.x; i < p.tokens * 256; i += kThreads) {
       const uint32_t n = (&hist[0][0])[i];

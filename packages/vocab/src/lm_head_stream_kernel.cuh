@@ -67,23 +67,10 @@ struct StreamGeom {
   static_assert(kCols % 8 == 0 && kCols >= 16, "a quarter-warp's copies are one row's aligned 8 columns");
 };
 
+// grid_dependency_wait / launch_dependents (PDL): lm_head_pipe_kernel.cuh
 #if defined(MLOPS_CUDA_ON_HOST)
-static inline void grid_dependency_wait() {}
-static inline void launch_dependents() {}
 static inline void prefetch_l2(const void*) {}
 #else
-// PDL (griddepcontrol, sm_90 PTX): no-ops when the launch has no programmatic predecessor /
-// dependent, and compiled out below sm_90 (the GPU suite's compute_61 .. 80 builds).
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" :::);
-#endif
-}
 __device__ __forceinline__ void prefetch_l2(const void* p) {
 #if defined(__CUDA_ARCH__)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

@@ -190,12 +190,12 @@ def test_lm_head_graph_replay():
         assert_bits_equal(a, b, f"graph replay {name}")
 
 
-@pytest.mark.parametrize("variant", [v for v in LM_VARIANTS if "stream" in v])
+@pytest.mark.parametrize("variant", [v for v in LM_VARIANTS if "stream" in v or "pipe" in v])
 def test_lm_head_stream_pdl_graph_and_back_to_back(variant):
-    """The stream candidates launch as programmatic dependents (the clear kernel -> the head -> the
-    decode): captured in a graph and replayed they equal a fresh call bit for bit, and calls queued
-    back to back on different inputs (no synchronisation between) each return the statistics of
-    their own logits."""
+    """The stream candidates, and on sm_90 code the pipe instances too (session 18), launch with the
+    statistics as programmatic dependents (the clear kernel -> the head -> the decode): captured in a
+    graph and replayed they equal a fresh call bit for bit, and calls queued back to back on
+    different inputs (no synchronisation between) each return the statistics of their own logits."""
     if not mv.lm_head_variant_runs(variant):
         pytest.skip(f"{variant} does not run on this GPU / build [{TAG}]")
     M, V, H = 3, 32000, 4096
