@@ -82,7 +82,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("label")
     ap.add_argument("--timeline", action="store_true")
-    ap.add_argument("--reps", type=int, default=60)
+    ap.add_argument("--reps", type=int, default=40)
     a = ap.parse_args()
     b = Bench("vocab", results_dir=os.environ.get("MLOPS_BENCH_OUT"))
     b.header()
