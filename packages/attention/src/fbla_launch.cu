@@ -1,6 +1,7 @@
 // Launches of the FBLA kernels (the templates are instantiated and launched in this object:
 // nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
 #include "fbla_decode_mma4.cuh"
+#include "mlops/common/pdl_launch.h"
 
 namespace mlops::fbla {
 namespace {
@@ -87,17 +88,7 @@ cudaError_t launch_dependent(int (&mode)[64], void (*kernel)(P...), unsigned gri
     kernel<<<grid, block, smem, s>>>(args...);
     return cudaGetLastError();
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(block);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
+  return launch_pdl(true, kernel, dim3(grid), dim3(block), smem, s, args...);
 }
 
 // combine_warps_kernel as a programmatic dependent of the refine.

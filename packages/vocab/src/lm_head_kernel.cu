@@ -1,6 +1,7 @@
 // The launch of the CUDA-core LM head (lm_head_kernel.cuh). It stays in this file, the one that
 // instantiates the template (nvcc >= 12.8: template launch stubs are local to their object).
 #include "lm_head_kernel.cuh"
+#include "mlops/common/pdl_launch.h"
 
 namespace mlops::vocab {
 namespace {
@@ -51,16 +52,8 @@ cudaError_t lm_head_decode_best(const uint64_t* best, int64_t rows, float* mx, i
   int dev = 0, major = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
     return cudaGetLastError();
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(blocks));
-  cfg.blockDim = dim3(128);
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = major >= 9 ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, decode_best_kernel, best, rows, mx, am);
+  return launch_pdl(major >= 9, decode_best_kernel, dim3(unsigned(blocks)), dim3(128), 0,
+                    static_cast<cudaStream_t>(stream), best, rows, mx, am);
 }
 
 cudaError_t lm_head_launch_cuda_core(const LmHeadParams& p, int64_t grid, void* stream) {

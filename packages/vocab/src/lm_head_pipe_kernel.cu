@@ -1,6 +1,7 @@
 // The launch of the cp.async-pipelined LM head (lm_head_pipe_kernel.cuh). It stays in this file, the
 // one that instantiates the kernel (nvcc >= 12.8: launch stubs are local to their object).
 #include "lm_head_pipe_kernel.cuh"
+#include "mlops/common/pdl_launch.h"
 
 namespace mlops::vocab {
 namespace {
@@ -31,19 +32,6 @@ bool smem_limits(SmemLimits* l) {
   // atomics race the clear, so that build keeps the memset)
   l->pdl = major >= 9 && attr.ptxVersion >= 90;
   return true;
-}
-
-// Clears best and key_hist and lets the pipe kernel, launched as its programmatic dependent, start at
-// once (the stream kernels' clear, lm_head_stream_kernel.cu): the kernel waits for this grid only
-// before its final atomics, so the clear leaves the critical path, where a memset node sat in front
-// of the kernel (session 18 (l): GPU run 77 timed the statistics at +3.1 us on the memset path,
-// pipe3 at 151936 x 4096 M = 1, against +1.9 .. 2.4 on the stream kernels' PDL path).
-__global__ void lm_head_pipe_clear_kernel(uint64_t* best, uint32_t* key_hist, int tokens) {
-  launch_dependents();
-  if (best)
-    for (int i = threadIdx.x; i < tokens; i += blockDim.x) best[i] = 0;
-  if (key_hist)
-    for (int i = threadIdx.x; i < 256 * tokens; i += blockDim.x) key_hist[i] = 0;
 }
 
 // The stages a CTA gets when ctas CTAs share an SM: what fits next to the static shared memory,
@@ -95,19 +83,9 @@ cudaError_t lm_head_launch_pipe(const LmHeadParams& p, int ctas_per_sm, int max_
     lm_head_pipe_kernel<<<unsigned(grid), kThreads, smem, s>>>(p, stages, agg);
     return cudaGetLastError();
   }
-  lm_head_pipe_clear_kernel<<<1, 256, 0, s>>>(p.best, p.key_hist, p.tokens);
+  lm_head_stats_clear_kernel<<<1, 256, 0, s>>>(p.best, p.key_hist, p.tokens);
   if (e = cudaGetLastError(); e != cudaSuccess) return e;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(grid));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, lm_head_pipe_kernel, p, stages, agg);
+  return launch_pdl(true, lm_head_pipe_kernel, dim3(unsigned(grid)), dim3(kThreads), smem, s, p, stages, agg);
 }
 
 }  // namespace mlops::vocab

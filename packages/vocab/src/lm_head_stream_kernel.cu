@@ -1,21 +1,10 @@
 // The launch of the one-stream-per-SM LM head (lm_head_stream_kernel.cuh). It stays in this file, the
 // one that instantiates the kernels (nvcc >= 12.8: launch stubs are local to their object).
 #include "lm_head_stream_kernel.cuh"
+#include "mlops/common/pdl_launch.h"
 
 namespace mlops::vocab {
 namespace {
-
-// Clears best and key_hist (the statistics the stream's atomics add into), then lets the stream,
-// launched as its programmatic dependent, start at once: the stream waits for this grid only
-// before its atomics, ~300 us later, so the clear costs no time on the critical path (a memset
-// node does: run 17, 317.0 -> 320.1 us with the memset and the decode).
-__global__ void lm_head_stream_clear_kernel(uint64_t* best, uint32_t* key_hist, int tokens) {
-  launch_dependents();
-  if (best)
-    for (int i = threadIdx.x; i < tokens; i += blockDim.x) best[i] = 0;
-  if (key_hist)
-    for (int i = threadIdx.x; i < 256 * tokens; i += blockDim.x) key_hist[i] = 0;
-}
 
 template <int ROWS, int CHUNK>
 cudaError_t launch_rows(const LmHeadParams& p, int64_t grid, int stages, bool tlb, bool rr, bool pdl, size_t smem,
@@ -23,17 +12,8 @@ cudaError_t launch_rows(const LmHeadParams& p, int64_t grid, int stages, bool tl
   cudaError_t e = cudaFuncSetAttribute(lm_head_stream_kernel<ROWS, CHUNK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(smem));
   if (e != cudaSuccess) return e;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(grid));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, lm_head_stream_kernel<ROWS, CHUNK>, p, stages, tlb, rr);
+  return launch_pdl(pdl, lm_head_stream_kernel<ROWS, CHUNK>, dim3(unsigned(grid)), dim3(kThreads), smem, s, p, stages,
+                    tlb, rr);
 }
 
 }  // namespace
@@ -69,7 +49,7 @@ cudaError_t lm_head_launch_stream(const LmHeadParams& p, int rows, int chunk, bo
   const int64_t grid = p.vocab < sms ? p.vocab : sms;
   const bool pdl = p.best || p.key_hist;
   if (pdl) {
-    lm_head_stream_clear_kernel<<<1, 256, 0, s>>>(p.best, p.key_hist, p.tokens);
+    lm_head_stats_clear_kernel<<<1, 256, 0, s>>>(p.best, p.key_hist, p.tokens);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   const size_t smem = size_t(stages) * kSegments * chunk;
