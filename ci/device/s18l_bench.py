@@ -18,22 +18,9 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-from mlops_bench import Bench
+from mlops_bench import Bench, graphed, spin_groups
 
 import mlops.vocab as mv
-
-
-def graphed(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 def rotating(replays):
@@ -57,16 +44,7 @@ def timeline(label: str, V: int, name: str, replay) -> None:
             torch.cuda._sleep(100_000)
             replay()
         torch.cuda.synchronize()
-    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                 key=lambda e: e.time_range.start)
-    groups, cur = [], None
-    for e in evs:
-        if "spin_kernel" in e.name:
-            cur = []
-            groups.append(cur)
-        elif cur is not None:
-            cur.append(e)
-    groups = [g for g in groups if g]
+    groups = [g for g in spin_groups(prof) if g]
     if not groups or len({len(g) for g in groups}) != 1:
         print(f"# timeline {label} {V}x4096 M=1 {name}: not the expected shape ({[len(g) for g in groups]})")
         return

@@ -132,15 +132,7 @@ class Bench:
                 self._lead()
                 fn()
             torch.cuda.synchronize()
-        evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
-                     key=lambda e: e.time_range.start)
-        groups, cur = [], None
-        for e in evs:
-            if "spin_kernel" in e.name:
-                cur = []
-                groups.append(cur)
-            elif cur is not None:
-                cur.append(e)
+        groups = spin_groups(prof)
         if flush:
             if len(groups) != 2 * reps:
                 return None
@@ -184,3 +176,32 @@ class Bench:
         with open(self.path, "a") as f:
             f.write(json.dumps(h) + "\n")
         return h
+
+
+def spin_groups(prof) -> list:
+    """The CUDA activities of a torch.profiler trace, in start order, grouped by the harness's sleep kernels
+    (torch.cuda._sleep, 'spin_kernel'): one list after each spin (what ran before the first spin is dropped)."""
+    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA),
+                 key=lambda e: e.time_range.start)
+    groups, cur = [], None
+    for e in evs:
+        if "spin_kernel" in e.name:
+            cur = []
+            groups.append(cur)
+        elif cur is not None:
+            cur.append(e)
+    return groups
+
+
+def graphed(fn):
+    """fn captured in a CUDA graph (after a warm-up on a side stream); returns the replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay

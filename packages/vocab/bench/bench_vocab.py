@@ -25,23 +25,9 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tools" / "testing"))
-from mlops_bench import Bench  # noqa: E402
+from mlops_bench import Bench, graphed  # noqa: E402
 
 import mlops.vocab as mv  # noqa: E402
-
-
-def graphed(fn):
-    """fn captured in a CUDA graph (after a warm-up on a side stream); returns the replay."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
 
 
 # lm_head instances that lost by far at every (V, M) of GPU run 21 (151936 x 4096 with stats, M = 1:
