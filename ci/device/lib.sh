@@ -133,3 +133,15 @@ collect() {
   grep -h "^FAILED\|^ERROR" $R/*.log 2>/dev/null | head -20 > $R/failures.txt
   grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" $R/*racecheck.log $R/*memcheck.log 2>/dev/null | sort | uniq -c > $R/sanitizer.txt
 }
+# Session 18. dry_stubs: with DRY set, the commands a device script runs become echoes (inst, nvidia-smi, python3,
+# compute-sanitizer, tar; timeout passes its command through), so `DRY=1 bash ci/device/<script>.sh` checks the shell
+# logic here. Call it after sourcing this file (it replaces inst). s16a / s16a2 / s17a / s18.sh wrote it out each.
+dry_stubs() {
+  [ -n "$DRY" ] || return 0
+  inst() { echo "DRY inst $*"; }
+  nvidia-smi() { echo DRY; }
+  timeout() { shift; "$@"; }
+  python3() { echo "DRY python3 $* (tag=$MLOPS_ARCH_TAG shard=$MLOPS_SHARD) 1 passed"; }
+  compute-sanitizer() { echo "DRY compute-sanitizer $*"; }
+  tar() { echo "DRY tar $*"; }
+}

@@ -20,13 +20,7 @@ export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system CUDA_CACHE_MAXSIZE=4294967296
 R=/tmp/ra; rm -rf $R; mkdir -p $R; source ci/device/lib.sh
 END=${END_S:-235}
 OUT=${OUT:-/tmp}
-if [ -n "$DRY" ]; then
-  inst() { echo "DRY inst $*"; }; nvidia-smi() { echo DRY; }
-  timeout() { shift; "$@"; }
-  python3() { echo "DRY python3 $* (tag=$MLOPS_ARCH_TAG shard=$MLOPS_SHARD) 1 passed"; }
-  compute-sanitizer() { echo "DRY compute-sanitizer $*"; }
-  tar() { echo "DRY tar $*"; }
-fi
+dry_stubs
 for w in before new; do inst ".carry/s16a/$w/mlops_attention-*.whl" /tmp/a16$w; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
 echo "installed at ${SECONDS}s" >> $R/phases.txt

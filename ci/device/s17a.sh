@@ -26,13 +26,7 @@ export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system CUDA_CACHE_MAXSIZE=4294967296
 OUT=${OUT:-/tmp}
 R=/tmp/r17a; rm -rf $R; mkdir -p $R $OUT/r/a; source ci/device/lib.sh
 END=${END_S:-235}
-if [ -n "$DRY" ]; then
-  inst() { echo "DRY inst $*"; }; nvidia-smi() { echo DRY; }
-  timeout() { shift; "$@"; }
-  python3() { echo "DRY python3 $* (tag=$MLOPS_ARCH_TAG shard=$MLOPS_SHARD) 1 passed"; }
-  compute-sanitizer() { echo "DRY compute-sanitizer $*"; }
-  tar() { echo "DRY tar $*"; }
-fi
+dry_stubs
 for w in before new1 new; do inst ".carry/s17a/$w/mlops_attention-*.whl" /tmp/s17a$w; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
 echo "installed at ${SECONDS}s" >> $R/phases.txt

@@ -19,13 +19,7 @@ R=/tmp/r18; rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt $R/summary.
 source ci/device/lib.sh
 END=${END_S:-540}
 C=.carry/s18
-if [ -n "$DRY" ]; then
-  inst() { echo "DRY inst $*"; }; nvidia-smi() { echo DRY; }
-  timeout() { shift; "$@"; }
-  python3() { echo "DRY python3 $* (tag=$MLOPS_ARCH_TAG shard=$MLOPS_SHARD) 1 passed"; }
-  compute-sanitizer() { echo "DRY compute-sanitizer $*"; }
-  tar() { echo "DRY tar $*"; }
-fi
+dry_stubs
 inst "$C/norm/mlops_norm-*.whl" /tmp/s18n
 inst "$C/attn-before/mlops_attention-*.whl" /tmp/s18ab
 inst "$C/attn-new/mlops_attention-*.whl" /tmp/s18an
