@@ -164,17 +164,8 @@ MLOPS_HD float fmax_nonneg(float m, float s) { return fmaxf(m, s); }
 MLOPS_HD float exp_det_le(float x) {
   const bool in = x >= -103.5f;  // false: x < -103.5 or NaN
   const float xc = in ? x : 0.0f;
-  const float n = rint_even(xc * 1.44269504088896341f);
-  float r = fmaf(n, -0.693145751953125f, xc);
-  r = fmaf(n, -1.428606765330187045e-06f, r);
-  float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
-  p = fmaf(p * r, r, r);
-  p = p + 1.0f;
+  float n;
+  const float p = exp_det_reduced(xc, n);
   const int ni = int(n);
   const int h = ni >> 1;
   const float s1 = bits_f32(uint32_t(h + 127) << 23);

@@ -8,11 +8,11 @@
 
 namespace mlops {
 
-MLOPS_HD float exp_det(float x) {
-  if (!(x == x)) return x;                 // NaN
-  if (x > 88.5f) return bits_f32(0x7f800000u);
-  if (x < -103.5f) return 0.0f;
-  float n = rint_even(x * 1.44269504088896341f);
+// exp_det's reduction and polynomial: n = rint(x / ln2) and the returned p ~ e^(x - n ln2), so exp(x) = p * 2^n.
+// The one copy of this arithmetic: exp_det below, attention's exp_det_le (fbla_math.h) and vocab's sampler weights
+// (lean_weight_of_u) differ only in how they scale p by 2^n.
+MLOPS_HD float exp_det_reduced(float x, float& n) {
+  n = rint_even(x * 1.44269504088896341f);
   float r = fmaf(n, -0.693145751953125f, x);          // ln2 high part (exact product)
   r = fmaf(n, -1.428606765330187045e-06f, r);         // ln2 low part
   float p = 1.9875691500e-4f;
@@ -22,7 +22,15 @@ MLOPS_HD float exp_det(float x) {
   p = fmaf(p, r, 1.6666665459e-1f);
   p = fmaf(p, r, 5.0000001201e-1f);
   p = fmaf(p * r, r, r);                              // r + r^2 * p
-  p = p + 1.0f;
+  return p + 1.0f;
+}
+
+MLOPS_HD float exp_det(float x) {
+  if (!(x == x)) return x;                 // NaN
+  if (x > 88.5f) return bits_f32(0x7f800000u);
+  if (x < -103.5f) return 0.0f;
+  float n;
+  const float p = exp_det_reduced(x, n);
   // scale by 2^n in two steps so subnormal results and n = 128 stay exact
   int ni = int(n);
   int h = ni / 2;
