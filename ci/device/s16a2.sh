@@ -24,14 +24,7 @@ for w in before new; do inst ".carry/s16a2b/$w/mlops_attention-*.whl" /tmp/a2b$w
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
 echo "installed at ${SECONDS}s" >> $R/phases.txt
 # bench WHEEL TAG: one bench call of a wheel (at most 30 s, and not past END - RESERVE)
-bench() {
-  local L=$((END - ${RESERVE:-0} - SECONDS)); [ $L -gt 30 ] && L=30
-  if [ $L -lt 12 ]; then echo "bench $2 skipped (${L}s left) at ${SECONDS}s" >> $R/phases.txt; return; fi
-  mkdir -p $R/bench-$2
-  MLOPS_BENCH_OUT=$R/bench-$2 PYTHONPATH=/tmp/a2b$1:$PWD/tools/testing timeout $L python3 \
-    packages/attention/bench/bench_attention.py --variants planner > $R/bench-$2.log 2>&1
-  echo "bench $2 ($1) rc=$? at ${SECONDS}s" >> $R/phases.txt
-}
+bench() { attn_bench /tmp/a2b "$1" "$2" 30 12; }
 RESERVE=100 bench before before-1
 RESERVE=100 bench new new-1
 L=$((END - 55 - SECONDS)); [ $L -gt 60 ] && L=60; [ $L -lt 35 ] && L=35
