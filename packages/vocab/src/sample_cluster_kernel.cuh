@@ -370,8 +370,17 @@ __device__ __forceinline__ void exchange_sync() {
 // scaling. exp_det(u) = (p * 2^h) * 2^(n - h) is p * 2^n exactly while that is a normal float (n >=
 // -116 here), and times 2^31 it is p * 2^(n + 31), exact too, so rint of it is the same integer.
 __device__ __forceinline__ uint32_t lean_weight_of_u(float u) {
-  float n;
-  const float q = exp_det_reduced(u, n);
+  const float n = rint_even(u * 1.44269504088896341f);
+  float r = fmaf(n, -0.693145751953125f, u);
+  r = fmaf(n, -1.428606765330187045e-06f, r);
+  float q = 1.9875691500e-4f;
+  q = fmaf(q, r, 1.3981999507e-3f);
+  q = fmaf(q, r, 8.3334519073e-3f);
+  q = fmaf(q, r, 4.1665795894e-2f);
+  q = fmaf(q, r, 1.6666665459e-1f);
+  q = fmaf(q, r, 5.0000001201e-1f);
+  q = fmaf(q * r, r, r);
+  q = q + 1.0f;
   return uint32_t(rint_even(q * bits_f32(uint32_t(int(n) + 31 + 127) << 23)));
 }
 
