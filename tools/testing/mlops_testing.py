@@ -4,6 +4,8 @@ reference dtypes. Imported by the root conftest.py (tools/testing is put on sys.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 import torch
@@ -67,3 +69,16 @@ def assert_bits_equal(a: torch.Tensor, b: torch.Tensor, what: str = ""):
 def gpu_arch_tag() -> str:
     """Which build the GPU suite runs (nox -s gpu_tests sets MLOPS_ARCH_TAG per virtual-arch build)."""
     return os.environ.get("MLOPS_ARCH_TAG", "native")
+
+
+def build_cxx(exe, args, missing_ok: bool = False):
+    """Compiles and links a host C++ test program to exe (a path) with the system compiler; args: the flags, include
+    dirs and sources (the caller's: -ffp-contract=off as the library is built). No compiler on PATH: pytest.skip with
+    missing_ok, else a failure. A failed compile fails with the compiler's last 4000 characters. Returns exe."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if cxx is None and missing_ok:
+        pytest.skip("no C++ compiler")
+    assert cxx, "a C++ compiler on PATH"
+    r = subprocess.run([cxx, *map(str, args), "-o", str(exe)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return exe

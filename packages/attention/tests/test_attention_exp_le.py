@@ -4,23 +4,17 @@ for bit: exp_det_le against exp_det for floats x <= 88.5 and NaN, pv_digits agai
 8.8e7 digit cases); tests/c/exp_le_check.cpp with stride 1 checks all of them (docs/attention.md, session 17)."""
 
 import pathlib
-import shutil
 import subprocess
 
-import pytest
+from mlops_testing import build_cxx
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
 COMMON = PKG.parent / "common" / "include"
 
 
 def test_exp_det_le_and_pv_digits_match(tmp_path):
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path / "exp_le_check"
-    cmd = [cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-fno-strict-aliasing", f"-I{PKG / 'include'}",
-           f"-I{COMMON}", f"-I{PKG / 'src'}", str(PKG / "tests" / "c" / "exp_le_check.cpp"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / "exp_le_check", ["-std=c++20", "-O2", "-ffp-contract=off", "-fno-strict-aliasing",
+                                                f"-I{PKG / 'include'}", f"-I{COMMON}", f"-I{PKG / 'src'}",
+                                                PKG / "tests" / "c" / "exp_le_check.cpp"], missing_ok=True)
     r = subprocess.run([str(exe), "97"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and " 0 differ; " in r.stdout and r.stdout.strip().endswith(" 0 differ"), r.stdout[-2000:]

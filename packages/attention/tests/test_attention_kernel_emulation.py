@@ -9,27 +9,21 @@ warp logic are checked in CI, which has no GPU; device-only instructions (cvt.rn
 rintf, DP4A) are the GPU suite's (tests/test_attention_gpu.py)."""
 
 import pathlib
-import shutil
 import subprocess
 
-import pytest
+from mlops_testing import build_cxx
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
 COMMON = PKG.parent / "common" / "include"
 
 
 def test_kernel_emulation_matches_host_emulation(tmp_path):
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path / "fbla_kernel_emulation"
     # -D__CUDACC__: the common headers' device helpers (warp_butterfly32) are compiled too;
     # -U_FORTIFY_SOURCE: the fibers switch stacks by _longjmp, which the fortified longjmp rejects
-    cmd = [cxx, "-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-fno-strict-aliasing", "-D__CUDACC__",
-           f"-I{PKG / 'tests' / 'c' / 'emulation'}", f"-I{PKG / 'include'}", f"-I{COMMON}", f"-I{PKG / 'src'}",
-           str(PKG / "tests" / "c" / "fbla_kernel_emulation.cpp"), str(PKG / "src" / "fbla_api.cpp"),
-           str(PKG / "src" / "fbla_host.cpp"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / "fbla_kernel_emulation",
+                    ["-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-fno-strict-aliasing", "-D__CUDACC__",
+                     f"-I{PKG / 'tests' / 'c' / 'emulation'}", f"-I{PKG / 'include'}", f"-I{COMMON}", f"-I{PKG / 'src'}",
+                     PKG / "tests" / "c" / "fbla_kernel_emulation.cpp", PKG / "src" / "fbla_api.cpp",
+                     PKG / "src" / "fbla_host.cpp"], missing_ok=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0 and r.stdout.strip().endswith("4105 passed, 0 failed"), r.stdout[-4000:]

@@ -9,22 +9,19 @@ multiply of y = t * w (mul_packed8) every pair of finite bf16 values; session 13
 of FP8 is the GPU suite's (test_norm_gpu.py::test_lean_quant_every_value)."""
 
 import pathlib
-import shutil
 import subprocess
+
+from mlops_testing import build_cxx
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_fast_codes_equal_host_quantizers(tmp_path):
-    cxx = shutil.which("c++") or shutil.which("g++")
-    assert cxx, "a C++ compiler on PATH"
-    exe = tmp_path / "codes_fast_exhaustive"
     # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused
-    cmd = [cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-w", f"-I{PKG / 'include'}",
-           f"-I{PKG.parent / 'common' / 'include'}", f"-I{PKG / 'src'}",
-           str(PKG / "tests" / "c" / "codes_fast_exhaustive.cpp"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / "codes_fast_exhaustive",
+                    ["-std=c++20", "-O2", "-ffp-contract=off", "-w", f"-I{PKG / 'include'}",
+                     f"-I{PKG.parent / 'common' / 'include'}", f"-I{PKG / 'src'}",
+                     PKG / "tests" / "c" / "codes_fast_exhaustive.cpp"])
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().endswith("18 passed, 0 failed"), r.stdout

@@ -8,9 +8,10 @@ arithmetic (cvt) is the GPU suite's."""
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
+
+from mlops_testing import build_cxx
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PKG = ROOT / "packages" / "optimizers"
@@ -20,17 +21,13 @@ sys.path.insert(0, str(ROOT / "tools"))
 def test_kernel_device_code_on_host_equals_host_emulation(tmp_path):
     import cuda_toolkit
 
-    cxx = shutil.which("c++") or shutil.which("g++")
-    assert cxx, "a C++ compiler on PATH"
     root = cuda_toolkit.toolkit_root(cuda_toolkit.provide(os.environ.get("MLOPS_TEST_CUDA", "13.0")))
-    exe = tmp_path / "kernel_on_host"
     # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused
-    cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-w", f"-I{root / 'include'}", f"-I{PKG / 'include'}",
-           f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
-           str(PKG / "tests" / "c" / "kernel_on_host.cpp"), str(PKG / "src" / "optim_host.cpp"),
-           str(PKG / "src" / "optim_api.cpp"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / "kernel_on_host",
+                    ["-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
+                     f"-I{PKG / 'include'}", f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
+                     PKG / "tests" / "c" / "kernel_on_host.cpp", PKG / "src" / "optim_host.cpp",
+                     PKG / "src" / "optim_api.cpp"])
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and " 0 failed" in r.stdout, r.stdout + r.stderr
     assert r.stdout.strip().endswith("15 passed, 0 failed")
@@ -50,13 +47,9 @@ def test_table_quantizer_equals_quantize_nearest(tmp_path):
     every float within 64 ulps of each map entry, threshold and bucket edge (stride 1, all 2^32:
     run by hand, see docs/optimizers.md). kernel_on_host.cpp checks the maps are
     mlops_optim_dynamic_map's."""
-    cxx = shutil.which("c++") or shutil.which("g++")
-    assert cxx, "a C++ compiler on PATH"
-    exe = tmp_path / "qtables_exhaustive"
-    cmd = [cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-w", f"-I{PKG / 'include'}",
-           f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
-           str(PKG / "tests" / "c" / "qtables_exhaustive.cpp"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / "qtables_exhaustive",
+                    ["-std=c++20", "-O2", "-ffp-contract=off", "-w", f"-I{PKG / 'include'}",
+                     f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
+                     PKG / "tests" / "c" / "qtables_exhaustive.cpp"])
     r = subprocess.run([str(exe), "61"], capture_output=True, text=True, check=False)
     assert r.returncode == 0 and "mismatches 0, uncovered 0" in r.stdout, r.stdout + r.stderr

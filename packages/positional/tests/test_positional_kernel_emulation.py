@@ -7,10 +7,9 @@ out-of-range positions, CTA splits). So the kernels' indexing is checked in CI, 
 GPU suite checks the real thing."""
 
 import pathlib
-import shutil
 import subprocess
 
-import pytest
+from mlops_testing import build_cxx
 
 VARIANTS = ["step2", "early2", "early4", "early8", "early2x5", "early2x6", "stage4", "stage8", "stage4x6", "flat2",
             "flat2p", "flat4p", "dec", "dec2", "dec4", "decx5"]  # rope_launch.h's table
@@ -19,15 +18,10 @@ COMMON = PKG.parent / "common" / "include"
 
 
 def test_kernel_emulation_matches_host_emulation(tmp_path):
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path / "rope_kernel_emulation"
-    cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-fno-strict-aliasing",
-           "-DMLOPS_ROPE_EMULATE_KERNEL", f"-I{PKG / 'tests' / 'c' / 'emulation'}", f"-I{PKG / 'include'}",
-           f"-I{COMMON}", f"-I{PKG / 'src'}", str(PKG / "tests" / "c" / "rope_kernel_emulation.cpp"),
-           str(PKG / "src" / "rope_api.cpp"), str(PKG / "src" / "rope_host.cpp"), "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / "rope_kernel_emulation",
+                    ["-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-fno-strict-aliasing",
+                     "-DMLOPS_ROPE_EMULATE_KERNEL", f"-I{PKG / 'tests' / 'c' / 'emulation'}", f"-I{PKG / 'include'}",
+                     f"-I{COMMON}", f"-I{PKG / 'src'}", PKG / "tests" / "c" / "rope_kernel_emulation.cpp",
+                     PKG / "src" / "rope_api.cpp", PKG / "src" / "rope_host.cpp"], missing_ok=True)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith(f"{150 * (len(VARIANTS) + 1) + 2} passed, 0 failed"), r.stdout[-4000:]

@@ -25,9 +25,10 @@ it was written). What it cannot see is the GPU's own scheduling and memory model
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
+
+from mlops_testing import build_cxx
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PKG = ROOT / "packages" / "vocab"
@@ -37,17 +38,12 @@ sys.path.insert(0, str(ROOT / "tools"))
 def _build_and_run(tmp_path, runner: str, host_source: str, min_checks: int):
     import cuda_toolkit
 
-    cxx = shutil.which("c++") or shutil.which("g++")
-    assert cxx, "a C++ compiler on PATH"
     root = cuda_toolkit.toolkit_root(cuda_toolkit.provide(os.environ.get("MLOPS_TEST_CUDA", "13.0")))
-    exe = tmp_path / runner
     # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused
-    cmd = [cxx, "-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
-           f"-I{PKG / 'include'}", f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
-           f"-I{PKG / 'tests' / 'c'}", str(PKG / "tests" / "c" / f"{runner}.cpp"), str(PKG / "src" / host_source),
-           "-o", str(exe)]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, r.stderr[-4000:]
+    exe = build_cxx(tmp_path / runner,
+                    ["-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
+                     f"-I{PKG / 'include'}", f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
+                     f"-I{PKG / 'tests' / 'c'}", PKG / "tests" / "c" / f"{runner}.cpp", PKG / "src" / host_source])
     r = subprocess.run([str(exe)], capture_output=True, text=True, check=False, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith(" 0 failed"), r.stdout[-4000:] + r.stderr[-2000:]
     assert int(r.stdout.split()[-4]) >= min_checks, r.stdout[-200:]
