@@ -82,20 +82,7 @@ if [ -d /tmp/s18v ] && [ $L != 0 ]; then
 fi
 [ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
 collect
-# summary: every JSON row with "us" as case | shape | impl | us per round
-python3 - > $R/summary.txt <<'PY'
-import glob, json, os
-tab = {}
-for f in sorted(glob.glob("/tmp/r18/*/*.jsonl")):
-    run = os.path.basename(os.path.dirname(f))
-    for l in open(f):
-        r = json.loads(l) if l.startswith("{") else {}
-        if "us" in r:
-            key = (r.get("case", ""), str(r.get("shape", "")), r.get("impl", ""), str(r.get("planner", "")))
-            tab.setdefault(key, {})[run] = r["us"]
-for k in sorted(tab):
-    print(" | ".join(k), "|", " ".join(f"{run}={us}" for run, us in sorted(tab[k].items())))
-PY
+python3 ci/device/bench_rows.py $R > $R/summary.txt
 cat $R/phases.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt > $OUT/summary-head.txt
 cp $R/summary.txt $OUT/summary.txt
 (cd /tmp && tar czf $OUT/r18.tgz r18)
