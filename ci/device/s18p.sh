@@ -12,10 +12,10 @@ if [ -n "$DRY" ]; then
   python3() { echo "DRY python3 $* (tag=$MLOPS_ARCH_TAG shard=$MLOPS_SHARD) 1 passed"; }
 fi
 # K / N / LIMIT_S: the -k selection, shards a tag, the limit (run 100: K=lean N=4 LIMIT_S=160 reached 181-206 of 327;
-# the rest, next: K="lean_layer_norm or lean_row_variant or lean_nvfp4_nonfinite or planned_few_rows" N=5)
+# PTX: the wheels' folder (session 19: .carry/s19b/ptx, b746ae1's). The rest, next: K="lean_layer_norm or lean_row_variant or lean_nvfp4_nonfinite or planned_few_rows" N=5)
 L=${LIMIT_S:-160}
 for t in c80s c70s c61s; do
-  inst ".carry/s18b/ptx/$t/mlops_norm-*.whl" /tmp/p18-$t
+  inst "${PTX:-.carry/s18b/ptx}/$t/mlops_norm-*.whl" /tmp/p18-$t
   shards $t norm /tmp/p18-$t ${N:-4} $L -k "${K:-lean}"
 done
 collect
