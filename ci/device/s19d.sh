@@ -1,0 +1,40 @@
+#!/bin/bash
+# Session 19, the lead's third device call (one H200, END_S = 300 s of the script). Wheels in .carry/s19d/:
+#   base/      b746ae1's attention (runs 101 / 102's base)
+#   dbl/       the planned kEarly refine with its stages double-buffered (2 CTAs an SM, the next item's records copied
+#              under this item's work; the same bits): the tree after 5ca3a59
+#   abl-N/     ablation probes (bench/probes/ablate.patch): 31 (run 102's: every compute phase left out), 32 (the records
+#              copied for a CTA's first item only, no L2 prefetch), 63 (both)
+# (A) quiet GPU, in turn: bench_attention.py --variants planner of base, dbl, abl32, abl63, abl31, dbl, base;
+# (B) on dbl at once: test_attention_gpu.py (5 shards), compute-sanitizer racecheck / memcheck of s17a_sanitize.py (the
+#     kEarly instance over more than one round, one and two head passes, exact and skip) and the script itself.
+# Results: $OUT/r19d.tgz, $OUT/summary.txt. DRY=1: prints what it would run.
+export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
+OUT=${OUT:-/tmp}
+R=/tmp/r19d; rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt
+source ci/device/lib.sh
+END=${END_S:-300}
+dry_stubs
+for w in base dbl abl-31 abl-32 abl-63; do inst ".carry/s19d/$w/mlops_attention-*.whl" /tmp/s19d-${w/-/}; done
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
+echo "installed at ${SECONDS}s" >> $R/phases.txt
+PYTHONPATH=/tmp/s19d-dbl timeout 60 python3 ci/device/s17a_sanitize.py > $R/s17a-dbl.log 2>&1
+echo "s17a on dbl rc=$? $(tail -1 $R/s17a-dbl.log) at ${SECONDS}s" >> $R/phases.txt
+RESERVE=240 attn_bench /tmp/s19d- base base-1 25 8
+RESERVE=225 attn_bench /tmp/s19d- dbl dbl-1 25 8
+RESERVE=210 attn_bench /tmp/s19d- abl32 abl32 25 8
+RESERVE=195 attn_bench /tmp/s19d- abl63 abl63 25 8
+RESERVE=180 attn_bench /tmp/s19d- abl31 abl31 25 8
+RESERVE=165 attn_bench /tmp/s19d- dbl dbl-2 25 8
+RESERVE=150 attn_bench /tmp/s19d- base base-2 25 8
+L=$((END - 15 - SECONDS)); [ $L -gt 150 ] && L=150; [ $L -lt 40 ] && L=40
+echo "tests start at ${SECONDS}s, limit ${L}s" >> $R/phases.txt
+shards sm90 attention /tmp/s19d-dbl 5 $L
+ssanitize /tmp/s19d-dbl $L ci/device/s17a_sanitize.py
+wait; echo "tests done at ${SECONDS}s" >> $R/phases.txt
+[ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
+collect
+python3 ci/device/bench_rows.py $R > $R/bench.txt
+cat $R/phases.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt $R/bench.txt > $OUT/summary.txt
+(cd /tmp && tar czf $OUT/r19d.tgz r19d)
+cat $OUT/summary.txt
