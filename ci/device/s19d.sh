@@ -8,7 +8,8 @@
 # (A) quiet GPU, in turn: bench_attention.py --variants planner of base, dbl, abl32, abl63, abl31, dbl, base;
 # (B) on dbl at once: test_attention_gpu.py (5 shards), compute-sanitizer racecheck / memcheck of s17a_sanitize.py (the
 #     kEarly instance over more than one round, one and two head passes, exact and skip) and the script itself.
-# Results: $OUT/r19d.tgz, $OUT/summary.txt. DRY=1: prints what it would run.
+# Results: $OUT/r19d.tgz, $OUT/summary.txt. DRY=1: prints what it would run. The RESERVE values assume END_S = 300: run
+# 103 ran it with END_S=230, which skipped the first three benches (base-1, dbl-1, abl32).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 OUT=${OUT:-/tmp}
 R=/tmp/r19d; rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt
