@@ -156,3 +156,17 @@ attn_bench() {
     packages/attention/bench/bench_attention.py --variants planner > $R/bench-$3.log 2>&1
   echo "bench $3 ($2) rc=$? at ${SECONDS}s" >> $R/phases.txt
 }
+# Session 19. call_setup END_DEFAULT FILES...: the start of a lead's device call, after R is set and this file sourced:
+# $R emptied and made, FILES touched in it, END from END_S (else END_DEFAULT), dry_stubs (DRY=1). s19 / s19b / s19d.sh.
+call_setup() {
+  rm -rf $R; mkdir -p $R
+  local f
+  for f in "${@:2}"; do touch $R/$f; done
+  END=${END_S:-$1}
+  dry_stubs
+}
+# gpu_info: the GPU's name, driver and clocks into $R/gpu.txt, and the install phase's end into $R/phases.txt.
+gpu_info() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
+  echo "installed at ${SECONDS}s" >> $R/phases.txt
+}

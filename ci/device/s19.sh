@@ -13,16 +13,14 @@
 # Results: $OUT/r19.tgz and $OUT/summary.txt. DRY=1: prints what it would run.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 OUT=${OUT:-/tmp}
-R=/tmp/r19; rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt $R/summary.txt
+R=/tmp/r19
 source ci/device/lib.sh
-END=${END_S:-540}
 C=.carry/s19
-dry_stubs
+call_setup 540 phases.txt tests.txt summary.txt
 inst "$C/attn-base/mlops_attention-*.whl" /tmp/s19a-base
 inst "$C/attn-fo/mlops_attention-*.whl" /tmp/s19a-fo
 inst "$C/vocab/mlops_vocab-*.whl" /tmp/s19v
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
-echo "installed at ${SECONDS}s" >> $R/phases.txt
+gpu_info
 # (A)
 RESERVE=420 attn_bench /tmp/s19a- base base-1 35 20
 RESERVE=390 attn_bench /tmp/s19a- fo fo-1 35 20

@@ -13,17 +13,15 @@
 # Results: $OUT/r19b.tgz, $OUT/summary.txt. DRY=1: prints what it would run.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 OUT=${OUT:-/tmp}
-R=/tmp/r19b; rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt
+R=/tmp/r19b
 source ci/device/lib.sh
-END=${END_S:-540}
-dry_stubs
+call_setup 540 phases.txt tests.txt
 inst ".carry/s19b/base/mlops_attention-*.whl" /tmp/s19b-base
 ABL=$(cd .carry/s19b && ls -d abl-* 2>/dev/null | sed 's/abl-//' | sort -n)
 [ -n "$DRY" ] && ABL="1 2 3"
 for n in $ABL; do inst ".carry/s19b/abl-$n/mlops_attention-*.whl" /tmp/s19b-abl$n; done
 inst ".carry/s19b/norm/mlops_norm-*.whl" /tmp/s19b-norm
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
-echo "installed at ${SECONDS}s" >> $R/phases.txt
+gpu_info
 RESERVE=400 attn_bench /tmp/s19b- base base-1 30 10
 for n in $ABL; do RESERVE=380 attn_bench /tmp/s19b- abl$n abl$n 30 10; done
 RESERVE=360 attn_bench /tmp/s19b- base base-2 30 10

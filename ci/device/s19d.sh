@@ -12,13 +12,11 @@
 # 103 ran it with END_S=230, which skipped the first three benches (base-1, dbl-1, abl32).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 OUT=${OUT:-/tmp}
-R=/tmp/r19d; rm -rf $R; mkdir -p $R; touch $R/phases.txt $R/tests.txt
+R=/tmp/r19d
 source ci/device/lib.sh
-END=${END_S:-300}
-dry_stubs
+call_setup 300 phases.txt tests.txt
 for w in base dbl abl-31 abl-32 abl-63; do inst ".carry/s19d/$w/mlops_attention-*.whl" /tmp/s19d-${w/-/}; done
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
-echo "installed at ${SECONDS}s" >> $R/phases.txt
+gpu_info
 PYTHONPATH=/tmp/s19d-dbl timeout 60 python3 ci/device/s17a_sanitize.py > $R/s17a-dbl.log 2>&1
 echo "s17a on dbl rc=$? $(tail -1 $R/s17a-dbl.log) at ${SECONDS}s" >> $R/phases.txt
 RESERVE=240 attn_bench /tmp/s19d- base base-1 25 8
