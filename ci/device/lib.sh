@@ -170,3 +170,20 @@ gpu_info() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt
   echo "installed at ${SECONDS}s" >> $R/phases.txt
 }
+# Session 20. attn_tests_tail TARGET NAME: the end of an attention A/B call (s19d / s20.sh), after its benches: the whole
+# test_attention_gpu.py in 5 shards and racecheck / memcheck of s17a_sanitize.py on the wheel in TARGET, at once, to
+# END - 15 s (40 - 150 s); then (not DRY) $OUT/summary.txt (phases, tests, failures, sanitizers, bench_rows.py's rows),
+# $OUT/NAME.tgz of $R, and the summary printed.
+attn_tests_tail() {
+  local L=$((END - 15 - SECONDS)); [ $L -gt 150 ] && L=150; [ $L -lt 40 ] && L=40
+  echo "tests start at ${SECONDS}s, limit ${L}s" >> $R/phases.txt
+  shards sm90 attention $1 5 $L
+  ssanitize $1 $L ci/device/s17a_sanitize.py
+  wait; echo "tests done at ${SECONDS}s" >> $R/phases.txt
+  [ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
+  collect
+  python3 ci/device/bench_rows.py $R > $R/bench.txt
+  cat $R/phases.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt $R/bench.txt > $OUT/summary.txt
+  (cd /tmp && tar czf $OUT/$2.tgz $(basename $R))
+  cat $OUT/summary.txt
+}

@@ -26,14 +26,4 @@ RESERVE=195 attn_bench /tmp/s19d- abl63 abl63 25 8
 RESERVE=180 attn_bench /tmp/s19d- abl31 abl31 25 8
 RESERVE=165 attn_bench /tmp/s19d- dbl dbl-2 25 8
 RESERVE=150 attn_bench /tmp/s19d- base base-2 25 8
-L=$((END - 15 - SECONDS)); [ $L -gt 150 ] && L=150; [ $L -lt 40 ] && L=40
-echo "tests start at ${SECONDS}s, limit ${L}s" >> $R/phases.txt
-shards sm90 attention /tmp/s19d-dbl 5 $L
-ssanitize /tmp/s19d-dbl $L ci/device/s17a_sanitize.py
-wait; echo "tests done at ${SECONDS}s" >> $R/phases.txt
-[ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
-collect
-python3 ci/device/bench_rows.py $R > $R/bench.txt
-cat $R/phases.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt $R/bench.txt > $OUT/summary.txt
-(cd /tmp && tar czf $OUT/r19d.tgz r19d)
-cat $OUT/summary.txt
+attn_tests_tail /tmp/s19d-dbl r19d

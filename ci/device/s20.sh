@@ -19,14 +19,4 @@ RESERVE=200 attn_bench /tmp/s20- base base-1 25 8
 RESERVE=185 attn_bench /tmp/s20- new new-1 25 8
 RESERVE=170 attn_bench /tmp/s20- base base-2 25 8
 RESERVE=155 attn_bench /tmp/s20- new new-2 25 8
-L=$((END - 15 - SECONDS)); [ $L -gt 150 ] && L=150; [ $L -lt 40 ] && L=40
-echo "tests start at ${SECONDS}s, limit ${L}s" >> $R/phases.txt
-shards sm90 attention /tmp/s20-new 5 $L
-ssanitize /tmp/s20-new $L ci/device/s17a_sanitize.py
-wait; echo "tests done at ${SECONDS}s" >> $R/phases.txt
-[ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
-collect
-python3 ci/device/bench_rows.py $R > $R/bench.txt
-cat $R/phases.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt $R/bench.txt > $OUT/summary.txt
-(cd /tmp && tar czf $OUT/r20.tgz r20)
-cat $OUT/summary.txt
+attn_tests_tail /tmp/s20-new r20
