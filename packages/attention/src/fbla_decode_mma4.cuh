@@ -292,8 +292,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   stage_init(bars, 1);
   pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
   uint32_t ph = 0u;
-  // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item)
-  const Item step = items > 0 ? item_of(gridDim.x, c.batch, c.kv_heads) : Item{0, 0, 0};
+  // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item); the step's
+  // divisions only in a CTA with a second item (one item a CTA, as at B1 L16K, never reads it: there they were 4.6 % of
+  // the refine's instructions, GPU run 108)
+  const Item step = static_cast<int>(blockIdx.x + gridDim.x) < items ? item_of(gridDim.x, c.batch, c.kv_heads)
+                                                                     : Item{0, 0, 0};
   Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const Item it = nxt;
