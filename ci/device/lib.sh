@@ -145,15 +145,16 @@ dry_stubs() {
   compute-sanitizer() { echo "DRY compute-sanitizer $*"; }
   tar() { echo "DRY tar $*"; }
 }
-# Session 18. attn_bench PREFIX WHICH LABEL CAP MIN: one `bench_attention.py --variants planner` call of the wheel
-# installed in PREFIX$WHICH, at most CAP s and not past END - RESERVE (skipped with under MIN s left); rows in
-# $R/bench-LABEL/, log $R/bench-LABEL.log, a line in $R/phases.txt. s16a / s16a2 / s17a.sh each wrote it out.
+# Session 18. attn_bench PREFIX WHICH LABEL CAP MIN [ARGS...]: one `bench_attention.py --variants planner [ARGS]` call
+# of the wheel installed in PREFIX$WHICH, at most CAP s and not past END - RESERVE (skipped with under MIN s left); rows
+# in $R/bench-LABEL/, log $R/bench-LABEL.log, a line in $R/phases.txt. s16a / s16a2 / s17a.sh each wrote it out;
+# ARGS since session 20 (s20g / s20h.sh: --kernel-time).
 attn_bench() {
   local L=$((END - ${RESERVE:-0} - SECONDS)); [ $L -gt $4 ] && L=$4
   if [ $L -lt $5 ]; then echo "bench $3 skipped (${L}s left) at ${SECONDS}s" >> $R/phases.txt; return; fi
   mkdir -p $R/bench-$3
   MLOPS_BENCH_OUT=$R/bench-$3 PYTHONPATH=$1$2:$PWD/tools/testing timeout $L python3 \
-    packages/attention/bench/bench_attention.py --variants planner > $R/bench-$3.log 2>&1
+    packages/attention/bench/bench_attention.py --variants planner "${@:6}" > $R/bench-$3.log 2>&1
   echo "bench $3 ($2) rc=$? at ${SECONDS}s" >> $R/phases.txt
 }
 # Session 19. call_setup END_DEFAULT FILES...: the start of a lead's device call, after R is set and this file sourced:

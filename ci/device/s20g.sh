@@ -13,9 +13,6 @@ inst ".carry/s20/base/mlops_attention-*.whl" /tmp/s20g-base
 inst ".carry/s20g/new/mlops_attention-*.whl" /tmp/s20g-new
 gpu_info
 for t in base-1 new-1 base-2 new-2; do
-  mkdir -p $R/bench-$t
-  MLOPS_BENCH_OUT=$R/bench-$t PYTHONPATH=/tmp/s20g-${t%-*}:$PWD/tools/testing timeout 40 python3 \
-    packages/attention/bench/bench_attention.py --variants planner --kernel-time > $R/bench-$t.log 2>&1
-  echo "bench $t rc=$? at ${SECONDS}s" >> $R/phases.txt
+  attn_bench /tmp/s20g- ${t%-*} $t 40 8 --kernel-time
 done
 attn_tests_tail /tmp/s20g-new r20g

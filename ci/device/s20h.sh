@@ -13,10 +13,7 @@ inst ".carry/s20g/new/mlops_attention-*.whl" /tmp/s20h-head
 inst ".carry/s20h/early/mlops_attention-*.whl" /tmp/s20h-early
 gpu_info
 for t in head-1 early-1 head-2 early-2; do
-  mkdir -p $R/bench-$t
-  MLOPS_BENCH_OUT=$R/bench-$t PYTHONPATH=/tmp/s20h-${t%-*}:$PWD/tools/testing timeout 40 python3 \
-    packages/attention/bench/bench_attention.py --variants planner --kernel-time > $R/bench-$t.log 2>&1
-  echo "bench $t rc=$? at ${SECONDS}s" >> $R/phases.txt
+  attn_bench /tmp/s20h- ${t%-*} $t 40 8 --kernel-time
 done
 [ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
 python3 ci/device/bench_rows.py $R > $R/bench.txt
