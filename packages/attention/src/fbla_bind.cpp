@@ -108,6 +108,7 @@ nb::dict struct_layout() {
   d["sizeof(mlops_fbla_cache)"] = sizeof(mlops_fbla_cache);
   d["MLOPS_FBLA_GROUP"] = MLOPS_FBLA_GROUP;
   d["MLOPS_FBLA_BLOCK"] = MLOPS_FBLA_BLOCK;
+  d["MLOPS_FBLA_RECORD_VERSION"] = MLOPS_FBLA_RECORD_VERSION;
   d["MLOPS_FBLA_CHUNK_GROUPS"] = MLOPS_FBLA_CHUNK_GROUPS;
   return d;
 }

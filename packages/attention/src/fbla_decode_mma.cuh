@@ -58,82 +58,52 @@ __device__ __forceinline__ float* slice_sums(uint8_t* stage0, long long sbytes, 
                                   (sl % kSlicesPerGroup) * 16LL * l.D);
 }
 
-// Byte i of each of 4 words -> word i (a 4 x 4 byte transpose): out[i] byte r = in[r] byte i.
-__device__ __forceinline__ void transpose4x4(const uint32_t (&in)[4], uint32_t (&out)[4]) {
-  const uint32_t t0 = __byte_perm(in[0], in[1], 0x5140u), t1 = __byte_perm(in[0], in[1], 0x7362u);
-  const uint32_t t2 = __byte_perm(in[2], in[3], 0x5140u), t3 = __byte_perm(in[2], in[3], 0x7362u);
-  out[0] = __byte_perm(t0, t2, 0x5410u);
-  out[1] = __byte_perm(t0, t2, 0x7632u);
-  out[2] = __byte_perm(t1, t3, 0x5410u);
-  out[3] = __byte_perm(t1, t3, 0x7632u);
-}
-
-// The MMA k position of token i (0 .. 31) of a slice: token 16 u + tig + 4 r sits at k = 16 u + 4 tig + r.
-__device__ __forceinline__ int pv_kpos(int i) { return (i & 16) + 4 * (i & 3) + ((i >> 2) & 3); }
-
-// The channel of P V tile T, row gid + 8 h (lane gid's channels: plane word gid / G, bits W (gid % G) + kk).
+// The channel of P V tile T, row gid + 8 h: the A fragment's row (fragment-ordered V codes, fbla_math.h).
 template <int D>
-__device__ __forceinline__ int pv_channel(int T, int gid, int h) {
-  constexpr int W = D / 32, G = 8 / W;
-  return 32 * (gid / G) + 8 * (2 * (T & 1) + h) + W * (gid % G) + (T >> 1);
-}
+__device__ __forceinline__ int pv_channel(int T, int gid, int h) { return 16 * T + 8 * h + gid; }
 
 // The position of (tile T, row gid + 8 h, head) in a slice's sums, and the inverse of pv_channel: channel d
-// sits in tile 2 kk + (i >> 1), row half i & 1, at gid = (d / 32) G + k / W (d = 32 wv + 8 i + k, kk = k % W).
+// sits in tile d / 16, row half (d / 8) & 1, at gid = d % 8 (so position i holds channel i / 4).
 __device__ __forceinline__ int pv_sum_index(int T, int h, int gid, int head) { return ((2 * T + h) * 8 + gid) * 4 + head; }
 
 template <int D>
 __device__ __forceinline__ int pv_sum_index_of(int d, int head) {
-  constexpr int W = D / 32, G = 8 / W;
-  const int i = (d >> 3) & 3, k = d & 7;
-  return pv_sum_index(2 * (k % W) + (i >> 1), i & 1, (d >> 5) * G + k / W, head);
+  return pv_sum_index(d >> 4, (d >> 3) & 1, d & 7, head);
 }
 
 // The integer P V of warp w's closed slice, a tile at a time: out(T, c) gets c of tile T (rows gid, gid + 8;
-// head tig's hi / lo digit sums). vp: the group's staged V planes; t0: the slice's first token in the group.
-template <int D, class Out>
+// head tig's hi / lo digit sums). vp: the group's staged V codes (fragment-ordered, fbla_math.h: a lane's
+// 3 D / 16 words of the slice, word 3 T + v of tile T); t0: the slice's first token in the group. The MMA's k is
+// the slice's token (dig[column][token]). kUpfront: the lane's words by 3 D / 64 16-byte loads before the first
+// tile, else each tile's 3 words at its MMA. The same integers; only ptxas's allocation differs (nvcc 13.0,
+// sm_90, D 128, the refine_mma4_kernel instances at 64 registers: upfront 6 / 3 STL / LDL in the one-round
+// instance and 11 / 5 in kEarly; a tile at a time 23 / 16 and 6 / 3; the bit-plane form had 2 / 2 and 6 / 3),
+// so refine_mma4_kernel takes upfront where it is not kEarly.
+template <int D, bool kUpfront = true, class Out>
 __device__ __forceinline__ void pv_mma(const uint32_t* vp, int t0, const int8_t (&dig)[2 * kWarpHeads][kSlice],
                                        Out out) {
-  constexpr int W = D / 32, G = 8 / W;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-  const int wv = gid / G, k0 = W * (gid % G);
   const uint32_t b[2] = {*reinterpret_cast<const uint32_t*>(&dig[gid][4 * tig]),
                          *reinterpret_cast<const uint32_t*>(&dig[gid][16 + 4 * tig])};
-  // k0 is even, so kk's parity is the code bit position's: the even kk from the e words, then the odd kk from the
-  // o words (the plane words loaded again: 24 merged words live instead of 48, no spills at 80 registers)
+  const uint32_t* vl = vp + (t0 / kSlice) * fo_v_slice_words(D) + 4 * lane;  // lane L's first word
+  uint32_t w[3 * D / 16];
+  if constexpr (kUpfront) {
 #pragma unroll
-  for (int par = 0; par < 2; ++par) {
-    uint32_t y[2][4][3];  // e (par 0) or o (par 1) of plane word wv of tokens t0 + 16 u + tig + 4 r
-#pragma unroll
-    for (int u = 0; u < 2; ++u)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        uint32_t xb[6];  // V: plane j holds code bit j
-#pragma unroll
-        for (int j = 0; j < 6; ++j) xb[j] = vp[((t0 + 16 * u + tig + 4 * r) * 6 + j) * W + wv];
-        if (par == 0)
-          merge_pairs_even(xb, y[u][r]);
-        else
-          merge_pairs_odd(xb, y[u][r]);
-      }
-#pragma unroll
-    for (int kk = par; kk < W; kk += 2) {
-      uint32_t a[2][4];  // [u][i]: channel 32 wv + 8 i + k0 + kk, tokens 16 u + tig + 4 r in byte r
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        uint32_t gw[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) gw[r] = code4_from_pairs(y[u][r], k0 + kk);
-        transpose4x4(gw, a[u]);
-      }
-#pragma unroll
-      for (int ih = 0; ih < 2; ++ih) {  // tile T = 2 kk + ih: rows gid / gid + 8 <-> i = 2 ih / 2 ih + 1
-        const uint32_t af[4] = {a[0][2 * ih], a[0][2 * ih + 1], a[1][2 * ih], a[1][2 * ih + 1]};
-        int32_t c[4] = {0, 0, 0, 0};
-        mma_s8_16x8x32(af, b, c);
-        out(2 * kk + ih, c);
-      }
+    for (int q = 0; q < 3 * D / 64; ++q) {
+      const U4 x = reinterpret_cast<const U4*>(vl)[32 * q];
+      w[4 * q] = x.x, w[4 * q + 1] = x.y, w[4 * q + 2] = x.z, w[4 * q + 3] = x.w;
     }
+  }
+#pragma unroll
+  for (int T = 0; T < D / 16; ++T) {
+    if constexpr (!kUpfront)
+#pragma unroll
+      for (int v = 0; v < 3; ++v) w[3 * T + v] = vl[((3 * T + v) >> 2) * 128 + ((3 * T + v) & 3)];
+    uint32_t af[4];
+    fo_v_tile(w[3 * T], w[3 * T + 1], w[3 * T + 2], af);
+    int32_t c[4] = {0, 0, 0, 0};
+    mma_s8_16x8x32(af, b, c);
+    out(T, c);
   }
 }
 
@@ -305,8 +275,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
             const int i = kBlock * m + gid + 8 * r;
             int dh, dl;
             qhat_digits(wt[m][r], inv, dh, dl);
-            sm.dig[w][2 * tig][pv_kpos(i)] = static_cast<int8_t>(dh);
-            sm.dig[w][2 * tig + 1][pv_kpos(i)] = static_cast<int8_t>(dl);
+            sm.dig[w][2 * tig][i] = static_cast<int8_t>(dh);
+            sm.dig[w][2 * tig + 1][i] = static_cast<int8_t>(dl);
           }
         __syncwarp();
         const float bsh = bs;  // head tig's

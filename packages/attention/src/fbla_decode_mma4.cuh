@@ -502,22 +502,21 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           }
           if (gid == 0) sm.ls[sl][tig] = ls;
           const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
-          // token i = 16 m + gid + 8 r sits at pv_kpos(i) = 16 m + 4 (gid & 3) + (gid >> 2) + 2 r (gid < 8): one address
-          // a lane, the 8 stores at immediate offsets (session 17 a2; pv_kpos per token took ~16 instructions a slice)
-          int8_t* const dg = &dig[2 * tig][4 * (gid & 3) + (gid >> 2)];
+          // token i = 16 m + gid + 8 r sits at k = i: one address a lane, the 8 stores at immediate offsets
+          int8_t* const dg = &dig[2 * tig][gid];
 #pragma unroll
           for (int m = 0; m < 2; ++m)
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               int dh, dl;
               pv_digits(wt[m][r], inv, dh, dl);  // = qhat_digits here (0 <= wt <= wmax)
-              dg[kBlock * m + 2 * r] = static_cast<int8_t>(dh);          // dig[2 tig][pv_kpos(i)]
-              dg[kSlice + kBlock * m + 2 * r] = static_cast<int8_t>(dl);  // dig[2 tig + 1][pv_kpos(i)]
+              dg[kBlock * m + 8 * r] = static_cast<int8_t>(dh);          // dig[2 tig][i]
+              dg[kSlice + kBlock * m + 8 * r] = static_cast<int8_t>(dl);  // dig[2 tig + 1][i]
             }
           __syncwarp();
           const float bsh = bs;  // head tig's
           // (the chunk-max barrier above: every warp has its scores, so the K planes under aw / dig are dead)
-          pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
+          pv_mma<D, !kEarly>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
             for (int h = 0; h < 2; ++h)
               aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);

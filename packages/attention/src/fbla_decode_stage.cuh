@@ -345,7 +345,6 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
         const int w = lane / 8, k = lane % 8;
         const uint32_t* vp = reinterpret_cast<const uint32_t*>(srec + l.v);
         const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
-        const int bit_of[6] = {0, 1, 2, 3, 4, 5};
         const int hc = lane & (kWarpHeads - 1);  // the chain's head on lanes 0 .. nh - 1
         float acc[kWarpHeads][4];
 #pragma unroll
@@ -367,14 +366,11 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
           const bool chain = lane < nh && sm.ref[hc][g * kBlocksPerGroup + blk];
 #pragma unroll
           for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
-            uint32_t x[4][6];  // 4 tokens' plane words first (independent loads)
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-#pragma unroll
-              for (int j = 0; j < 6; ++j) x[q][j] = w < W ? vp[(u0 + q) * 6 * W + j * W + w] : 0u;
+            uint32_t codes4[4] = {0u, 0u, 0u, 0u};  // [q]: token u0 + q, byte i: channel 32 w + 8 i + k
+            if (w < W) fo_v_codes4<D>(vp, u0, w, k, codes4);
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-              const uint32_t code = gather_code4(x[q], bit_of, k);
+              const uint32_t code = codes4[q];
               float cf[4];
 #pragma unroll
               for (int i = 0; i < 4; ++i) cf[i] = code_f(code, i);

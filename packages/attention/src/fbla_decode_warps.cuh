@@ -584,7 +584,6 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
       const int w = lane / 8, k = lane % 8;
       if (w < W) {
         const uint32_t* vp = reinterpret_cast<const uint32_t*>(rec + l.v);
-        const int bit_of[6] = {0, 1, 2, 3, 4, 5};
         for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
           bool rf[kWarpHeads];
           bool any = false;
@@ -595,14 +594,11 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
           }
           if (!any) continue;
           for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
-            uint32_t x[4][6];  // 4 tokens' plane words first (independent loads)
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-#pragma unroll
-              for (int j = 0; j < 6; ++j) x[q][j] = vp[(u0 + q) * 6 * W + j * W + w];
+            uint32_t codes4[4];  // [q]: token u0 + q, byte i: channel 32 w + 8 i + k
+            fo_v_codes4<D>(vp, u0, w, k, codes4);
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-              const uint32_t code = gather_code4(x[q], bit_of, k);
+              const uint32_t code = codes4[q];
               float cf[4];
 #pragma unroll
               for (int i = 0; i < 4; ++i) cf[i] = byte_f(code, i);
@@ -761,7 +757,6 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
         const int w = lane / 8, k = lane % 8;
         if (w < W) {
           const uint32_t* vp = reinterpret_cast<const uint32_t*>(rec + l.v);
-          const int bit_of[6] = {0, 1, 2, 3, 4, 5};
           for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
             bool rf[kWarpHeads];
             bool any = false;
@@ -772,14 +767,11 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
             }
             if (!any) continue;
             for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
-              uint32_t x[4][6];  // 4 tokens' plane words first (independent loads)
-#pragma unroll
-              for (int q = 0; q < 4; ++q)
-#pragma unroll
-                for (int j = 0; j < 6; ++j) x[q][j] = vp[(u0 + q) * 6 * W + j * W + w];
+              uint32_t codes4[4];  // [q]: token u0 + q, byte i: channel 32 w + 8 i + k
+              fo_v_codes4<D>(vp, u0, w, k, codes4);
 #pragma unroll
               for (int q = 0; q < 4; ++q) {
-                const uint32_t code = gather_code4(x[q], bit_of, k);
+                const uint32_t code = codes4[q];
                 float cf[4];
 #pragma unroll
                 for (int i = 0; i < 4; ++i) cf[i] = byte_f(code, i);

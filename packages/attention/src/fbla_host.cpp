@@ -42,7 +42,8 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
       for (int j = 0; j < l.fb; ++j) set_bit(rec + l.kf + (int64_t(t) * l.fb + j) * l.row, d, (code >> j) & 1);
     }
   }
-  // V: per token over its channels, in channel order
+  // V: per token over its channels, in channel order; the codes then packed in fragment order (fo_v_pack_word)
+  std::vector<uint8_t> vcodes(size_t(kGroup) * D);
   for (int t = 0; t < kGroup; ++t) {
     float mn = bf16_to_f32(vrow[t][0]), mx = mn;
     for (int d = 1; d < D; ++d) minmax_step(bf16_to_f32(vrow[t][d]), mn, mx);
@@ -51,10 +52,11 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
     vmin[t] = mn;
     vscale[t] = scale;
     for (int d = 0; d < D; ++d) {
-      const int code = quant_code(bf16_to_f32(vrow[t][d]), mn, inv);
-      for (int j = 0; j < 6; ++j) set_bit(rec + l.v + (int64_t(t) * 6 + j) * l.row, d, (code >> j) & 1);
+      vcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(vrow[t][d]), mn, inv));
     }
   }
+  uint32_t* vw = reinterpret_cast<uint32_t*>(rec + l.v);
+  for (int i = 0; i < kSlicesPerGroup * fo_v_slice_words(D); ++i) vw[i] = fo_v_pack_word(vcodes.data(), D, D, i);
 }
 
 int k_code(const Layout& l, const uint8_t* rec, int t, int d) {
@@ -65,9 +67,7 @@ int k_code(const Layout& l, const uint8_t* rec, int t, int d) {
 }
 
 int v_code(const Layout& l, const uint8_t* rec, int t, int d) {
-  int c = 0;
-  for (int j = 0; j < 6; ++j) c |= get_bit(rec + l.v + (int64_t(t) * 6 + j) * l.row, d) << j;
-  return c;
+  return fo_v_code(reinterpret_cast<const uint32_t*>(rec + l.v), l.D, t, d);
 }
 
 // The query of one head against one closed group (kernels: one warp, lane l holds channels

@@ -44,10 +44,52 @@ __device__ __forceinline__ uint32_t rotr32(uint32_t x, int n) {
 // 4 bits -> 4 bytes of 0 / 1 (bit i -> byte i): the four partial products land on disjoint bits.
 __device__ __forceinline__ uint32_t spread4(uint32_t nib) { return (nib * 0x00204081u) & 0x01010101u; }
 
+// Byte i of each of 4 words -> word i (a 4 x 4 byte transpose): out[i] byte r = in[r] byte i.
+__device__ __forceinline__ void transpose4x4(const uint32_t (&in)[4], uint32_t (&out)[4]) {
+  const uint32_t t0 = __byte_perm(in[0], in[1], 0x5140u), t1 = __byte_perm(in[0], in[1], 0x7362u);
+  const uint32_t t2 = __byte_perm(in[2], in[3], 0x5140u), t3 = __byte_perm(in[2], in[3], 0x7362u);
+  out[0] = __byte_perm(t0, t2, 0x5410u);
+  out[1] = __byte_perm(t0, t2, 0x7632u);
+  out[2] = __byte_perm(t1, t3, 0x5410u);
+  out[3] = __byte_perm(t1, t3, 0x7632u);
+}
+
+// ---- reading the fragment-ordered V codes (fbla_math.h) outside the MMA ---------------------
+// Four consecutive tokens u0 .. u0 + 3 (u0 % 4 == 0) share their words: byte q of a word is token u0 + q.
+// The codes of channel d: byte q = the code of token u0 + q (1 load, or 3 for the tile's register 3).
+template <int D>
+__device__ __forceinline__ uint32_t fo_v_codes_of_channel(const uint32_t* vp, int u0, int d) {
+  const int sl = u0 >> 5, tt = u0 & 31, L = 4 * (d & 7) + ((tt & 15) >> 2), T = d >> 4;
+  const int j = 2 * (tt >> 4) + ((d >> 3) & 1);
+  if (j < 3) return vp[fo_v_word(D, sl, T, j, L)] & 0x3F3F3F3Fu;
+  uint32_t a[4];
+  fo_v_tile(vp[fo_v_word(D, sl, T, 0, L)], vp[fo_v_word(D, sl, T, 1, L)], vp[fo_v_word(D, sl, T, 2, L)], a);
+  return a[3];
+}
+
+// The codes of channels 32 w + 8 i + k (i = 0 .. 3), tokens u0 .. u0 + 3: code[q] byte i = token u0 + q's code of
+// channel 32 w + 8 i + k. Those channels are rows k (i even) / k + 8 (i odd) of tiles 2 w, 2 w + 1, all in lane
+// 4 k + tig: 6 words, two tiles unpacked, their registers 2 h, 2 h + 1 (h: token bit 4) transposed.
+template <int D>
+__device__ __forceinline__ void fo_v_codes4(const uint32_t* vp, int u0, int w, int k, uint32_t (&code)[4]) {
+  const int sl = u0 >> 5, tt = u0 & 31, L = 4 * k + ((tt & 15) >> 2);
+  const bool h = tt >= 16;
+  uint32_t r[4];  // [i]: register 2 h + (i & 1) of tile 2 w + (i >> 1)
+#pragma unroll
+  for (int th = 0; th < 2; ++th) {
+    const int T = 2 * w + th;
+    uint32_t a[4];
+    fo_v_tile(vp[fo_v_word(D, sl, T, 0, L)], vp[fo_v_word(D, sl, T, 1, L)], vp[fo_v_word(D, sl, T, 2, L)], a);
+    r[2 * th] = h ? a[2] : a[0];
+    r[2 * th + 1] = h ? a[3] : a[1];
+  }
+  transpose4x4(r, code);
+}
+
 // ---- append: close the groups an append fills ------------------------------------------------
 // CTA (b, h, k): group g = max(1, L/128) + k of sequence b, head h, when the append fills it.
 // K per channel: thread d; the bit planes are assembled by warp ballots (channel d = bit d % 32 of
-// word d / 32). V per token: thread t builds its own plane words.
+// word d / 32). V per token: thread t quantizes its token, then the CTA packs the fragment-ordered words.
 template <int D>
 __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
   const mlops_fbla_cache& c = p.c;
@@ -96,7 +138,12 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
       }
     }
   }
-  // V: thread t
+  // V: thread t quantizes token t into shared memory; then the codes are packed in fragment order, a thread a
+  // word (fo_v_pack_word: consecutive threads, consecutive words)
+  // rows of D + 4 bytes: a warp's word stores (one token a thread) fall in distinct banks
+  constexpr int kLd = D + 4;
+  __shared__ uint32_t vcode_words[kGroup * kLd / 4];
+  uint8_t* const vcodes = reinterpret_cast<uint8_t*>(vcode_words);
   {
     const int t = tid;
     const uint16_t* x = vrow(t);
@@ -106,18 +153,16 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
     quant_range(mn, mx, scale, inv);
     reinterpret_cast<float*>(rec + l.vmin)[t] = mn;
     reinterpret_cast<float*>(rec + l.vscale)[t] = scale;
-    uint32_t* planes = reinterpret_cast<uint32_t*>(rec + l.v + static_cast<long long>(t) * 6 * l.row);
-    for (int w = 0; w < D / 32; ++w) {
-      uint32_t word[6] = {0, 0, 0, 0, 0, 0};
-      for (int i = 0; i < 32; ++i) {
-        const int code = quant_code(bf16_to_f32(x[32 * w + i]), mn, inv);
+    for (int d = 0; d < D; d += 4) {
+      uint32_t w4 = 0;
 #pragma unroll
-        for (int j = 0; j < 6; ++j) word[j] |= static_cast<uint32_t>((code >> j) & 1) << i;
-      }
-#pragma unroll
-      for (int j = 0; j < 6; ++j) planes[j * (D / 32) + w] = word[j];
+      for (int i = 0; i < 4; ++i) w4 |= static_cast<uint32_t>(quant_code(bf16_to_f32(x[d + i]), mn, inv)) << (8 * i);
+      *reinterpret_cast<uint32_t*>(&vcodes[t * kLd + d]) = w4;
     }
   }
+  __syncthreads();
+  uint32_t* vw = reinterpret_cast<uint32_t*>(rec + l.v);
+  for (int i = tid; i < kSlicesPerGroup * fo_v_slice_words(D); i += kCloseThreads) vw[i] = fo_v_pack_word(vcodes, kLd, D, i);
 }
 
 // ---- append: store the tokens that land in the sink or the filling group -------------------
@@ -682,45 +727,27 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
           } else {
             const uint8_t* r = record_of(c, it.b, it.kh, (it.slot - 1) * kChunkGroups + g);
             const uint32_t* vp = reinterpret_cast<const uint32_t*>(r + l.v);
-            constexpr int W = D / 32;
-            constexpr int kStep = 4;  // tokens whose plane words are loaded together (independent loads; 4: no spills at 80 registers)
             for (int blk = 0; blk < kBlocksPerGroup; ++blk) {
               const int rb = g * kBlocksPerGroup + blk;
               if (!sm.any[rb]) continue;
               bool rf[kHeadBatch];
 #pragma unroll
               for (int hi = 0; hi < kHeadBatch; ++hi) rf[hi] = hi < nh && sm.ref[hi][rb];
-              for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += kStep) {
-                uint32_t wd[kStep][6];
+              for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
+                const uint32_t codes = fo_v_codes_of_channel<D>(vp, u0, d);  // byte k: token u0 + k
+                float cf[4];
 #pragma unroll
-                for (int k = 0; k < kStep; ++k)
+                for (int k = 0; k < 4; ++k)  // the code in the mantissa of 2^23: float(code) exactly, by an add
+                  cf[k] = bits_f32(0x4B000000u | ((codes >> (8 * k)) & 0xffu)) - 8388608.0f;
 #pragma unroll
-                  for (int j = 0; j < 6; ++j) wd[k][j] = vp[(u0 + k) * 6 * W + j * W + d / 32];
-#pragma unroll
-                for (int k4 = 0; k4 < kStep; k4 += 4) {
-                  float cf[4];
-#pragma unroll
-                  for (int k = 0; k < 4; ++k) {
-                    // bit d % 32 of plane j -> bit j. D = 128: a rotate and an and-or a plane; D = 64 keeps
-                    // shift / and / or (the rotate amounts spill there at 80 registers). Same integer.
-                    // The code lands in the mantissa of 2^23: float(code) = bits(0x4B000000 | code) - 2^23,
-                    // exactly (an add instead of an int -> float conversion; the same value).
-                    uint32_t code = 0x4B000000u;
-#pragma unroll
-                    for (int j = 0; j < 6; ++j)
-                      code |= D == 128 ? rotr32(wd[k4 + k][j], (d - j) & 31) & (1u << j) : ((wd[k4 + k][j] >> (d % 32)) & 1u) << j;
-                    cf[k] = bits_f32(code) - 8388608.0f;
+                for (int hi = 0; hi < kHeadBatch; ++hi)
+                  if (rf[hi]) {  // the weights of 4 tokens in one load; the chain in token order
+                    const F4 a = *reinterpret_cast<const F4*>(&sm.sa[hi][g * kGroup + u0]);
+                    val[hi] = fmaf(a.x, cf[0], val[hi]);
+                    val[hi] = fmaf(a.y, cf[1], val[hi]);
+                    val[hi] = fmaf(a.z, cf[2], val[hi]);
+                    val[hi] = fmaf(a.w, cf[3], val[hi]);
                   }
-#pragma unroll
-                  for (int hi = 0; hi < kHeadBatch; ++hi)
-                    if (rf[hi]) {  // the weights of 4 tokens in one load; the chain in token order
-                      const F4 a = *reinterpret_cast<const F4*>(&sm.sa[hi][g * kGroup + u0 + k4]);
-                      val[hi] = fmaf(a.x, cf[0], val[hi]);
-                      val[hi] = fmaf(a.y, cf[1], val[hi]);
-                      val[hi] = fmaf(a.z, cf[2], val[hi]);
-                      val[hi] = fmaf(a.w, cf[3], val[hi]);
-                    }
-                }
               }
             }
           }

@@ -63,6 +63,56 @@ MLOPS_HD int quant_code(float x, float mn, float inv) {
 
 MLOPS_HD float dequant(float mn, float scale, int code) { return mn + scale * float(code); }
 
+// ---- the V codes' order in a record: fragment-ordered (FO, since session 21) -------------------
+// V codes are whole 6-bit codes in the bytes of the refine's P V MMA A fragments (mma.m16n8k32 s8: lane
+// L = 4 gid + tig; register j, byte i holds row gid + 8 (j & 1), k 16 (j >> 1) + 4 tig + i), with row = channel
+// and k = token: slice sl (tokens 32 sl ..), tile T (channels 16 T ..), register j, byte i of lane L is
+//   V code of token 32 sl + 16 (j >> 1) + 4 tig + i, channel 16 T + gid + 8 (j & 1).
+// A tile's 4 registers (16 codes, 96 bits) are 3 words: word v (0, 1, 2) byte i = register v's byte-i code in
+// bits 0 - 5 and bits 2v, 2v + 1 of register 3's byte-i code in bits 6 - 7. Lane L's 3 D / 16 words of a slice
+// (word 3 T + v) are 3 D / 64 uint4s laid out [slice][uint4 q][lane]: a warp's load of one q is 512 contiguous
+// bytes, and 4 consecutive tokens of one channel share a word. Why: a tile is then 3 loads' worth and 6 ALU
+// instructions (fo_v_tile), where the bit planes took ~45 a tile (docs/attention.md "The V codes").
+MLOPS_HD constexpr int fo_v_slice_words(int D) { return 6 * D; }  // 32 tokens x D codes x 6 bits / 32
+
+// The uint32 index, in the V region, of word v of tile T of lane L in slice sl.
+MLOPS_HD int fo_v_word(int D, int sl, int T, int v, int L) {
+  const int w = 3 * T + v;
+  return sl * fo_v_slice_words(D) + (w >> 2) * 128 + 4 * L + (w & 3);
+}
+
+// Word `idx` of a group's V region from the group's codes (codes[t * ld + d], 0 .. 63): the encoder's packing.
+MLOPS_HD uint32_t fo_v_pack_word(const uint8_t* codes, int ld, int D, int idx) {
+  const int sl = idx / fo_v_slice_words(D), rem = idx % fo_v_slice_words(D);
+  const int L = (rem & 127) >> 2, w = 4 * (rem >> 7) + (rem & 3);
+  const int T = w / 3, v = w % 3, gid = L >> 2, tig = L & 3;
+  const uint8_t* rv = codes + (32 * sl + 16 * (v >> 1) + 4 * tig) * ld + 16 * T + gid + 8 * (v & 1);
+  const uint8_t* r3 = codes + (32 * sl + 16 + 4 * tig) * ld + 16 * T + gid + 8;
+  uint32_t word = 0;
+  for (int i = 0; i < 4; ++i)
+    word |= static_cast<uint32_t>(rv[i * ld] | (((r3[i * ld] >> (2 * v)) & 3) << 6)) << (8 * i);
+  return word;
+}
+
+// The V code of (token t, channel d) from a group's V region (words: uint32, little-endian).
+MLOPS_HD int fo_v_code(const uint32_t* words, int D, int t, int d) {
+  const int sl = t >> 5, tt = t & 31, L = 4 * (d & 7) + ((tt & 15) >> 2), i = tt & 3;
+  const int j = 2 * (tt >> 4) + ((d >> 3) & 1), T = d >> 4;
+  if (j < 3) return (words[fo_v_word(D, sl, T, j, L)] >> (8 * i)) & 63;
+  int c = 0;
+  for (int v = 0; v < 3; ++v) c |= ((words[fo_v_word(D, sl, T, v, L)] >> (8 * i + 6)) & 3) << (2 * v);
+  return c;
+}
+
+// A tile's 4 A registers from its 3 words (6 instructions: 4 LOP3, 2 shifts merged by the compiler).
+MLOPS_HD void fo_v_tile(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t (&a)[4]) {
+  constexpr uint32_t kTop = 0xC0C0C0C0u;
+  a[0] = w0 & 0x3F3F3F3Fu;
+  a[1] = w1 & 0x3F3F3F3Fu;
+  a[2] = w2 & 0x3F3F3F3Fu;
+  a[3] = ((((w0 & kTop) >> 2) | (w1 & kTop)) >> 2 | (w2 & kTop)) >> 2;  // bits 6, 7 of word v -> code bits 2v, 2v + 1
+}
+
 // ---- the query against a closed group ------------------------------------------------------
 // K of a group is k[t][d] = k_min[d] + k_scale[d] * code[t][d], so
 //   q . k[t] = sum_d q_d k_min[d] + sum_d (q_d k_scale[d]) code[t][d].

@@ -48,6 +48,36 @@ def test_records_match_torch_encoder(mode, D):
     assert torch.equal(u["k_coarse"], u["k_codes"] >> fb)
 
 
+def fo_v_region(codes, D):
+    """The V region's bytes packed from codes [128, D] by docs/attention.md "The V codes", written as the doc's
+    loops (lane, tile, register, byte -> token, channel): the packing direction, apart from the reader in
+    mlops.attention.reference."""
+    words = [0] * (24 * D)
+    for sl in range(4):
+        for T in range(D // 16):
+            for lane in range(32):
+                gid, tig = lane // 4, lane % 4
+                reg = [[int(codes[32 * sl + 16 * (j // 2) + 4 * tig + i, 16 * T + gid + 8 * (j % 2)]) for i in range(4)]
+                       for j in range(4)]
+                for v in range(3):
+                    w = 3 * T + v
+                    word = sum((reg[v][i] | ((reg[3][i] >> (2 * v)) & 3) << 6) << (8 * i) for i in range(4))
+                    words[sl * 6 * D + (w // 4) * 128 + 4 * lane + w % 4] = word
+    signed = [w - (1 << 32) if w >= 1 << 31 else w for w in words]  # int32 bit patterns, then little-endian bytes
+    return torch.tensor(signed, dtype=torch.int32).view(torch.uint8)
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_v_region_is_fragment_ordered(D):
+    k, v = kv(1, 1, 2 * GROUP, D, seed=11)
+    c = A.encode(k, v, mode="3+3")
+    lay = A.record_layout(D, "3+3")
+    region = c.records[0, 0, 0, lay["v_codes"]:lay["v_codes"] + 96 * D]
+    vc = encode_group(k[0, 0, GROUP:], v[0, 0, GROUP:])[3]
+    assert int(vc.max()) == 63 and int(vc.min()) == 0  # (per-token ranges: every byte's 8 bits get used)
+    assert torch.equal(region, fo_v_region(vc, D))
+
+
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
 def test_dequantized_within_half_a_step(mode):
     B, H, T, D = 1, 2, 4 * GROUP + 7, 128

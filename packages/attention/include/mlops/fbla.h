@@ -20,11 +20,17 @@
  *   [8D+512, 8D+1024)     v_scale fp32 [128]   v = v_min[t] + v_scale[t] * code
  *   [8D+1024, +16 cb D)   K coarse plane: [128 tokens][cb bit planes][D/8 bytes]
  *   [.., +16 fb D)        K fine plane:   [128 tokens][fb bit planes][D/8 bytes]
- *   [.., +96 D)           V codes:        [128 tokens][6 bit planes][D/8 bytes]
+ *   [.., +96 D)           V codes:        fragment-ordered 6-bit codes (record version 2, below)
  * A 6-bit code c = coarse << fb | fine; bit plane j of a token row holds bit j of the codes of
  * its D channels, channel d at byte d/8, bit d%8. The coarse plane stores bits fb .. 5 (plane
- * fb first), the fine plane bits 0 .. fb-1; V stores all six, bit 0 first. Mode 3+3: cb = fb = 3;
- * mode 4+2: cb = 4, fb = 2. Record bytes: 200 D + 1024 (D = 64: 13824, D = 128: 26624). */
+ * fb first), the fine plane bits 0 .. fb-1. Mode 3+3: cb = fb = 3; mode 4+2: cb = 4, fb = 2.
+ * V (MLOPS_FBLA_RECORD_VERSION 2; version 1 held 6 bit planes a token like K): the code of token t,
+ * channel d is byte i = t % 4 of register j = 2 ((t / 16) % 2) + (d / 8) % 2 of lane
+ * L = 4 (d % 8) + (t % 16) / 4, tile T = d / 16, slice s = t / 32 (an mma.m16n8k32 A fragment:
+ * rows = channels, k = tokens); a tile's 4 registers are 3 uint32 words: byte i of word v (0..2) =
+ * register v's byte-i code in bits 0-5, bits 2v, 2v+1 of register 3's byte-i code in bits 6-7; word
+ * 3T + v of lane L in slice s is the uint32 at s*6D + ((3T+v)/4)*128 + 4L + (3T+v)%4 of the region
+ * (docs/attention.md, "The V codes"). Record bytes: 200 D + 1024 (D = 64: 13824, D = 128: 26624). */
 #ifndef MLOPS_FBLA_H
 #define MLOPS_FBLA_H
 
@@ -39,6 +45,7 @@ extern "C" {
 #define MLOPS_FBLA_ABI_VERSION 3 /* 2: mlops_fbla_decode_args.variant; 3: .pv and mlops_fbla_decode_variant.pv */
 #define MLOPS_FBLA_GROUP 128       /* tokens a group */
 #define MLOPS_FBLA_BLOCK 16        /* tokens a refine block (the unit of the skip decision) */
+#define MLOPS_FBLA_RECORD_VERSION 2 /* the records' byte order: 2 = V codes fragment-ordered (session 21) */
 #define MLOPS_FBLA_CHUNK_GROUPS 2  /* closed groups a decode work item (fixed: results never depend on the grid) */
 #define MLOPS_FBLA_FLAG_FULL 1     /* flags[0] bit: an append was refused, the cache was full */
 /* The decode's P V numerics (docs/attention.md, "Two P V forms"): each fixes every bit of the output. */

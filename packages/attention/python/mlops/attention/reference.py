@@ -20,6 +20,31 @@ def _bits(planes: torch.Tensor, D: int) -> torch.Tensor:
     return ((planes.to(torch.int64)[..., None] >> shifts) & 1).reshape(*planes.shape[:-1], D)
 
 
+def _fo_v_codes(region: torch.Tensor, D: int) -> torch.Tensor:
+    """uint8 [..., 96 D] fragment-ordered V codes of a group -> int64 [..., 128, D] (docs/attention.md, "A closed
+    group's record"): token t, channel d sit in slice t // 32, lane 4 (d % 8) + (t % 16) // 4, tile d // 16,
+    register j = 2 ((t // 16) % 2) + (d // 8) % 2, byte t % 4; word v (0, 1, 2) of a tile holds register v's code in
+    bits 0 - 5 of a byte and bits 2v, 2v + 1 of register 3's in bits 6 - 7; lane L's words 3 T + v of a slice at
+    uint32 index slice * 6 D + ((3 T + v) // 4) * 128 + 4 L + (3 T + v) % 4."""
+    dev = region.device
+    b = region.to(torch.int64)
+    words = b[..., 0::4] | (b[..., 1::4] << 8) | (b[..., 2::4] << 16) | (b[..., 3::4] << 24)  # [..., 24 D]
+    t = torch.arange(GROUP, device=dev)[:, None]
+    d = torch.arange(D, device=dev)[None, :]
+    sl, tt = t // 32, t % 32
+    lane, byte = 4 * (d % 8) + (tt % 16) // 4, tt % 4
+    T, j = d // 16, 2 * (tt // 16) + (d // 8) % 2
+
+    def word(v):  # [..., 128, D]: word v of the (t, d) tile
+        w = 3 * T + v
+        return words[..., (sl * 6 * D + (w // 4) * 128 + 4 * lane + w % 4).flatten()].reshape(*words.shape[:-1], GROUP, D)
+
+    w = [word(v) for v in range(3)]
+    low = torch.where(j == 0, w[0], torch.where(j == 1, w[1], w[2])) >> (8 * byte) & 63
+    r3 = sum(((w[v] >> (8 * byte + 6)) & 3) << (2 * v) for v in range(3))
+    return torch.where(j < 3, low, r3)
+
+
 def unpack_codes(cache: FBLACache) -> dict:
     """The parts of every record: k_min / k_scale float32 [B, H, S, D], v_min / v_scale [B, H, S, 128],
     k_codes / v_codes int64 [B, H, S, 128, D] (6-bit), k_coarse [B, H, S, 128, D] (code >> fine_bits)."""
@@ -35,12 +60,12 @@ def unpack_codes(cache: FBLACache) -> dict:
         p = r[..., off:off + GROUP * nplanes * row].reshape(B, H, S, GROUP, nplanes, row)
         return _bits(p, D)  # [B, H, S, 128, nplanes, D]
 
-    kc, kf, vc = planes(lay["k_coarse"], cb), planes(lay["k_fine"], fb), planes(lay["v_codes"], 6)
+    kc, kf = planes(lay["k_coarse"], cb), planes(lay["k_fine"], fb)
     coarse = sum(kc[..., j, :] << j for j in range(cb))
     fine = sum(kf[..., j, :] << j for j in range(fb))
     return {"k_min": f32(lay["k_min"], D), "k_scale": f32(lay["k_scale"], D), "v_min": f32(lay["v_min"], GROUP),
             "v_scale": f32(lay["v_scale"], GROUP), "k_coarse": coarse, "k_codes": (coarse << fb) | fine,
-            "v_codes": sum(vc[..., j, :] << j for j in range(6))}
+            "v_codes": _fo_v_codes(r[..., lay["v_codes"]:lay["v_codes"] + 96 * D], D)}
 
 
 def dequantize(cache: FBLACache, dtype: torch.dtype = torch.float32,
