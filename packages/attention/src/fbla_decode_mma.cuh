@@ -62,43 +62,30 @@ __device__ __forceinline__ float* slice_sums(uint8_t* stage0, long long sbytes, 
 template <int D>
 __device__ __forceinline__ int pv_channel(int T, int gid, int h) { return 16 * T + 8 * h + gid; }
 
-// The position of (tile T, row gid + 8 h, head) in a slice's sums, and the inverse of pv_channel: channel d
-// sits in tile d / 16, row half (d / 8) & 1, at gid = d % 8 (so position i holds channel i / 4).
+// The position of (tile T, row gid + 8 h, head) in a slice's sums: 4 d + head for channel d = pv_channel(T, gid, h),
+// so position i holds channel i / 4 (the BF16 slices store a channel's 4 heads as one F4 at 4 d).
 __device__ __forceinline__ int pv_sum_index(int T, int h, int gid, int head) { return ((2 * T + h) * 8 + gid) * 4 + head; }
-
-template <int D>
-__device__ __forceinline__ int pv_sum_index_of(int d, int head) {
-  return pv_sum_index(d >> 4, (d >> 3) & 1, d & 7, head);
-}
 
 // The integer P V of warp w's closed slice, a tile at a time: out(T, c) gets c of tile T (rows gid, gid + 8;
 // head tig's hi / lo digit sums). vp: the group's staged V codes (fragment-ordered, fbla_math.h: a lane's
-// 3 D / 16 words of the slice, word 3 T + v of tile T); t0: the slice's first token in the group. The MMA's k is
-// the slice's token (dig[column][token]). kUpfront: the lane's words by 3 D / 64 16-byte loads before the first
-// tile, else each tile's 3 words at its MMA. The same integers; only ptxas's allocation differs (nvcc 13.0,
-// sm_90, D 128, the refine_mma4_kernel instances at 64 registers: upfront 6 / 3 STL / LDL in the one-round
-// instance and 11 / 5 in kEarly; a tile at a time 23 / 16 and 6 / 3; the bit-plane form had 2 / 2 and 6 / 3),
-// so refine_mma4_kernel takes upfront where it is not kEarly.
-template <int D, bool kUpfront = true, class Out>
+// 3 D / 16 words of the slice, word 3 T + v of tile T, loaded up front by 3 D / 64 16-byte loads); t0: the slice's
+// first token in the group. The MMA's k is the slice's token (dig[column][token]). (Loading a tile's 3 words at its
+// MMA instead made ptxas 13.0 spill 32 bytes in the one-round refine_mma4_kernel instance; up front none spill.)
+template <int D, class Out>
 __device__ __forceinline__ void pv_mma(const uint32_t* vp, int t0, const int8_t (&dig)[2 * kWarpHeads][kSlice],
                                        Out out) {
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
   const uint32_t b[2] = {*reinterpret_cast<const uint32_t*>(&dig[gid][4 * tig]),
                          *reinterpret_cast<const uint32_t*>(&dig[gid][16 + 4 * tig])};
-  const uint32_t* vl = vp + (t0 / kSlice) * fo_v_slice_words(D) + 4 * lane;  // lane L's first word
+  const U4* vq = reinterpret_cast<const U4*>(vp + (t0 / kSlice) * fo_v_slice_words(D)) + lane;
   uint32_t w[3 * D / 16];
-  if constexpr (kUpfront) {
 #pragma unroll
-    for (int q = 0; q < 3 * D / 64; ++q) {
-      const U4 x = reinterpret_cast<const U4*>(vl)[32 * q];
-      w[4 * q] = x.x, w[4 * q + 1] = x.y, w[4 * q + 2] = x.z, w[4 * q + 3] = x.w;
-    }
+  for (int q = 0; q < 3 * D / 64; ++q) {
+    const U4 x = vq[32 * q];
+    w[4 * q] = x.x, w[4 * q + 1] = x.y, w[4 * q + 2] = x.z, w[4 * q + 3] = x.w;
   }
 #pragma unroll
   for (int T = 0; T < D / 16; ++T) {
-    if constexpr (!kUpfront)
-#pragma unroll
-      for (int v = 0; v < 3; ++v) w[3 * T + v] = vl[((3 * T + v) >> 2) * 128 + ((3 * T + v) & 3)];
     uint32_t af[4];
     fo_v_tile(w[3 * T], w[3 * T + 1], w[3 * T + 2], af);
     int32_t c[4] = {0, 0, 0, 0};
@@ -235,10 +222,9 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + static_cast<size_t>(t0) * D + 4 * lane;
           bf16_pv_rows<D, 8>(vr, nt, sm.pt[w], kWarpHeads, acc);  // 8 tokens' V rows loaded together
 #pragma unroll
-          for (int hi = 0; hi < kWarpHeads; ++hi)
-            if (hi < nh)
-#pragma unroll
-              for (int i = 0; i < 4; ++i) aw[pv_sum_index_of<D>(4 * lane + i, hi)] = acc[hi][i];
+          for (int i = 0; i < 4; ++i)  // channel 4 lane + i's 4 heads in one 16-byte store (position 4 d + h;
+            // heads past nh store their zeros, which the partial does not read): 4-way bank conflicts, 16-way as 16 floats
+            reinterpret_cast<F4*>(aw)[4 * lane + i] = F4{acc[0][i], acc[1][i], acc[2][i], acc[3][i]};
         }
       } else if (srec) {
         // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)

@@ -468,10 +468,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             const uint16_t* vr = (g == 0 ? c.sink_v : c.tail_v) + kvbase + static_cast<size_t>(t0) * D + 4 * lane;
             bf16_pv_rows<D, 8>(vr, nt, pts, kWarpHeads, acc);  // 8 tokens' V rows loaded together
 #pragma unroll
-            for (int hi = 0; hi < kWarpHeads; ++hi)
-              if (hi < nh)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) aw[pv_sum_index_of<D>(4 * lane + i, hi)] = acc[hi][i];
+            for (int i = 0; i < 4; ++i)  // channel 4 lane + i's 4 heads in one 16-byte store (position 4 d + h;
+              // heads past nh store their zeros, which the partial does not read): 4-way bank conflicts, 16-way as 16 floats
+              reinterpret_cast<F4*>(aw)[4 * lane + i] = F4{acc[0][i], acc[1][i], acc[2][i], acc[3][i]};
           }
         } else if (g < ng) {
           // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)
@@ -516,7 +515,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           __syncwarp();
           const float bsh = bs;  // head tig's
           // (the chunk-max barrier above: every warp has its scores, so the K planes under aw / dig are dead)
-          pv_mma<D, !kEarly>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
+          pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
             for (int h = 0; h < 2; ++h)
               aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);

@@ -73,15 +73,22 @@ __device__ __forceinline__ uint32_t fo_v_codes_of_channel(const uint32_t* vp, in
 template <int D>
 __device__ __forceinline__ void fo_v_codes4(const uint32_t* vp, int u0, int w, int k, uint32_t (&code)[4]) {
   const int sl = u0 >> 5, tt = u0 & 31, L = 4 * k + ((tt & 15) >> 2);
-  const bool h = tt >= 16;
-  uint32_t r[4];  // [i]: register 2 h + (i & 1) of tile 2 w + (i >> 1)
+  uint32_t r[4];  // [i]: register 2 h + (i & 1) of tile 2 w + (i >> 1), h = token bit 4 (the same for u0 .. u0 + 3)
+  if (tt < 16) {  // registers 0, 1: words 0, 1 alone
 #pragma unroll
-  for (int th = 0; th < 2; ++th) {
-    const int T = 2 * w + th;
-    uint32_t a[4];
-    fo_v_tile(vp[fo_v_word(D, sl, T, 0, L)], vp[fo_v_word(D, sl, T, 1, L)], vp[fo_v_word(D, sl, T, 2, L)], a);
-    r[2 * th] = h ? a[2] : a[0];
-    r[2 * th + 1] = h ? a[3] : a[1];
+    for (int th = 0; th < 2; ++th) {
+      r[2 * th] = vp[fo_v_word(D, sl, 2 * w + th, 0, L)] & 0x3F3F3F3Fu;
+      r[2 * th + 1] = vp[fo_v_word(D, sl, 2 * w + th, 1, L)] & 0x3F3F3F3Fu;
+    }
+  } else {  // registers 2, 3: word 2, and register 3 from the top bits of all three
+#pragma unroll
+    for (int th = 0; th < 2; ++th) {
+      uint32_t a[4];
+      const int T = 2 * w + th;
+      fo_v_tile(vp[fo_v_word(D, sl, T, 0, L)], vp[fo_v_word(D, sl, T, 1, L)], vp[fo_v_word(D, sl, T, 2, L)], a);
+      r[2 * th] = a[2];
+      r[2 * th + 1] = a[3];
+    }
   }
   transpose4x4(r, code);
 }
