@@ -188,3 +188,12 @@ attn_tests_tail() {
   (cd /tmp && tar czf $OUT/$2.tgz $(basename $R))
   cat $OUT/summary.txt
 }
+# Session 21. attn_bench_tail NAME: the end of a bench-only A/B call (s20h / s21b / s21d.sh): (DRY: the phases, then exit)
+# bench_rows.py's rows, $OUT/NAME.tgz of $R, $OUT/summary.txt (phases and rows), printed.
+attn_bench_tail() {
+  [ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
+  python3 ci/device/bench_rows.py $R > $R/bench.txt
+  (cd /tmp && tar czf $OUT/$1.tgz $(basename $R))
+  cat $R/phases.txt $R/bench.txt > $OUT/summary.txt
+  cat $OUT/summary.txt
+}

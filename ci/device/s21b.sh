@@ -17,8 +17,4 @@ gpu_info
 for t in new-1 early1-1 tile1-1 new-2 early1-2 tile1-2; do
   attn_bench /tmp/s21b- ${t%-*} $t 30 8 --quick --kernel-time
 done
-[ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
-python3 ci/device/bench_rows.py $R > $R/bench.txt
-(cd /tmp && tar czf $OUT/r21b.tgz r21b)
-cat $R/phases.txt $R/bench.txt > $OUT/summary.txt
-cat $OUT/summary.txt
+attn_bench_tail r21b

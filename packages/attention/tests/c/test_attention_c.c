@@ -36,6 +36,10 @@ static float f32(uint16_t h) {
 
 static int bit(const uint8_t* plane, int d) { return (plane[d >> 3] >> (d & 7)) & 1; }
 
+#if MLOPS_FBLA_RECORD_VERSION != 2
+#error "kv_value below reads record version 2 (V codes fragment-ordered)"
+#endif
+
 /* the value decode attends to for token t of kv head h, channel d (the format of fbla.h) */
 static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d) {
   const int G = MLOPS_FBLA_GROUP, g = t / G;
@@ -53,8 +57,16 @@ static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d)
   const uint8_t* kf = kc + G * cb * row;
   const uint8_t* vc = kf + G * fb * row;
   int code = 0;
-  if (is_v) {
-    for (int j = 0; j < 6; ++j) code |= bit(vc + (r * 6 + j) * row, d) << j;
+  if (is_v) { /* fragment-ordered (MLOPS_FBLA_RECORD_VERSION 2, the map in fbla.h) */
+    const uint32_t* vw = (const uint32_t*)vc;
+    const int s = r / 32, tt = r % 32, lane = 4 * (d % 8) + (tt % 16) / 4, i = tt % 4, T = d / 16;
+    const int j = 2 * ((tt / 16) % 2) + (d / 8) % 2;
+    for (int v = 0; v < 3; ++v) {
+      const uint32_t w = vw[s * 6 * D + ((3 * T + v) / 4) * 128 + 4 * lane + (3 * T + v) % 4];
+      const int byte = (int)((w >> (8 * i)) & 0xffu);
+      if (v == j) code |= byte & 63;
+      if (j == 3) code |= ((byte >> 6) & 3) << (2 * v);
+    }
     return (double)vmin[r] + (double)vscale[r] * code;
   }
   for (int j = 0; j < cb; ++j) code |= bit(kc + (r * cb + j) * row, d) << (fb + j);
