@@ -11,12 +11,9 @@
 //   the chunk max over the 8 warps; p; the slice's weights, their max, their digits into shared memory;
 // - P V: out[channel][2 head + digit] = sum over the slice's tokens of code[token][channel] * digit[token]:
 //   A = the V codes (16 channels x 32 tokens), B = the digits (32 tokens x 8 columns), s32 accumulation. The
-//   MMA's k order is free (an integer sum), so k position 16 u + 4 tig + r is token 16 u + tig + 4 r: the 4
-//   tig lanes then read token rows 96 bytes apart (distinct banks, D 128). Lane gid owns the channels of plane
-//   word gid / G (G = 8 / W gids a word) at bit positions k = W (gid % G) .. + W - 1, so a lane loads one word
-//   of each plane of its 8 tokens; gather_code4 turns a token's 6 words into 4 channels' codes and a 4 x 4
-//   byte transpose (8 byte permutes) turns 4 tokens x 4 channels into the A registers (the code words by
-//   merge_pairs_even / _odd and code4_from_pairs: 6 instructions a word instead of 12);
+//   records hold V fragment-ordered (fbla_math.h, record version 2): k = the slice's token, tile T's rows channels
+//   16 T .. 16 T + 15, so a lane's words of the slice are 3 D / 64 lane-contiguous 16-byte loads and a tile's A
+//   registers 6 instructions (fo_v_tile). (Until session 20: bit planes, ~45 instructions a tile.)
 // - l and the V-min term: each lane sums its 4 tokens of head tig, then a butterfly over the 8 gid lanes;
 // - the BF16 item (slot 0) in the same slices: a lane a token for the scores (the K row's fmaf chain in channel
 //   order), a lane 4 channels x 4 heads for P V (fmaf chains in token order over the slice);
