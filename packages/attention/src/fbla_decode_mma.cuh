@@ -56,7 +56,6 @@ __device__ __forceinline__ float* slice_sums(uint8_t* stage0, long long sbytes, 
 }
 
 // The channel of P V tile T, row gid + 8 h: the A fragment's row (fragment-ordered V codes, fbla_math.h).
-template <int D>
 __device__ __forceinline__ int pv_channel(int T, int gid, int h) { return 16 * T + 8 * h + gid; }
 
 // The position of (tile T, row gid + 8 h, head) in a slice's sums: 4 d + head for channel d = pv_channel(T, gid, h),
@@ -276,7 +275,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
       for (int i = tid; i < kWarpHeads * D; i += kMmaThreads) {
         const int hi = i & 3, gi = (i >> 2) & 7, th = i >> 5;  // pv_sum_index(th >> 1, th & 1, gi, hi)
         if (hi >= nh) continue;
-        const int d = pv_channel<D>(th >> 1, gi, th & 1);
+        const int d = pv_channel(th >> 1, gi, th & 1);
         const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
         float a = 0.0f;
         const bool any_tok = sm.m[hi] != neg_inf();

@@ -528,7 +528,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       for (int i = tix().tid; i < kWarpHeads * D; i += kN) {  // (kReread) the index again
         const int hi = i & 3, gi = (i >> 2) & 7, th = i >> 5;  // pv_sum_index(th >> 1, th & 1, gi, hi)
         if (hi >= nh) continue;
-        const int d = pv_channel<D>(th >> 1, gi, th & 1);
+        const int d = pv_channel(th >> 1, gi, th & 1);
         const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
         float a = 0.0f;
         const bool any_tok = sm.m[hi] != neg_inf();

@@ -55,18 +55,8 @@ __device__ __forceinline__ void transpose4x4(const uint32_t (&in)[4], uint32_t (
 }
 
 // ---- reading the fragment-ordered V codes (fbla_math.h) outside the MMA ---------------------
-// Four consecutive tokens u0 .. u0 + 3 (u0 % 4 == 0) share their words: byte q of a word is token u0 + q.
-// The codes of channel d: byte q = the code of token u0 + q (1 load, or 3 for the tile's register 3).
-template <int D>
-__device__ __forceinline__ uint32_t fo_v_codes_of_channel(const uint32_t* vp, int u0, int d) {
-  const int sl = u0 >> 5, tt = u0 & 31, L = 4 * (d & 7) + ((tt & 15) >> 2), T = d >> 4;
-  const int j = 2 * (tt >> 4) + ((d >> 3) & 1);
-  if (j < 3) return vp[fo_v_word(D, sl, T, j, L)] & 0x3F3F3F3Fu;
-  uint32_t a[4];
-  fo_v_tile(vp[fo_v_word(D, sl, T, 0, L)], vp[fo_v_word(D, sl, T, 1, L)], vp[fo_v_word(D, sl, T, 2, L)], a);
-  return a[3];
-}
-
+// Four consecutive tokens u0 .. u0 + 3 (u0 % 4 == 0) share their words: byte q of a word is token u0 + q (a
+// channel's 4 codes: fo_v_codes_of_channel, fbla_math.h).
 // The codes of channels 32 w + 8 i + k (i = 0 .. 3), tokens u0 .. u0 + 3: code[q] byte i = token u0 + q's code of
 // channel 32 w + 8 i + k. Those channels are rows k (i even) / k + 8 (i odd) of tiles 2 w, 2 w + 1, all in lane
 // 4 k + tig: 6 words, two tiles unpacked, their registers 2 h, 2 h + 1 (h: token bit 4) transposed.
@@ -741,7 +731,7 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
 #pragma unroll
               for (int hi = 0; hi < kHeadBatch; ++hi) rf[hi] = hi < nh && sm.ref[hi][rb];
               for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
-                const uint32_t codes = fo_v_codes_of_channel<D>(vp, u0, d);  // byte k: token u0 + k
+                const uint32_t codes = fo_v_codes_of_channel(vp, D, u0, d);  // byte k: token u0 + k
                 float cf[4];
 #pragma unroll
                 for (int k = 0; k < 4; ++k)  // the code in the mantissa of 2^23: float(code) exactly, by an add

@@ -94,16 +94,6 @@ MLOPS_HD uint32_t fo_v_pack_word(const uint8_t* codes, int ld, int D, int idx) {
   return word;
 }
 
-// The V code of (token t, channel d) from a group's V region (words: uint32, little-endian).
-MLOPS_HD int fo_v_code(const uint32_t* words, int D, int t, int d) {
-  const int sl = t >> 5, tt = t & 31, L = 4 * (d & 7) + ((tt & 15) >> 2), i = tt & 3;
-  const int j = 2 * (tt >> 4) + ((d >> 3) & 1), T = d >> 4;
-  if (j < 3) return (words[fo_v_word(D, sl, T, j, L)] >> (8 * i)) & 63;
-  int c = 0;
-  for (int v = 0; v < 3; ++v) c |= ((words[fo_v_word(D, sl, T, v, L)] >> (8 * i + 6)) & 3) << (2 * v);
-  return c;
-}
-
 // A tile's 4 A registers from its 3 words (6 instructions: 4 LOP3, 2 shifts merged by the compiler).
 MLOPS_HD void fo_v_tile(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t (&a)[4]) {
   constexpr uint32_t kTop = 0xC0C0C0C0u;
@@ -111,6 +101,22 @@ MLOPS_HD void fo_v_tile(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t (&a)[4])
   a[1] = w1 & 0x3F3F3F3Fu;
   a[2] = w2 & 0x3F3F3F3Fu;
   a[3] = ((((w0 & kTop) >> 2) | (w1 & kTop)) >> 2 | (w2 & kTop)) >> 2;  // bits 6, 7 of word v -> code bits 2v, 2v + 1
+}
+
+// The codes of channel d, tokens u0 .. u0 + 3 (u0 % 4 == 0: four consecutive tokens share their words): byte q =
+// the code of token u0 + q (1 load, or 3 for a tile's register 3). The kernels' per-channel reader and the host's.
+MLOPS_HD uint32_t fo_v_codes_of_channel(const uint32_t* words, int D, int u0, int d) {
+  const int sl = u0 >> 5, tt = u0 & 31, L = 4 * (d & 7) + ((tt & 15) >> 2), T = d >> 4;
+  const int j = 2 * (tt >> 4) + ((d >> 3) & 1);
+  if (j < 3) return words[fo_v_word(D, sl, T, j, L)] & 0x3F3F3F3Fu;
+  uint32_t a[4];
+  fo_v_tile(words[fo_v_word(D, sl, T, 0, L)], words[fo_v_word(D, sl, T, 1, L)], words[fo_v_word(D, sl, T, 2, L)], a);
+  return a[3];
+}
+
+// The V code of (token t, channel d) from a group's V region (words: uint32, little-endian).
+MLOPS_HD int fo_v_code(const uint32_t* words, int D, int t, int d) {
+  return (fo_v_codes_of_channel(words, D, t & ~3, d) >> (8 * (t & 3))) & 63;
 }
 
 // ---- the query against a closed group ------------------------------------------------------

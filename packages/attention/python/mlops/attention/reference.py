@@ -21,8 +21,8 @@ def _bits(planes: torch.Tensor, D: int) -> torch.Tensor:
 
 
 def _fo_v_codes(region: torch.Tensor, D: int) -> torch.Tensor:
-    """uint8 [..., 96 D] fragment-ordered V codes of a group -> int64 [..., 128, D] (docs/attention.md, "A closed
-    group's record"): token t, channel d sit in slice t // 32, lane 4 (d % 8) + (t % 16) // 4, tile d // 16,
+    """uint8 [..., 96 D] fragment-ordered V codes of a group -> int64 [..., 128, D] (docs/attention.md, "The V
+    codes"): token t, channel d sit in slice t // 32, lane 4 (d % 8) + (t % 16) // 4, tile d // 16,
     register j = 2 ((t // 16) % 2) + (d // 8) % 2, byte t % 4; word v (0, 1, 2) of a tile holds register v's code in
     bits 0 - 5 of a byte and bits 2v, 2v + 1 of register 3's in bits 6 - 7; lane L's words 3 T + v of a slice at
     uint32 index slice * 6 D + ((3 T + v) // 4) * 128 + 4 L + (3 T + v) % 4."""
