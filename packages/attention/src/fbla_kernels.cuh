@@ -280,14 +280,32 @@ __device__ __forceinline__ void prefetch_range(const uint8_t* base, long long by
     l1 ? prefetch_l1(base + off) : prefetch_l2(base + off);
 }
 
+// sm_90 (nvcc 12+, as the staged copies' MLOPS_FBLA_STAGE_TMA): an L2 prefetch of a contiguous range as one bulk
+// request to the TMA engine (cp.async.bulk.prefetch.L2) by one thread, instead of one prefetch.global.L2 a 128-byte
+// line spread over the CTA (a D 128 chunk: 400 lines, ~2 prefetches and their loop a thread of 256, and every thread's
+// item arithmetic before them). Needs a 16-byte aligned base and a multiple of 16 bytes: records are both (the API
+// checks the base; layout() makes a record 200 D + 1024 bytes).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDACC_VER_MAJOR__ >= 12
+#define MLOPS_FBLA_BULK_PREFETCH 1
+#else
+#define MLOPS_FBLA_BULK_PREFETCH 0
+#endif
+
 // The records of a work item already decoded (it = item_of(item), `valid`: item < items; chunk it.slot - first, its
 // closed groups are contiguous) into L2: a CTA asks for its next item's records while it works on the current one.
+// Every thread of the CTA calls it (with the bulk prefetch only thread 0 goes on).
 __device__ __forceinline__ void prefetch_item_at(const DecodeParams& p, const Item& it, bool valid, int first) {
-  if (!valid) return;
+  if (!valid || (MLOPS_FBLA_BULK_PREFETCH && threadIdx.x != 0)) return;
   const int nq = closed_groups(len_of(p, it.b)), ch = it.slot - first;
   if (ch < 0 || ch >= chunks_of(nq)) return;
   const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
-  prefetch_range(record_of(p.c, it.b, it.kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes, false);
+  const uint8_t* const base = record_of(p.c, it.b, it.kh, ch * kChunkGroups);
+  const long long bytes = static_cast<long long>(ng) * p.c.record_bytes;
+#if MLOPS_FBLA_BULK_PREFETCH
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base), "r"(static_cast<unsigned>(bytes)) : "memory");
+#else
+  prefetch_range(base, bytes, false);
+#endif
 }
 
 // prefetch_item_at for work item `item` (nothing where item >= items).
