@@ -275,8 +275,16 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
   constexpr int kQ = (kWarpHeads * D + kN - 1) / kN;  // q row values a thread (the BF16 item)
   constexpr bool kQg = D == 128;  // session 16's front (below): D 128 only
+  // kSplitV (session 22, the planner's one-round instance: mma_pv4r at D 128 without kEarly): a closed item's copy in
+  // two parts on two mbarriers. The item's top issues V min / scale and the K planes (bars[0]); the V codes (bars[1]) are
+  // issued once the K part has landed (after the front), and waited for just before P V. In one round every CTA issues
+  // its copy at once (520 x 51 KB at B1 L16K): with one copy the front's global reads (k_scale / k_min) queued behind
+  // all of them and ended with the last byte (GPU run 115's timeline: front 6.6 us of an 11.5 us item, then no wait);
+  // with the V codes behind every CTA's K part, the scores can run while the V codes arrive. The same values.
+  constexpr bool kSplitV = kReread && !kEarly && D == 128;
+  static_assert(!kSplitV || kJ == 1, "kSplitV: one slice a warp (the V wait in the slice loop)");
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
-  __shared__ uint64_t bars[1];
+  __shared__ uint64_t bars[kSplitV ? 2 : 1];
   uint8_t* const dyn = dyn_smem();
   Mma4Smem& sm = *reinterpret_cast<Mma4Smem*>(dyn);
   uint8_t* const stage0 = dyn + kMma4Front;
@@ -289,7 +297,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   };
   const long long sbytes = stage_group_bytes(D);
   const size_t tile = static_cast<size_t>(kGroup) * D;
-  stage_init(bars, 1);
+  stage_init(bars, kSplitV ? 2 : 1);
   pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
   uint32_t ph = 0u;
   // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item); the step's
@@ -310,10 +318,12 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
     __syncthreads();  // the previous item is done with the shared memory
     if (!bf16)
-      stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes, static_cast<int>(l.bytes - l.vmin), ng);
+      stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes,
+                  static_cast<int>((kSplitV ? l.v : l.bytes) - l.vmin), ng);
     prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     bool waited = bf16;
+    bool v_due = kSplitV && !bf16;  // kSplitV: the V codes' copy still to issue (then to wait for)
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
       const ThreadIx tx = tix();
       const int tid = tx.tid, w = tx.w, lane = tx.lane, gid = tx.gid, tig = tx.tig;
@@ -372,6 +382,10 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       if (!waited) {  // every thread, once a copy
         stage_wait(bars, 0, ph);
         waited = true;
+        if (kSplitV && v_due)  // the first pass: the K part is here, the V codes behind it (the front's barrier above
+          // ended the last item's reads of their slots)
+          stage_issue(&bars[1], stage0 + (l.v - l.vmin), sbytes, grec0 + l.v, c.record_bytes,
+                      static_cast<int>(l.bytes - l.v), ng);
       }
       // ---- scores, the slice's max a head
       float sc[kJ][2][2];          // closed: token t0 + 16 m + gid + 8 r, head tig
@@ -513,6 +527,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
               dg[kSlice + kBlock * m + 8 * r] = static_cast<int8_t>(dl);  // dig[2 tig + 1][i]
             }
           __syncwarp();
+          if (kSplitV && v_due) stage_wait(bars, 1, ph);  // the V codes (p and the digits needed only V min / scale)
           const float bsh = bs;  // head tig's
           // (the chunk-max barrier above: every warp has its scores, so the K planes under aw / dig are dead)
           pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
@@ -520,8 +535,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             for (int h = 0; h < 2; ++h)
               aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
           });
+        } else if (kSplitV && v_due) {
+          stage_wait(bars, 1, ph);  // a slice past ng: every thread waits once a completion
         }
       }
+      v_due = false;  // (kSplitV: kJ is 1, so every thread waited above)
       __syncthreads();
       // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums
       const int nsl = ng * kSlicesPerGroup;
