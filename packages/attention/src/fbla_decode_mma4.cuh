@@ -254,11 +254,23 @@ __device__ __forceinline__ void fold_tail(const DecodeParams& p, int items, uint
   }
 }
 
-// The folded combine's counters (s.cnt, one a (b, kv head)) zeroed: the decode's first kernel where no coarse pass
-// runs (exact mode), the refine a programmatic dependent of it (its counting waits for this grid: griddepcontrol.wait).
+// The folded combine's counters (s.cnt, one a (b, kv head)) and the kEarly refine's item counter (s.work) zeroed: the
+// decode's first kernel where no coarse pass runs (exact mode), the refine a programmatic dependent of it (its counting
+// waits for this grid: griddepcontrol.wait).
 __global__ void __launch_bounds__(128) fold_zero_kernel(DecodeParams p) {
   pdl_launch_dependents();
   for (int i = threadIdx.x; i < p.c.batch * p.c.kv_heads; i += blockDim.x) p.s.cnt[i] = 0;
+  if (threadIdx.x == 0) p.s.work[0] = 0;
+}
+
+// kDyn (the kEarly refine): the CTA's next item, taken by thread 0 from the decode's item counter (s.work, zeroed by the
+// decode's first kernel: pdl_wait orders the first take after fold_zero_kernel; a no-op after a coarse pass): the
+// items past the first round (gridDim.x .. items - 1) go out one at a time in the order the CTAs ask. Every item is
+// computed by one CTA and writes its own partial slot, so which CTA takes it changes no value (the combine reads the
+// slots in slot order). Values >= items: none left.
+__device__ __forceinline__ int next_item_dyn(const DecodeParams& p) {
+  pdl_wait();
+  return static_cast<int>(gridDim.x) + atomicAdd(p.s.work, 1);
 }
 
 // Refine pass, "mma_pv4" layout (above), pv digits only: kNW warps a CTA (8 or 4), 4 CTAs an SM.
@@ -283,6 +295,13 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // with the V codes behind every CTA's K part, the scores can run while the V codes arrive. The same values.
   constexpr bool kSplitV = kReread && !kEarly && D == 128;
   static_assert(!kSplitV || kJ == 1, "kSplitV: one slice a warp (the V wait in the slice loop)");
+  // kDyn (session 22, the kEarly instance: more than one round of items): after its first item (blockIdx.x) a CTA
+  // takes its next one from a counter (next_item_dyn) instead of blockIdx.x + k gridDim.x. GPU run 115's timeline at
+  // B8 L128K: the 4 CTAs of an SM do not share its issue slots evenly (the lowest blockIdx 6.8 us an item, the highest
+  // 12.7), so with a fixed share of the items the slowest CTAs set the end (~62 items each) while the SM's others idle.
+  constexpr bool kDyn = kEarly;
+  static_assert(!kDyn || !kFold, "fold_tail walks the CTA's items as blockIdx.x + k gridDim.x");
+  __shared__ int dyn_next[1];  // kDyn: thread 0's take, read by every thread after the barriers that follow it
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
   __shared__ uint64_t bars[kSplitV ? 2 : 1];
   uint8_t* const dyn = dyn_smem();
@@ -303,15 +322,24 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item); the step's
   // divisions only in a CTA with a second item (one item a CTA, as at B1 L16K, never reads it: there they were 4.6 % of
   // the refine's instructions, GPU run 108)
-  const Item step = static_cast<int>(blockIdx.x + gridDim.x) < items ? item_of(gridDim.x, c.batch, c.kv_heads)
-                                                                     : Item{0, 0, 0};
+  const Item step = !kDyn && static_cast<int>(blockIdx.x + gridDim.x) < items ? item_of(gridDim.x, c.batch, c.kv_heads)
+                                                                              : Item{0, 0, 0};
   Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};
-  for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const Item it = nxt;
-    nxt = item_add(it, step, c.batch, c.kv_heads);
+  int next = 0;  // kDyn: the item after this one (dyn_next's value)
+  for (int item = blockIdx.x; item < items; item = kDyn ? next : item + static_cast<int>(gridDim.x)) {
+    const Item it = kDyn ? item_of(item, c.batch, c.kv_heads) : nxt;
+    if constexpr (!kDyn) nxt = item_add(it, step, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq);
-    if (it.slot > nch) continue;  // uniform over the CTA
+    if (it.slot > nch) {  // uniform over the CTA
+      if constexpr (kDyn) {
+        __syncthreads();  // every thread has read dyn_next's last value
+        if (threadIdx.x == 0) dyn_next[0] = next_item_dyn(p);
+        __syncthreads();
+        next = dyn_next[0];
+      }
+      continue;
+    }
     const bool bf16 = it.slot == 0;
     const int ch = it.slot - 1;
     const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
@@ -320,7 +348,16 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     if (!bf16)
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes,
                   static_cast<int>((kSplitV ? l.v : l.bytes) - l.vmin), ng);
-    prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
+    if constexpr (kDyn) {
+      if (threadIdx.x == 0) {  // the next item now, so that its records go to L2 while this one runs (on the bulk
+        // prefetch's sm_90 SASS the whole range; a lower arch's per-line prefetch from one thread covers 1 line in 256)
+        const int n = next_item_dyn(p);
+        dyn_next[0] = n;
+        if (n < items) prefetch_item_at(p, item_of(n, c.batch, c.kv_heads), true, 1);
+      }
+    } else {
+      prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
+    }
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     bool waited = bf16;
     bool v_due = kSplitV && !bf16;  // kSplitV: the V codes' copy still to issue (then to wait for)
@@ -562,6 +599,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         }
       }
     }
+    if constexpr (kDyn) next = dyn_next[0];  // written at the item's top, before its barriers
   }
   if constexpr (kFold) fold_tail<D, kN>(p, items, stage0, ix0.tid);
 }

@@ -871,6 +871,7 @@ __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodePar
   const int tid = threadIdx.x, g = tid / 32, lane = tid & 31;
   if (p.fold && blockIdx.x == 0)  // the folded combine's counters (refine_mma4_kernel<.., true> runs after this grid)
     for (int i = tid; i < c.batch * c.kv_heads; i += kWarpThreads) p.s.cnt[i] = 0;
+  if (blockIdx.x == 0 && tid == 0) p.s.work[0] = 0;  // the kEarly refine's item counter (it runs after this grid)
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const Item it = item_of(item, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);

@@ -17,7 +17,8 @@ MLOPS_HD int tail_tokens(int L) { return L >= kGroup ? L - kGroup * (closed_grou
 // the same call). ub [B][Hq][slots*8]: upper bound score a block; lbmax [B][Hq][nch]: the largest
 // lower bound of a chunk; partials [B][Hq][1 + nch]: m, l, acc[D] (slot 0: the BF16 tokens); cnt [B][Hkv] (ints, in
 // B * Hq places): the folded combine's count of a (b, kv head)'s finished items, zeroed by the decode's first kernel
-// (fold_zero_kernel, or the coarse pass) before the refine counts.
+// (fold_zero_kernel, or the coarse pass) before the refine counts; work (one int after them): the items the kEarly
+// refine has handed out past its first round (session 22), zeroed the same way.
 struct Scratch {
   float* ub;
   float* lbmax;
@@ -25,6 +26,7 @@ struct Scratch {
   float* pl;
   float* pacc;
   int* cnt;
+  int* work;
   int nblk, nch, P;
 };
 
@@ -35,7 +37,7 @@ inline size_t scratch_floats(int B, int Hq, int D, int slots, Scratch* s, float*
   const size_t n_lb = up(size_t(B) * Hq * (nch > 0 ? nch : 1));
   const size_t n_m = up(size_t(B) * Hq * P);
   const size_t n_acc = up(size_t(B) * Hq * P * D);
-  const size_t n_cnt = up(size_t(B) * Hq);
+  const size_t n_cnt = up(size_t(B) * Hq + 1);  // + work
   if (s) {
     s->nblk = nblk; s->nch = nch; s->P = P;
     s->ub = base;
@@ -44,6 +46,7 @@ inline size_t scratch_floats(int B, int Hq, int D, int slots, Scratch* s, float*
     s->pl = s->pm + n_m;
     s->pacc = s->pl + n_m;
     s->cnt = reinterpret_cast<int*>(s->pacc + n_acc);
+    s->work = s->cnt + size_t(B) * Hq;
   }
   return n_ub + n_lb + 2 * n_m + n_acc + n_cnt;
 }

@@ -494,6 +494,7 @@ __global__ void __launch_bounds__(kThreads) coarse_kernel(DecodeParams p, int it
   const mlops_fbla_cache& c = p.c;
   const Layout l = layout(D, c.mode);
   const int tid = threadIdx.x;
+  if (blockIdx.x == 0 && tid == 0) p.s.work[0] = 0;  // the kEarly refine's item counter (it runs after this grid)
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const Item it = item_of(item, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);

@@ -135,18 +135,28 @@ constexpr int kMma4rSlot = D == 64 ? 24 : 25;
 
 // The mma_pv4 variants' refine (kNW warps an item; kReread: mma_pv4r's) and the PDL combine; slot: resident()'s cache
 // slot. kEarly: the kEarly instance (mma_pv4r's kernel with session 16 a2's front, D 128), on mma_pv4r's slot (the
-// same launch bounds, 64 registers at most, and shared memory: the same resident CTAs).
+// same launch bounds, 64 registers at most, and shared memory: the same resident CTAs); its items past the first round
+// come from a counter (kDyn, session 22) that the coarse pass zeroes (coarse: it ran), else fold_zero_kernel, with the
+// refine its programmatic dependent (an ordinary launch where the code that runs has no griddepcontrol.wait).
 template <int D, int kNW, bool kReread = false, bool kEarly = false>
-cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int slot, cudaStream_t s) {
+cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int slot, cudaStream_t s,
+                        bool coarse = true) {
   cudaError_t e = mma4_attributes<D, kNW, false, kReread, kEarly>();
   if (e != cudaSuccess) return e;
-  const int res = ctas > 0 ? ctas
-                           : resident(refine_mma4_kernel<D, kNW, false, kReread, kEarly>, slot, 32 * kNW,
-                                      mma4_smem_bytes(D));
+  auto* const kernel = refine_mma4_kernel<D, kNW, false, kReread, kEarly>;
+  const int res = ctas > 0 ? ctas : resident(kernel, slot, 32 * kNW, mma4_smem_bytes(D));
   if (res <= 0) return cudaErrorInvalidDevice;
   const int grid = refine_items < res ? refine_items : res;
-  refine_mma4_kernel<D, kNW, false, kReread, kEarly><<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
-  e = cudaGetLastError();  // the refine's launch
+  if (kEarly && !coarse) {
+    static int mode[64];
+    fold_zero_kernel<<<1, 128, 0, s>>>(p);
+    e = cudaGetLastError();
+    if (e == cudaSuccess)
+      e = launch_dependent(mode, kernel, static_cast<unsigned>(grid), 32 * kNW, mma4_smem_bytes(D), s, p, refine_items);
+  } else {
+    kernel<<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
+    e = cudaGetLastError();  // the refine's launch
+  }
   return e != cudaSuccess ? e : combine_pdl<D>(p, s);
 }
 
@@ -225,7 +235,7 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
       // B1 L16K, one round: 28.9 - 30.5 -> 30.5 - 30.6, which keeps mma_pv4r's kernel). The same bits.
       if constexpr (D == 128)
         if (device_major() == 9 && refine_items > res4)
-          return mma4_launch<D, 8, true, true>(p, ctas, refine_items, kMma4rSlot<D>, s);
+          return mma4_launch<D, 8, true, true>(p, ctas, refine_items, kMma4rSlot<D>, s, !p.exact && coarse_items > 0);
       if (device_major() == 9 || refine_items <= res4)
         return mma4_launch<D, 8, true>(p, ctas, refine_items, kMma4rSlot<D>, s);
     }

@@ -219,6 +219,7 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
     ++(refine_items <= res ? g_planner_within : refine_items <= res * 4 / 3 ? g_planner_pv4 : g_planner_many);
     if (D == 128 && g_emu_major == 9 && refine_items > res * 4 / 3) {  // the kEarly instance (session 17)
       ++g_planner_early;
+      if (p.exact || coarse_items == 0) run_grid(1, 128, [&] { fold_zero_kernel(p); });  // kDyn's counter (session 22)
       run_grid(std::min(refine_items, res * 4 / 3), 256,
                [&] { refine_mma4_kernel<D, 8, false, true, true>(p, refine_items); });
     } else {
