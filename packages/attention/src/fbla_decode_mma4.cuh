@@ -345,6 +345,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
     const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
     __syncthreads();  // the previous item is done with the shared memory
+    if (bf16) prefetch_bf16_rows(p, (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile, L);
     if (!bf16)
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes,
                   static_cast<int>((kSplitV ? l.v : l.bytes) - l.vmin), ng);
