@@ -439,17 +439,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           if (lane < nt) {
             const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
             float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
-            // 8 x 16 bytes of the token's K row loaded together, then their dots in channel order (the same chains
-            // as one load at a time): 2 rounds of loads at D 128, not 4 (the BF16 item is the one-round decode's
-            // last CTA, GPU run 116's timeline)
-#pragma unroll
-            for (int h = 0; h < D / 64; ++h) {
-              U4 kx[8];
-#pragma unroll
-              for (int i = 0; i < 8; ++i) kx[i] = *reinterpret_cast<const U4*>(kr + 64 * h + 8 * i);
-#pragma unroll
-              for (int i = 0; i < 8; ++i) bf16_dot8(kx[i], sm.qf, 64 * h + 8 * i, nh, dot);  // 8 channels each
-            }
+#pragma unroll 4
+            for (int d0 = 0; d0 < D; d0 += 8)
+              bf16_dot8(*reinterpret_cast<const U4*>(kr + d0), sm.qf, d0, nh, dot);  // 8 channels, 16 bytes
 #pragma unroll
             for (int hi = 0; hi < kWarpHeads; ++hi)
               if (hi < nh) s4[j][hi] = dot[hi] * p.scale;
