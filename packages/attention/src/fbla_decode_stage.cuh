@@ -73,7 +73,7 @@ __device__ __forceinline__ void stage_issue(uint64_t* bar, uint8_t* dst, long lo
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes * ng) : "memory");
     // The records are read once: their lines leave L2 first (evict_first), so that the lines the L2 prefetch brought
-    // in for the CTAs' next items stay (a round of items at B8 L128K is ~27 MB, L2 50 MB). A hint: no value changes.
+    // in for the CTAs' next items stay (a round of items at B8 L128K is ~27 MB, the H200's L2 60 MB). A hint: no value changes.
     uint64_t pol;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     for (int i = 0; i < ng; ++i)

@@ -291,6 +291,16 @@ __device__ __forceinline__ void prefetch_range(const uint8_t* base, long long by
 #define MLOPS_FBLA_BULK_PREFETCH 0
 #endif
 
+// [base, base + bytes) into L2: with the bulk prefetch one request by the calling thread (the callers let only thread 0
+// through), else prefetch_range's line a thread over the CTA.
+__device__ __forceinline__ void prefetch_l2_bytes(const void* base, long long bytes) {
+#if MLOPS_FBLA_BULK_PREFETCH
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base), "r"(static_cast<unsigned>(bytes)) : "memory");
+#else
+  prefetch_range(static_cast<const uint8_t*>(base), bytes, false);
+#endif
+}
+
 // The records of a work item already decoded (it = item_of(item), `valid`: item < items; chunk it.slot - first, its
 // closed groups are contiguous) into L2: a CTA asks for its next item's records while it works on the current one.
 // Every thread of the CTA calls it (with the bulk prefetch only thread 0 goes on).
@@ -299,13 +309,7 @@ __device__ __forceinline__ void prefetch_item_at(const DecodeParams& p, const It
   const int nq = closed_groups(len_of(p, it.b)), ch = it.slot - first;
   if (ch < 0 || ch >= chunks_of(nq)) return;
   const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
-  const uint8_t* const base = record_of(p.c, it.b, it.kh, ch * kChunkGroups);
-  const long long bytes = static_cast<long long>(ng) * p.c.record_bytes;
-#if MLOPS_FBLA_BULK_PREFETCH
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base), "r"(static_cast<unsigned>(bytes)) : "memory");
-#else
-  prefetch_range(base, bytes, false);
-#endif
+  prefetch_l2_bytes(record_of(p.c, it.b, it.kh, ch * kChunkGroups), static_cast<long long>(ng) * p.c.record_bytes);
 }
 
 // A BF16 item's rows into L2 (sink K / V, the filling group's K / V: 4 contiguous ranges of up to 128 D bf16 values),
@@ -319,15 +323,8 @@ __device__ __forceinline__ void prefetch_bf16_rows(const DecodeParams& p, size_t
   const void* const base[4] = {p.c.sink_k + kvbase, p.c.sink_v + kvbase, p.c.tail_k + kvbase, p.c.tail_v + kvbase};
   const long long bytes[4] = {sink_tokens(L) * rb, sink_tokens(L) * rb, tail_tokens(L) * rb, tail_tokens(L) * rb};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (bytes[i] <= 0) continue;
-#if MLOPS_FBLA_BULK_PREFETCH
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base[i]), "r"(static_cast<unsigned>(bytes[i]))
-                 : "memory");
-#else
-    prefetch_range(static_cast<const uint8_t*>(base[i]), bytes[i], false);
-#endif
-  }
+  for (int i = 0; i < 4; ++i)
+    if (bytes[i] > 0) prefetch_l2_bytes(base[i], bytes[i]);
 }
 
 // prefetch_item_at for work item `item` (nothing where item >= items).
