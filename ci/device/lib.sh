@@ -197,3 +197,11 @@ attn_bench_tail() {
   cat $R/phases.txt $R/bench.txt > $OUT/summary.txt
   cat $OUT/summary.txt
 }
+# Session 22. attn_timeline TARGET: bench/probes/timeline.py on the timeline wheel installed in TARGET (90 s at most),
+# its output in $R/timeline.txt (raw tables under $R/timeline/) and $OUT/timeline.txt, a line in $R/phases.txt.
+attn_timeline() {
+  mkdir -p $R/timeline
+  PYTHONPATH=$1 timeout 90 python3 packages/attention/bench/probes/timeline.py $R/timeline > $R/timeline.txt 2>&1
+  echo "timeline rc=$? at ${SECONDS}s" >> $R/phases.txt
+  cp $R/timeline.txt $OUT/timeline.txt 2>/dev/null
+}

@@ -14,10 +14,7 @@ inst ".carry/s21c/new/mlops_attention-*.whl" /tmp/s22-base
 inst ".carry/s22/new/mlops_attention-*.whl" /tmp/s22-new
 inst ".carry/s22/tl/mlops_attention-*.whl" /tmp/s22-tl
 gpu_info
-mkdir -p $R/timeline
-PYTHONPATH=/tmp/s22-tl timeout 90 python3 packages/attention/bench/probes/timeline.py $R/timeline > $R/timeline.txt 2>&1
-echo "timeline rc=$? at ${SECONDS}s" >> $R/phases.txt
-cp $R/timeline.txt $OUT/timeline.txt 2>/dev/null
+attn_timeline /tmp/s22-tl
 for t in base-1 new-1 base-2 new-2; do
   attn_bench /tmp/s22- ${t%-*} $t 60 8 --kernel-time
 done

@@ -14,10 +14,7 @@ call_setup 460 phases.txt tests.txt
 for w in new evf spl dyn bfp dtl; do inst ".carry/s22/$w/mlops_attention-*.whl" /tmp/s22b-$w; done
 inst ".carry/s22/bfpc75s/mlops_attention-*.whl" /tmp/s22b-c75s
 gpu_info
-mkdir -p $R/timeline
-PYTHONPATH=/tmp/s22b-dtl timeout 90 python3 packages/attention/bench/probes/timeline.py $R/timeline > $R/timeline.txt 2>&1
-echo "timeline rc=$? at ${SECONDS}s" >> $R/phases.txt
-cp $R/timeline.txt $OUT/timeline.txt 2>/dev/null
+attn_timeline /tmp/s22b-dtl
 for t in new-1 evf-1 spl-1 dyn-1 bfp-1 new-2 evf-2 spl-2 dyn-2 bfp-2; do
   attn_bench /tmp/s22b- ${t%-*} $t 40 8 --kernel-time
 done
