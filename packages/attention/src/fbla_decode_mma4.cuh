@@ -48,6 +48,21 @@ __device__ __forceinline__ F4* mma4_pt(uint8_t* stage0, long long sbytes, const 
                                (sl % kSlicesPerGroup) * static_cast<long long>(kSlice * sizeof(F4)));
 }
 
+// The BF16 item's staged K rows (stage_bf16_k): a row's 2 D bytes, then 16 more, so that the 8 lanes (8 tokens) of
+// one 16-byte shared load of the scores fall in 8 different groups of 4 banks (rows 2 D apart: all in the same 4).
+// Over the staged groups' space; dead at the chunk-max barrier, before the item's p and sums are written there.
+template <int D>
+constexpr int kRowKOf = 2 * D + 16;
+
+// The BF16 item's K rows into the staged groups' space (every thread, uniformly, after the item's barrier; completes on
+// bars[0]): sink rows, then the filling group's, kRowKOf<D> bytes apart (a bulk copy a row on sm_90).
+template <int D>
+__device__ __forceinline__ void stage_bf16_k(uint64_t* bars, uint8_t* stage0, const mlops_fbla_cache& c, size_t kvbase,
+                                             int nsink, int ntail) {
+  stage_rows(&bars[0], stage0, kRowKOf<D>, reinterpret_cast<const uint8_t*>(c.sink_k + kvbase), nsink,
+             reinterpret_cast<const uint8_t*>(c.tail_k + kvbase), ntail, 2 * D, 2 * D);
+}
+
 // A global float read from L2 (ld.global.cg): the folded combine reads partials other CTAs of this grid wrote.
 __device__ __forceinline__ float ld_l2(const float* a) {
 #ifdef MLOPS_FBLA_ON_HOST
@@ -287,6 +302,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   constexpr int kN = 32 * kNW, kJ = kSlicesPerChunk / kNW;  // threads; slices a warp
   constexpr int kQ = (kWarpHeads * D + kN - 1) / kN;  // q row values a thread (the BF16 item)
   constexpr bool kQg = D == 128;  // session 16's front (below): D 128 only
+  constexpr int kRowK = kRowKOf<D>;
   // kSplitV (session 22, the planner's one-round instance: mma_pv4r at D 128 without kEarly): a closed item's copy in
   // two parts on two mbarriers. The item's top issues V min / scale and the K planes (bars[0]); the V codes (bars[1]) are
   // issued once the K part has landed (after the front), and waited for just before P V. In one round every CTA issues
@@ -344,8 +360,14 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const int ch = it.slot - 1;
     const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
     const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
+    const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
+    // kStK: the BF16 item's K rows staged where they fit (sink, then the filling group; rows kRowK bytes apart); its
+    // scores then read K from shared memory, not in ~4 dependent rounds of global loads (session 23)
+    const int nsink = bf16 ? sink_tokens(L) : 0, ntail = bf16 ? tail_tokens(L) : 0;
+    const bool kst = bf16 && (nsink + ntail) * kRowK <= kChunkGroups * sbytes;
     __syncthreads();  // the previous item is done with the shared memory
-    if (bf16) prefetch_bf16_rows(p, (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile, L);
+    if (bf16) prefetch_bf16_rows(p, kvbase, L, !kst);
+    if (kst) stage_bf16_k<D>(bars, stage0, c, kvbase, nsink, ntail);
     if (!bf16)
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes,
                   static_cast<int>((kSplitV ? l.v : l.bytes) - l.vmin), ng);
@@ -359,8 +381,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     } else {
       prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
     }
-    const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
-    bool waited = bf16;
+    bool waited = bf16 && !kst;
     bool v_due = kSplitV && !bf16;  // kSplitV: the V codes' copy still to issue (then to wait for)
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
       const ThreadIx tx = tix();
@@ -372,6 +393,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         if (!bf16) {
           stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes,
                       static_cast<int>(l.v - l.kc), ng);
+          waited = false;
+        } else if (kst) {  // the BF16 item's K rows, under the last pass's p and sums
+          stage_bf16_k<D>(bars, stage0, c, kvbase, nsink, ntail);
           waited = false;
         }
       }
@@ -437,7 +461,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi) s4[j][hi] = neg_inf();
           if (lane < nt) {
-            const uint16_t* kr = (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
+            const uint16_t* kr =
+                kst ? reinterpret_cast<const uint16_t*>(stage0 + (g == 0 ? 0 : nsink * kRowK) + (t0 + lane) * kRowK)
+                    : (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
             float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 4
             for (int d0 = 0; d0 < D; d0 += 8)

@@ -94,6 +94,38 @@ __device__ __forceinline__ void stage_issue(uint64_t* bar, uint8_t* dst, long lo
 #endif
 }
 
+// n0 + n1 rows of `bytes` (a multiple of 16, 16-byte aligned, as the sources' rows): row i < n0 from src0 + i * sstride,
+// row n0 + i from src1 + i * sstride, to dst + (row) * dstride, completing on *bar (one phase for all of them);
+// stage_issue's contract (every thread calls it, uniformly, after a CTA barrier that ends every access to dst). sm_90:
+// a bulk copy a row, thread r issuing row r (more where there are more rows than threads), so that no thread queues a
+// hundred copies; thread 0 announces them all (expect_tx). A row's complete_tx may reach the barrier before that: the
+// tx-count is signed (PTX ISA: within +-(2^20 - 1)) and the phase cannot complete before thread 0's arrival, its one.
+__device__ __forceinline__ void stage_rows(uint64_t* bar, uint8_t* dst, long long dstride, const uint8_t* src0, int n0,
+                                           const uint8_t* src1, int n1, long long sstride, int bytes) {
+  const int n = n0 + n1;
+#if MLOPS_FBLA_STAGE_TMA
+  if (static_cast<int>(threadIdx.x) < n) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the threads' accesses to dst before the copies
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes * n) : "memory");
+    for (int r = threadIdx.x; r < n; r += blockDim.x)
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                       smem_u32(dst + r * dstride)),
+                   "l"(r < n0 ? src0 + r * sstride : src1 + (r - n0) * sstride), "r"(bytes), "r"(smem_u32(bar))
+                   : "memory");
+  }
+#else
+  const int per = bytes / 16;
+  for (int k = threadIdx.x; k < n * per; k += blockDim.x) {
+    const int r = k / per, j = k - r * per;
+    const uint8_t* src = r < n0 ? src0 + r * sstride : src1 + (r - n0) * sstride;
+    reinterpret_cast<U4*>(dst + r * dstride)[j] = reinterpret_cast<const U4*>(src)[j];
+  }
+  (void)bar;
+  __syncthreads();
+#endif
+}
+
 // Waits for the current phase of bars[i] (its parity: bit i of phases, then flipped); afterwards the part
 // completing on it is visible to the calling thread.
 __device__ __forceinline__ void stage_wait(uint64_t* bars, int i, uint32_t& phases) {

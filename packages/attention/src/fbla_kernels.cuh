@@ -317,14 +317,15 @@ __device__ __forceinline__ void prefetch_item_at(const DecodeParams& p, const It
 // loads, which in one round of items queued behind every CTA's record copy (GPU run 115's timeline: B1 L16K's 8 BF16
 // items ended at 16.4 - 17.1 us, the closed items by 13.6; B1 L4K 11.6 - 12.3 against 5.8). The bulk form needs
 // 16-byte aligned rows: the digits decode's API checks them (rows_aligned16). kvbase: (b, kv head)'s first value.
-__device__ __forceinline__ void prefetch_bf16_rows(const DecodeParams& p, size_t kvbase, int L) {
+// k_too: K as well (false where the caller stages the K rows).
+__device__ __forceinline__ void prefetch_bf16_rows(const DecodeParams& p, size_t kvbase, int L, bool k_too = true) {
   if (MLOPS_FBLA_BULK_PREFETCH && threadIdx.x != 0) return;
   const long long rb = 2LL * p.c.head_dim;  // bytes a row
-  const void* const base[4] = {p.c.sink_k + kvbase, p.c.sink_v + kvbase, p.c.tail_k + kvbase, p.c.tail_v + kvbase};
-  const long long bytes[4] = {sink_tokens(L) * rb, sink_tokens(L) * rb, tail_tokens(L) * rb, tail_tokens(L) * rb};
+  const void* const base[4] = {p.c.sink_v + kvbase, p.c.tail_v + kvbase, p.c.sink_k + kvbase, p.c.tail_k + kvbase};
+  const long long bytes[4] = {sink_tokens(L) * rb, tail_tokens(L) * rb, sink_tokens(L) * rb, tail_tokens(L) * rb};
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    if (bytes[i] > 0) prefetch_l2_bytes(base[i], bytes[i]);
+    if (bytes[i] > 0 && (i < 2 || k_too)) prefetch_l2_bytes(base[i], bytes[i]);
 }
 
 // prefetch_item_at for work item `item` (nothing where item >= items).
