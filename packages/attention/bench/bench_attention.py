@@ -161,6 +161,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="L = 4K and 16K only")
     ap.add_argument("--peaked", action="store_true", help="also the cases with q drawn from the keys")
     ap.add_argument("--targets", action="store_true", help="B1 L16K and B8 L128K only, random and peaked q")
+    ap.add_argument("--lengths", default="",
+                    help="comma-separated context lengths instead of 4K / 16K / 128K (e.g. 16414,16484: a filling group "
+                         "of 30 / 100 tokens, where the quick cases' lengths have none)")
+    ap.add_argument("--batches", default="1,8", help="comma-separated batch sizes (default 1,8)")
     ap.add_argument("--variants", default="",
                     help="comma-separated variant names, 'planner' for the planner's pick (default: every variant)")
     ap.add_argument("--kernel-time", action="store_true",
@@ -173,7 +177,10 @@ def main():
         cases = [(False, 1, 16384), (False, 8, 131072), (True, 1, 16384), (True, 8, 131072)]
     else:
         Ls = [4096, 16384] if a.quick else [4096, 16384, 131072]
-        cases = [(pk, B, L) for pk in ([False, True] if a.peaked else [False]) for B in (1, 8) for L in Ls]
+        if a.lengths:
+            Ls = [int(x) for x in a.lengths.split(",")]
+        Bs = [int(x) for x in a.batches.split(",")]
+        cases = [(pk, B, L) for pk in ([False, True] if a.peaked else [False]) for B in Bs for L in Ls]
     for peaked, B, L in cases:
         run_case(b, B, L, peaked, variants, a.kernel_time and not peaked)
     rows = {(r.get("shape"), r.get("impl")): r for r in b.rows}

@@ -465,9 +465,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
                 kst ? reinterpret_cast<const uint16_t*>(stage0 + (g == 0 ? 0 : nsink * kRowK) + (t0 + lane) * kRowK)
                     : (g == 0 ? c.sink_k : c.tail_k) + kvbase + static_cast<size_t>(t0 + lane) * D;
             float dot[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
+#pragma unroll 2  // (4, with bf16_dot8_all: ptxas 13.0 sm_90 spilled 18 / 12 bytes of the planned one-round instance)
             for (int d0 = 0; d0 < D; d0 += 8)
-              bf16_dot8(*reinterpret_cast<const U4*>(kr + d0), sm.qf, d0, nh, dot);  // 8 channels, 16 bytes
+              bf16_dot8_all(*reinterpret_cast<const U4*>(kr + d0), sm.qf, d0, dot);  // 8 channels, 16 bytes
 #pragma unroll
             for (int hi = 0; hi < kWarpHeads; ++hi)
               if (hi < nh) s4[j][hi] = dot[hi] * p.scale;
@@ -532,9 +532,16 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_det(s4[j][hi] - mh[hi]) : 0.0f;
           pts[lane] = F4{pt[0], pt[1], pt[2], pt[3]};
           __syncwarp();
-          if (lane < kWarpHeads) {
+          if (lane < kWarpHeads) {  // head lane's l: the adds in token order, 8 tokens' p loaded before their adds
             float ls = 0.0f;
-            for (int u = 0; u < nt; ++u) ls = ls + f4_at(pts[u], lane);
+            for (int u0 = 0; u0 < nt; u0 += 8) {
+              float x[8];
+#pragma unroll
+              for (int k = 0; k < 8; ++k) x[k] = u0 + k < nt ? f4_at(pts[u0 + k], lane) : 0.0f;
+#pragma unroll
+              for (int k = 0; k < 8; ++k)
+                if (u0 + k < nt) ls = ls + x[k];
+            }
             sm.ls[sl][lane] = ls;
           }
           float acc[kWarpHeads][4];

@@ -256,6 +256,25 @@ __device__ __forceinline__ void bf16_dot8(const U4& kx, const Qf& qf, int d0, in
   }
 }
 
+// bf16_dot8 for every one of the kWarpHeads heads, the q values as 16-byte shared loads (qf: 16-byte aligned rows): 2 a
+// head instead of 8 scalar ones under a head predicate each (ptxas 13.0 sm_90 did not merge those: 32 LDS and their
+// predicates a step). The chains of heads >= nh run on whatever qf holds there and the caller reads only heads < nh,
+// whose chains are bf16_dot8's (the same fmaf in channel order), so the same bits. mma_pv4's BF16 slices (session 23).
+__device__ __forceinline__ void bf16_dot8_all(const U4& kx, const float (&qf)[kWarpHeads][128], int d0,
+                                              float (&dot)[kWarpHeads]) {
+  const uint32_t kw[4] = {kx.x, kx.y, kx.z, kx.w};
+  float kf[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) kf[i] = bits_f32(i & 1 ? kw[i / 2] & 0xffff0000u : kw[i / 2] << 16);
+#pragma unroll
+  for (int hi = 0; hi < kWarpHeads; ++hi) {
+    const F4 a = *reinterpret_cast<const F4*>(&qf[hi][d0]), b = *reinterpret_cast<const F4*>(&qf[hi][d0 + 4]);
+    const float q[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot[hi] = fmaf(q[i], kf[i], dot[hi]);
+  }
+}
+
 // D (16 x 8, s32) += A (16 x 32, s8, row) B (32 x 8, s8, col) by a warp, in the PTX fragments of
 // mma.m16n8k32 (gid = lane / 4, tig = lane % 4): a[0] row gid, k 4tig .. 4tig+3; a[1] row gid + 8, the
 // same k; a[2] / a[3] the same rows, k + 16; b[0] column gid, k 4tig .. 4tig+3; b[1] k + 16; c[0] / c[1]

@@ -317,10 +317,17 @@ __device__ __forceinline__ void prefetch_item_at(const DecodeParams& p, const It
 // loads, which in one round of items queued behind every CTA's record copy (GPU run 115's timeline: B1 L16K's 8 BF16
 // items ended at 16.4 - 17.1 us, the closed items by 13.6; B1 L4K 11.6 - 12.3 against 5.8). The bulk form needs
 // 16-byte aligned rows: the digits decode's API checks them (rows_aligned16). kvbase: (b, kv head)'s first value.
-// k_too: K as well (false where the caller stages the K rows).
+// k_too false: the caller stages the K rows (a bulk copy a row on the TMA engine, mma_pv4's BF16 item, session 23); the V
+// rows then go as prefetch.global.L2 lines spread over the CTA instead (GPU run 120's timeline: with the bulk prefetch
+// queued among the item's 128 row copies its P V took 5.2 - 5.5 us at B1 L4K, against 3.5 - 4.1 before the staging).
 __device__ __forceinline__ void prefetch_bf16_rows(const DecodeParams& p, size_t kvbase, int L, bool k_too = true) {
-  if (MLOPS_FBLA_BULK_PREFETCH && threadIdx.x != 0) return;
   const long long rb = 2LL * p.c.head_dim;  // bytes a row
+  if (!k_too) {
+    prefetch_range(reinterpret_cast<const uint8_t*>(p.c.sink_v + kvbase), sink_tokens(L) * rb, false);
+    prefetch_range(reinterpret_cast<const uint8_t*>(p.c.tail_v + kvbase), tail_tokens(L) * rb, false);
+    return;
+  }
+  if (MLOPS_FBLA_BULK_PREFETCH && threadIdx.x != 0) return;
   const void* const base[4] = {p.c.sink_v + kvbase, p.c.tail_v + kvbase, p.c.sink_k + kvbase, p.c.tail_k + kvbase};
   const long long bytes[4] = {sink_tokens(L) * rb, tail_tokens(L) * rb, sink_tokens(L) * rb, tail_tokens(L) * rb};
 #pragma unroll

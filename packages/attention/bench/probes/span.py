@@ -99,5 +99,6 @@ def run(B, L, modes=("3+3",)):
 
 
 case("empty (marks only)", lambda: None)
-for B, L in ((1, 16384), (1, 4096), (8, 16384)):
+for B, L in ((1, 16384), (1, 4096), (8, 16384), (1, 16384 + 30), (1, 16384 + 100)):
+    # L 16414 / 16484: a filling group of 30 / 100 tokens (the BF16 item's K rows staged / not: they fit up to 60 at D 128)
     run(B, L, ("3+3", "4+2") if L == 16384 and B == 1 else ("3+3",))
