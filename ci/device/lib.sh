@@ -205,3 +205,11 @@ attn_timeline() {
   echo "timeline rc=$? at ${SECONDS}s" >> $R/phases.txt
   cp $R/timeline.txt $OUT/timeline.txt 2>/dev/null
 }
+# Session 23. attn_span TARGET: bench/probes/span.py on the span wheel installed in TARGET (80 s at most, 30 calls a case),
+# its output in $R/span.txt (raw tables under $R/span/) and $OUT/span.txt, a line in $R/phases.txt.
+attn_span() {
+  mkdir -p $R/span
+  PYTHONPATH=$1 timeout 80 python3 packages/attention/bench/probes/span.py $R/span 30 > $R/span.txt 2>&1
+  echo "span rc=$? at ${SECONDS}s" >> $R/phases.txt
+  cp $R/span.txt $OUT/span.txt 2>/dev/null
+}

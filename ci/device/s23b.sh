@@ -12,10 +12,7 @@ call_setup 460 phases.txt tests.txt
 for w in base stk stkspan; do inst ".carry/s23/$w/mlops_attention-*.whl" /tmp/s23b-$w; done
 inst ".carry/s23/stkc75s/mlops_attention-*.whl" /tmp/s23b-c75s
 gpu_info
-mkdir -p $R/span
-PYTHONPATH=/tmp/s23b-stkspan timeout 60 python3 packages/attention/bench/probes/span.py $R/span 30 > $R/span.txt 2>&1
-echo "span rc=$? at ${SECONDS}s" >> $R/phases.txt
-cp $R/span.txt $OUT/span.txt 2>/dev/null
+attn_span /tmp/s23b-stkspan
 for t in base-q1 stk-q1 base-q2 stk-q2 base-q3 stk-q3; do
   attn_bench /tmp/s23b- ${t%-*} $t 30 8 --quick --kernel-time
 done

@@ -14,10 +14,7 @@ call_setup 480 phases.txt tests.txt
 for w in base stk new newspan; do inst ".carry/s23/$w/mlops_attention-*.whl" /tmp/s23d-$w; done
 inst ".carry/s23/newc75s/mlops_attention-*.whl" /tmp/s23d-c75s
 gpu_info
-mkdir -p $R/span
-PYTHONPATH=/tmp/s23d-newspan timeout 80 python3 packages/attention/bench/probes/span.py $R/span 30 > $R/span.txt 2>&1
-echo "span rc=$? at ${SECONDS}s" >> $R/phases.txt
-cp $R/span.txt $OUT/span.txt 2>/dev/null
+attn_span /tmp/s23d-newspan
 for t in base-q1 stk-q1 new-q1 new-q2 stk-q2 base-q2 base-q3 new-q3 stk-q3; do
   attn_bench /tmp/s23d- ${t%-*} $t 30 8 --quick
 done
