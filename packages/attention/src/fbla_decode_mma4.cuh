@@ -621,13 +621,31 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
         float a = 0.0f;
         const bool any_tok = sm.m[hi] != neg_inf();
-        if (any_tok)
-          for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+        // D 128: over the chunk's 8 slices, those past nsl skipped, so the same adds in slice order with each slice's
+        // sums at an immediate offset (session 23: run 123's SASS had the runtime-bounded loop unrolled by 8 with its
+        // remainder branches, ~80 instructions a position; the partial was 14 % of B8 L128K's instructions). D 64 keeps
+        // the loop (ptxas 13.0 spilled 8 / 4 bytes of its instance with the unrolled form).
+        if (any_tok) {
+          if constexpr (D == 128) {
+#pragma unroll
+            for (int sl = 0; sl < kSlicesPerChunk; ++sl)
+              if (sl < nsl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+          } else {
+            for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+          }
+        }
         p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
         if (d == 0) {
           float lt = 0.0f;
-          if (any_tok)
-            for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
+          if (any_tok) {
+            if constexpr (D == 128) {
+#pragma unroll
+              for (int sl = 0; sl < kSlicesPerChunk; ++sl)
+                if (sl < nsl) lt = lt + sm.ls[sl][hi];
+            } else {
+              for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
+            }
+          }
           p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
           p.s.pl[row * p.s.P + it.slot] = lt;
         }
