@@ -113,7 +113,8 @@ def tests(session):
     session.install("--no-deps", "--force-reinstall", *glob.glob(str(dist / "*.whl")))
     # MLOPS_TEST_DIST: tools/tests/test_distribution.py installs the meta package from these wheels
     env = {"MLOPS_TEST_CUDA": o["cuda"], "MLOPS_TEST_DIST": str(dist)}
-    session.run("python", "-m", "pytest", "-q", *[f"packages/{p}/tests" for p in packages()],
+    # --durations: CI's log names the slowest tests (the kernel-on-host runner once ran past its limit there)
+    session.run("python", "-m", "pytest", "-q", "--durations=15", *[f"packages/{p}/tests" for p in packages()],
                 "cmake/tests", "tools/tests", env=env)
 
 

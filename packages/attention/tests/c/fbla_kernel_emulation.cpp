@@ -10,13 +10,20 @@
 // The CPU suite builds and runs it (tests/test_attention_kernel_emulation.py), so the kernels'
 // logic is checked in CI, which has no GPU. Prints "N passed, M failed".
 #include <setjmp.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <ucontext.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -407,117 +414,188 @@ static void long_case() {
   decode_case("long row", gc, hc, H * G, 500, false, d, true);
 }
 
-int main() {
+// The cases, each self-contained (its own data, cache and seeds), so that they can run in any order and in parallel
+// worker processes (main's -j: CI's machine has 2 cores and this runner took ~15 min serially).
+static void grid_case(int i) {  // encode (per-sequence counts) and decode: modes, head dims, GQA, lengths across boundaries
+  static const int kG[] = {1, 2, 4, 5, 8, 16};
+  const int mode = i / 12, D = (i / 6) % 2 ? 128 : 64, G = kG[i % 6];
+  const unsigned seed = unsigned(i + 1);
+  const int B = 3, H = 2, T = 4 * 128 + 70;
+  const Data d = make_data(B, H, T, D, seed);
+  const int32_t counts[B] = {T, 129, 256 + (G % 3)};
+  Cache gc(B, H, T + 50, D, mlops_fbla_mode(mode)), hc(B, H, T + 50, D, mlops_fbla_mode(mode));
+  mlops_fbla_kv kv = kv_of(d, 0, counts, 0, T);
+  CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append: %s", mlops_fbla_last_error());
+  CHECK(mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK, "append_host: %s", mlops_fbla_last_error());
+  char what[96];
+  std::snprintf(what, sizeof what, "mode %d D %d G %d", mode, D, G);
+  CHECK(same_cache(gc, hc), "%s: encode records / sink / tail / lengths differ", what);
+  decode_case(what, gc, hc, H * G, seed, G % 2 == 0, d);
+}
+
+// the planner's pick for pv digits with 6 refine items (B 1, 2 kv heads, 3 slots a row) on the default 5 CTAs:
+// one round of mma_pv4r's kernel (res * 4 / 3 = 6 CTAs) instead of two of mma_pv's (decode_case's vp 0 at ctas 0);
+// then on 2 default CTAs (three rounds of mma_pv4r's 2, the quick picks only): on sm_90 mma_pv4r's kernel, on sm_80
+// mma_pv's (session 14); then on 6 default CTAs (one round of mma_pv's, the quick picks only): on sm_90 mma_pv4r's
+// kernel, on sm_80 mma_pv's (GPU run 80)
+static void planner_case() {
+  const int B = 1, H = 2, D = 128, T = 4 * 128 + 70;
+  const Data d = make_data(B, H, T, D, 400);
+  Cache gc(B, H, T + 50, D, MLOPS_FBLA_3_3), hc(B, H, T + 50, D, MLOPS_FBLA_3_3);
+  mlops_fbla_kv kv = kv_of(d, 0, nullptr, T, T);
+  CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
+        "planner case: append");
+  const int before = g_planner_pv4;
+  decode_case("planner one round", gc, hc, H * 4, 400, false, d);
+  CHECK(g_planner_pv4 > before, "the planner case ran mma_pv4r's kernel %d times", g_planner_pv4 - before);
+  g_default_ctas = 2;
+  const int many = g_planner_many, mma_pv = g_planner_mma_pv, early = g_planner_early;
+  decode_case("planner rounds sm_90", gc, hc, H * 4, 400, false, d, true);
+  CHECK(g_planner_many > many && g_planner_mma_pv == mma_pv,
+        "sm_90, more rounds: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_many - many,
+        g_planner_mma_pv - mma_pv);
+  CHECK(g_planner_early - early == g_planner_many - many, "sm_90, more rounds, D 128: the kEarly instance %d times of %d",
+        g_planner_early - early, g_planner_many - many);
+  g_emu_major = 8;
+  decode_case("planner rounds sm_80", gc, hc, H * 4, 400, false, d, true);
+  CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, "
+        "mma_pv4r's %d", g_planner_mma_pv - mma_pv, g_planner_many - many - 1);
+  g_emu_major = 9;
+  g_default_ctas = 6;
+  const int within = g_planner_within, one = g_planner_one;
+  decode_case("planner within one round sm_90", gc, hc, H * 4, 400, false, d, true);
+  CHECK(g_planner_within > within && g_planner_one == one,
+        "sm_90, within mma_pv's one round: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_within - within,
+        g_planner_one - one);
+  g_emu_major = 8;
+  decode_case("planner within one round sm_80", gc, hc, H * 4, 400, false, d, true);
+  CHECK(g_planner_one > one && g_planner_within == within + 1, "sm_80, within mma_pv's one round: mma_pv's kernel %d "
+        "times, mma_pv4r's %d", g_planner_one - one, g_planner_within - within - 1);
+  g_emu_major = 9;
+  g_default_ctas = 5;
+}
+
+// mma_pv4f (the combine folded into the refine, session 13; decode_case runs it on 1 .. 5 CTAs like every variant)
+// in two more shapes: D 64 with 8 q heads a kv head (two batches of 4 heads in the refine and in the combine) and a
+// capacity past the length (items of slots past nch counted by nobody: B 1, 1 kv head, 6 slots a row, 3 used); 2
+// sequences of different lengths (129 tokens: only the BF16 item, no closed group) with 5 q heads a kv head
+static void fold_case(int k) {
+  const int B = k == 0 ? 1 : 2, H = 1, D = k == 0 ? 64 : 128, G = k == 0 ? 8 : 5, T = k == 0 ? 4 * 128 + 70 : 700;
+  const int cap = k == 0 ? 11 * 128 : T + 60;
+  const Data d = make_data(B, H, T, D, 404 + 4 * k);
+  const int32_t counts[2] = {T, 129};
+  Cache gc(B, H, cap, D, MLOPS_FBLA_3_3), hc(B, H, cap, D, MLOPS_FBLA_3_3);
+  mlops_fbla_kv kv = kv_of(d, 0, k == 0 ? nullptr : counts, k == 0 ? T : 0, T);
+  CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
+        "fold case %d: append", k);
+  const int fb = g_fold;
+  decode_case(k == 0 ? "fold D 64 G 8" : "fold B 2 G 5", gc, hc, H * G, 404 + 4 * k, false, d);
+  CHECK(g_fold > fb, "fold case %d folded the combine %d times", k, g_fold - fb);
+}
+
+// appends in steps (uniform counts), crossing boundaries, one token at a time
+static void steps_case(int mode) {
+  const int B = 2, H = 2, D = 128;
+  const int steps[] = {1, 126, 1, 1, 127, 128, 129, 3, 255, 1};
+  int T = 0;
+  for (int s : steps) T += s;
+  const Data d = make_data(B, H, T, D, 77 + mode);
+  Cache gc(B, H, T, D, mlops_fbla_mode(mode)), hc(B, H, T, D, mlops_fbla_mode(mode));
+  int t0 = 0;
+  for (int s : steps) {
+    mlops_fbla_kv kv = kv_of(d, t0, nullptr, s, s);
+    CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append step");
+    CHECK(mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK, "append_host step");
+    t0 += s;
+    CHECK(same_cache(gc, hc), "mode %d: append step to %d differs", mode, t0);
+  }
+  decode_case("after steps", gc, hc, 8, 91 + mode, true, d);
+  // a full cache: the kernels write nothing and flag it
+  Cache before = gc;
+  before.c.records = nullptr;
+  std::vector<uint8_t> rec(gc.c.records, gc.c.records + gc.rec_bytes());
+  mlops_fbla_kv kv = kv_of(d, 0, nullptr, 1, 1);
+  CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append to a full cache launches");
+  CHECK(gc.flags[0] == MLOPS_FBLA_FLAG_FULL, "full cache flag %d", gc.flags[0]);
+  CHECK(gc.lengths == before.lengths && gc.sk == before.sk && gc.tk == before.tk && gc.tv == before.tv &&
+            std::memcmp(rec.data(), gc.c.records, rec.size()) == 0,
+        "full cache: nothing written");
+}
+
+struct Case {
+  const char* name;
+  double cost;  // seconds, one core of the 2-core development machine (-O1; session 24): the order of the work queue
+  std::function<void()> run;
+};
+
+// The longest first, so that the workers finish close together (900 s of cases in all).
+static std::vector<Case> all_cases() {
+  static const double kGridCost[24] = {9, 10, 12, 21, 23, 50, 18, 20, 23, 42, 50, 102,
+                                       12, 12, 15, 25, 27, 52, 19, 21, 23, 43, 49, 94};
+  std::vector<Case> cs;
+  cs.push_back({"long row", 21, long_case});
+  cs.push_back({"planner", 15, planner_case});
+  for (int k = 0; k < 2; ++k)
+    cs.push_back({k ? "fold B 2 G 5" : "fold D 64 G 8", k ? 16.0 : 8.0, [k] { fold_case(k); }});
+  for (int m = 0; m < 2; ++m) cs.push_back({m ? "steps mode 1" : "steps mode 0", 45, [m] { steps_case(m); }});
+  static char names[24][32];
+  for (int i = 0; i < 24; ++i) {
+    std::snprintf(names[i], sizeof names[i], "grid %d", i);
+    cs.push_back({names[i], kGridCost[i], [i] { grid_case(i); }});
+  }
+  std::stable_sort(cs.begin(), cs.end(), [](const Case& a, const Case& b) { return a.cost > b.cost; });
+  return cs;
+}
+
+// -j N: N worker processes take the cases from a shared counter (fork: each has its own globals, as the planner
+// counters and g_emu_major need); their pass / fail counts add up in shared memory. A worker that dies (a crash in
+// the kernels) counts as a failure. Each case's time goes to stderr.
+int main(int argc, char** argv) {
   if (std::getenv("MLOPS_EMU_LONG_ONLY")) {  // the long case alone (a quick check of the combine's rounds)
     long_case();
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
   }
-  long_case();
-  // encode (per-sequence counts) and decode: modes, head dims, GQA, lengths across boundaries
-  unsigned seed = 1;
-  for (int mode = 0; mode < 2; ++mode)
-    for (int D : {64, 128})
-      for (int G : {1, 2, 4, 5, 8, 16}) {
-        const int B = 3, H = 2, T = 4 * 128 + 70;
-        const Data d = make_data(B, H, T, D, seed);
-        const int32_t counts[B] = {T, 129, 256 + (G % 3)};
-        Cache gc(B, H, T + 50, D, mlops_fbla_mode(mode)), hc(B, H, T + 50, D, mlops_fbla_mode(mode));
-        mlops_fbla_kv kv = kv_of(d, 0, counts, 0, T);
-        CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append: %s", mlops_fbla_last_error());
-        CHECK(mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK, "append_host: %s", mlops_fbla_last_error());
-        char what[96];
-        std::snprintf(what, sizeof what, "mode %d D %d G %d", mode, D, G);
-        CHECK(same_cache(gc, hc), "%s: encode records / sink / tail / lengths differ", what);
-        decode_case(what, gc, hc, H * G, seed, G % 2 == 0, d);
-        ++seed;
-      }
-  // the planner's pick for pv digits with 6 refine items (B 1, 2 kv heads, 3 slots a row) on the default 5 CTAs:
-  // one round of mma_pv4r's kernel (res * 4 / 3 = 6 CTAs) instead of two of mma_pv's (decode_case's vp 0 at ctas 0);
-  // then on 2 default CTAs (three rounds of mma_pv4r's 2, the quick picks only): on sm_90 mma_pv4r's kernel, on sm_80
-  // mma_pv's (session 14); then on 6 default CTAs (one round of mma_pv's, the quick picks only): on sm_90 mma_pv4r's
-  // kernel, on sm_80 mma_pv's (GPU run 80)
-  {
-    const int B = 1, H = 2, D = 128, T = 4 * 128 + 70;
-    const Data d = make_data(B, H, T, D, 400);
-    Cache gc(B, H, T + 50, D, MLOPS_FBLA_3_3), hc(B, H, T + 50, D, MLOPS_FBLA_3_3);
-    mlops_fbla_kv kv = kv_of(d, 0, nullptr, T, T);
-    CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
-          "planner case: append");
-    const int before = g_planner_pv4;
-    decode_case("planner one round", gc, hc, H * 4, 400, false, d);
-    CHECK(g_planner_pv4 > before, "the planner case ran mma_pv4r's kernel %d times", g_planner_pv4 - before);
-    g_default_ctas = 2;
-    const int many = g_planner_many, mma_pv = g_planner_mma_pv, early = g_planner_early;
-    decode_case("planner rounds sm_90", gc, hc, H * 4, 400, false, d, true);
-    CHECK(g_planner_many > many && g_planner_mma_pv == mma_pv,
-          "sm_90, more rounds: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_many - many,
-          g_planner_mma_pv - mma_pv);
-    CHECK(g_planner_early - early == g_planner_many - many, "sm_90, more rounds, D 128: the kEarly instance %d times of %d",
-          g_planner_early - early, g_planner_many - many);
-    g_emu_major = 8;
-    decode_case("planner rounds sm_80", gc, hc, H * 4, 400, false, d, true);
-    CHECK(g_planner_mma_pv > mma_pv && g_planner_many == many + 1, "sm_80, more rounds: mma_pv's kernel %d times, "
-          "mma_pv4r's %d", g_planner_mma_pv - mma_pv, g_planner_many - many - 1);
-    g_emu_major = 9;
-    g_default_ctas = 6;
-    const int within = g_planner_within, one = g_planner_one;
-    decode_case("planner within one round sm_90", gc, hc, H * 4, 400, false, d, true);
-    CHECK(g_planner_within > within && g_planner_one == one,
-          "sm_90, within mma_pv's one round: mma_pv4r's kernel %d times, mma_pv's %d", g_planner_within - within,
-          g_planner_one - one);
-    g_emu_major = 8;
-    decode_case("planner within one round sm_80", gc, hc, H * 4, 400, false, d, true);
-    CHECK(g_planner_one > one && g_planner_within == within + 1, "sm_80, within mma_pv's one round: mma_pv's kernel %d "
-          "times, mma_pv4r's %d", g_planner_one - one, g_planner_within - within - 1);
-    g_emu_major = 9;
-    g_default_ctas = 5;
-  }
-  // mma_pv4f (the combine folded into the refine, session 13; decode_case runs it on 1 .. 5 CTAs like every variant)
-  // in two more shapes: D 64 with 8 q heads a kv head (two batches of 4 heads in the refine and in the combine) and a
-  // capacity past the length (items of slots past nch counted by nobody: B 1, 1 kv head, 6 slots a row, 3 used); 2
-  // sequences of different lengths (129 tokens: only the BF16 item, no closed group) with 5 q heads a kv head
-  for (int k = 0; k < 2; ++k) {
-    const int B = k == 0 ? 1 : 2, H = 1, D = k == 0 ? 64 : 128, G = k == 0 ? 8 : 5, T = k == 0 ? 4 * 128 + 70 : 700;
-    const int cap = k == 0 ? 11 * 128 : T + 60;
-    const Data d = make_data(B, H, T, D, 404 + 4 * k);
-    const int32_t counts[2] = {T, 129};
-    Cache gc(B, H, cap, D, MLOPS_FBLA_3_3), hc(B, H, cap, D, MLOPS_FBLA_3_3);
-    mlops_fbla_kv kv = kv_of(d, 0, k == 0 ? nullptr : counts, k == 0 ? T : 0, T);
-    CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
-          "fold case %d: append", k);
-    const int fb = g_fold;
-    decode_case(k == 0 ? "fold D 64 G 8" : "fold B 2 G 5", gc, hc, H * G, 404 + 4 * k, false, d);
-    CHECK(g_fold > fb, "fold case %d folded the combine %d times", k, g_fold - fb);
-  }
-  // appends in steps (uniform counts), crossing boundaries, one token at a time
-  for (int mode = 0; mode < 2; ++mode) {
-    const int B = 2, H = 2, D = 128;
-    const int steps[] = {1, 126, 1, 1, 127, 128, 129, 3, 255, 1};
-    int T = 0;
-    for (int s : steps) T += s;
-    const Data d = make_data(B, H, T, D, 77 + mode);
-    Cache gc(B, H, T, D, mlops_fbla_mode(mode)), hc(B, H, T, D, mlops_fbla_mode(mode));
-    int t0 = 0;
-    for (int s : steps) {
-      mlops_fbla_kv kv = kv_of(d, t0, nullptr, s, s);
-      CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append step");
-      CHECK(mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK, "append_host step");
-      t0 += s;
-      CHECK(same_cache(gc, hc), "mode %d: append step to %d differs", mode, t0);
+  int jobs = 1;
+  for (int a = 1; a + 1 < argc; ++a)
+    if (!std::strcmp(argv[a], "-j")) jobs = std::atoi(argv[a + 1]);
+  if (jobs < 1) jobs = 1;
+  const std::vector<Case> cs = all_cases();
+  struct Shared {
+    std::atomic<int> next, passed, failed;
+  };
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return 2;
+  Shared* sh = new (mem) Shared{{0}, {0}, {0}};
+  std::fflush(stdout);
+  std::vector<pid_t> kids;
+  for (int j = 0; j < jobs; ++j) {
+    const pid_t pid = fork();
+    if (pid < 0) return 2;
+    if (pid > 0) {
+      kids.push_back(pid);
+      continue;
     }
-    decode_case("after steps", gc, hc, 8, 91 + mode, true, d);
-    // a full cache: the kernels write nothing and flag it
-    Cache before = gc;
-    before.c.records = nullptr;
-    std::vector<uint8_t> rec(gc.c.records, gc.c.records + gc.rec_bytes());
-    mlops_fbla_kv kv = kv_of(d, 0, nullptr, 1, 1);
-    CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK, "append to a full cache launches");
-    CHECK(gc.flags[0] == MLOPS_FBLA_FLAG_FULL, "full cache flag %d", gc.flags[0]);
-    CHECK(gc.lengths == before.lengths && gc.sk == before.sk && gc.tk == before.tk && gc.tv == before.tv &&
-              std::memcmp(rec.data(), gc.c.records, rec.size()) == 0,
-          "full cache: nothing written");
+    setvbuf(stdout, nullptr, _IOLBF, 0);  // FAIL lines whole, not cut by another worker's buffer
+    for (int i; (i = sh->next.fetch_add(1)) < int(cs.size());) {
+      const auto t0 = std::chrono::steady_clock::now();
+      cs[size_t(i)].run();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "case %-14s %7.1f s (worker %d)\n", cs[size_t(i)].name, s, j);
+    }
+    sh->passed += passed;
+    sh->failed += failed;
+    std::fflush(stdout);
+    _exit(0);
   }
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  int dead = 0;
+  for (pid_t pid : kids) {
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      std::printf("FAIL: worker %d ended abnormally (status %d)\n", int(pid), st);
+      ++dead;
+    }
+  }
+  std::printf("%d passed, %d failed\n", sh->passed.load(), sh->failed.load() + dead);
+  return sh->failed.load() + dead ? 1 : 0;
 }
