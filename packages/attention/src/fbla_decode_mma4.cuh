@@ -110,25 +110,14 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
       km[i] = kmin[lane * per + i];
     }
   }
-  float qf[per], w[per];
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < per; ++i) {
-    qf[i] = bf16_to_f32(qv[i]);
-    w[i] = qhat_w(qf[i], ks[i]);
-    amax = fmax_step(amax, fabsf(w[i]));
-  }
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  const float inv = qhat_inv(amax);
-#pragma unroll
-  for (int i = 0; i < per; ++i) {
-    int dh, dl;
-    qhat_digits(w[i], inv, dh, dl);
-    const int pc = perm_channel(lane * per + i);
-    sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
-    sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
-  }
+  float qf[per];
+  const float amax = qhat_warp_digits<per>(
+      [&](int i) { return qf[i] = bf16_to_f32(qv[i]); }, [&](int i) { return ks[i]; },
+      [&](int i, int dh, int dl) {
+        const int pc = perm_channel(lane * per + i);
+        sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
+        sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
+      });
   float bsum = 0.0f;
 #pragma unroll
   for (int i = 0; i < per; ++i) bsum = fmaf(qf[i], km[i], bsum);

@@ -117,30 +117,19 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
   const int lane = threadIdx.x & 31;
   const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
   const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
-  float w[per];
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < per; ++i) {
-    w[i] = qhat_w(sm.qf[hi][lane * per + i], kscale[lane * per + i]);
-    amax = fmax_step(amax, fabsf(w[i]));
-  }
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  const float inv = qhat_inv(amax);
   int ws = 0, wa = 0;  // integers: exact in any order
-#pragma unroll
-  for (int i = 0; i < per; ++i) {
-    int dh, dl;
-    qhat_digits(w[i], inv, dh, dl);
-    const int pc = perm_channel(lane * per + i);
-    sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
-    sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
-    if (kSums) {
-      const int q = dh * 256 + dl;
-      ws += q;
-      wa += q < 0 ? -q : q;
-    }
-  }
+  const float amax = qhat_warp_digits<per>(
+      [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
+      [&](int i, int dh, int dl) {
+        const int pc = perm_channel(lane * per + i);
+        sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
+        sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
+        if (kSums) {
+          const int q = dh * 256 + dl;
+          ws += q;
+          wa += q < 0 ? -q : q;
+        }
+      });
   if (kSums) {
 #pragma unroll
     for (int off = 16; off >= 1; off >>= 1) {

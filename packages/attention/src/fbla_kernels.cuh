@@ -350,6 +350,31 @@ __device__ void load_q(const DecodeParams& p, DecodeSmem& sm, int b, int h0, int
   }
 }
 
+// The q digits of one (head, group), by a warp, a lane's `per` channels i (fbla_host.cpp qgroup()): w = qhat_w(q(i),
+// ks(i)) a channel, the warp's max |w| (a butterfly), then each channel's two digits, handed to out(i, dh, dl) as they
+// are made. Returns that max (what qhat_sw takes). One form for setup_groups, setup_group_warp and the mma_pv4
+// front's setup_group_warp_g; q / ks / out are the callers' reads and stores (inlined: the SASS of before, session 24).
+template <int per, class Q, class Ks, class Out>
+__device__ __forceinline__ float qhat_warp_digits(Q q, Ks ks, Out out) {
+  float w[per];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < per; ++i) {
+    w[i] = qhat_w(q(i), ks(i));
+    amax = fmax_step(amax, fabsf(w[i]));
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float inv = qhat_inv(amax);
+#pragma unroll
+  for (int i = 0; i < per; ++i) {
+    int dh, dl;
+    qhat_digits(w[i], inv, dh, dl);
+    out(i, dh, dl);
+  }
+  return amax;
+}
+
 // The (head, group) query setup of fbla_host.cpp qgroup(): one warp a pair.
 template <int D>
 __device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_cache& c, int b, int kh, int slot0, int ng,
@@ -361,27 +386,16 @@ __device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_c
     const uint8_t* rec = record_of(c, b, kh, slot0 + gi);
     const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
     const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
-    float w[per];
-    float amax = 0.0f;
-#pragma unroll
-    for (int i = 0; i < per; ++i) {
-      w[i] = qhat_w(sm.qf[hi][lane * per + i], kscale[lane * per + i]);
-      amax = fmax_step(amax, fabsf(w[i]));
-    }
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-    const float inv = qhat_inv(amax);
     int ws = 0, wa = 0;
-#pragma unroll
-    for (int i = 0; i < per; ++i) {
-      int dh, dl;
-      qhat_digits(w[i], inv, dh, dl);
-      sm.what[hi][gi][0][lane * per + i] = static_cast<int8_t>(dh);
-      sm.what[hi][gi][1][lane * per + i] = static_cast<int8_t>(dl);
-      const int q = dh * 256 + dl;
-      ws += q;
-      wa += q < 0 ? -q : q;
-    }
+    const float amax = qhat_warp_digits<per>(
+        [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
+        [&](int i, int dh, int dl) {
+          sm.what[hi][gi][0][lane * per + i] = static_cast<int8_t>(dh);
+          sm.what[hi][gi][1][lane * per + i] = static_cast<int8_t>(dl);
+          const int q = dh * 256 + dl;
+          ws += q;
+          wa += q < 0 ? -q : q;
+        });
     float bsum = 0.0f;
 #pragma unroll
     for (int i = 0; i < per; ++i) bsum = fmaf(sm.qf[hi][lane * per + i], kmin[lane * per + i], bsum);
