@@ -114,7 +114,7 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
   const float amax = qhat_warp_digits<per>(
       [&](int i) { return qf[i] = bf16_to_f32(qv[i]); }, [&](int i) { return ks[i]; },
       [&](int i, int dh, int dl) {
-        const int pc = perm_channel(lane * per + i);
+        const int pc = perm_channel_lane<per>(lane, i);
         sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
         sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
       });

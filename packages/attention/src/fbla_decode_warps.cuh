@@ -25,6 +25,14 @@ constexpr int kImmaOccCtas = 10;
 // moved to bit (8i + j) of that word by one rotate, so 4 channels' codes come out of a plane in two
 // instructions (rotate, and-or). The q digits are stored in the same order (word 8w + k, byte i).
 __device__ __forceinline__ int perm_channel(int d) { return (d & ~31) + 4 * (d & 7) + ((d >> 3) & 3); }
+// A lane's per (2 or 4, the q digits' setup) channels lane * per + i sit at perm_channel(lane * per) + 4 i: i does not
+// carry out of d & 7 (lane * per is a multiple of per), so one position a lane and immediate offsets, where ptxas
+// computed perm_channel for each channel (~30 instructions a (head, group), session 24).
+template <int per>
+__device__ __forceinline__ int perm_channel_lane(int lane, int i) {
+  static_assert(per == 2 || per == 4, "D 64 or 128");
+  return perm_channel(lane * per) + 4 * i;
+}
 
 // Bits (8i + k), i = 0..3, of the 6 plane words x[j] -> a word whose byte i is the 6-bit code.
 // bit_of[j]: the code bit plane j holds.
@@ -121,7 +129,7 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
   const float amax = qhat_warp_digits<per>(
       [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
       [&](int i, int dh, int dl) {
-        const int pc = perm_channel(lane * per + i);
+        const int pc = perm_channel_lane<per>(lane, i);
         sm.what[hi][g][0][pc] = static_cast<int8_t>(dh);
         sm.what[hi][g][1][pc] = static_cast<int8_t>(dl);
         if (kSums) {
