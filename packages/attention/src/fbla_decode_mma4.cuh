@@ -306,7 +306,10 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // 12.7), so with a fixed share of the items the slowest CTAs set the end (~62 items each) while the SM's others idle.
   constexpr bool kDyn = kEarly;
   static_assert(!kDyn || !kFold, "fold_tail walks the CTA's items as blockIdx.x + k gridDim.x");
-  __shared__ int dyn_next[1];  // kDyn: thread 0's take, read by every thread after the barriers that follow it
+  // kDyn: thread 0's take and that item decoded (n, b, kh, slot: take_next), read by every thread after the barriers that
+  // follow it (read_next). Thread 0 decodes the item anyway for its prefetch; every warp decoding it again at the item's
+  // top (item_of: three integer divisions) was ~70 of a warp's ~1,570 instructions an item (session 24).
+  __shared__ int dyn_next[4];
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
   __shared__ uint64_t bars[kSplitV ? 2 : 1];
   uint8_t* const dyn = dyn_smem();
@@ -329,19 +332,29 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // the refine's instructions, GPU run 108)
   const Item step = !kDyn && static_cast<int>(blockIdx.x + gridDim.x) < items ? item_of(gridDim.x, c.batch, c.kv_heads)
                                                                               : Item{0, 0, 0};
-  Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};
+  Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};  // the next item, decoded
   int next = 0;  // kDyn: the item after this one (dyn_next's value)
+  auto take_next = [&] {  // kDyn, thread 0: the next item from the counter, into dyn_next; returns it decoded
+    const int n = next_item_dyn(p);
+    const Item ni = item_of(n, c.batch, c.kv_heads);
+    dyn_next[0] = n, dyn_next[1] = ni.b, dyn_next[2] = ni.kh, dyn_next[3] = ni.slot;
+    return ni;
+  };
+  auto read_next = [&] {  // kDyn, every thread, after a barrier that follows take_next
+    next = dyn_next[0];
+    nxt = Item{dyn_next[1], dyn_next[2], dyn_next[3]};
+  };
   for (int item = blockIdx.x; item < items; item = kDyn ? next : item + static_cast<int>(gridDim.x)) {
-    const Item it = kDyn ? item_of(item, c.batch, c.kv_heads) : nxt;
+    const Item it = nxt;
     if constexpr (!kDyn) nxt = item_add(it, step, c.batch, c.kv_heads);
     const int L = len_of(p, it.b);
     const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) {  // uniform over the CTA
       if constexpr (kDyn) {
         __syncthreads();  // every thread has read dyn_next's last value
-        if (threadIdx.x == 0) dyn_next[0] = next_item_dyn(p);
+        if (threadIdx.x == 0) take_next();
         __syncthreads();
-        next = dyn_next[0];
+        read_next();
       }
       continue;
     }
@@ -363,9 +376,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     if constexpr (kDyn) {
       if (threadIdx.x == 0) {  // the next item now, so that its records go to L2 while this one runs (on the bulk
         // prefetch's sm_90 SASS the whole range; a lower arch's per-line prefetch from one thread covers 1 line in 256)
-        const int n = next_item_dyn(p);
-        dyn_next[0] = n;
-        if (n < items) prefetch_item_at(p, item_of(n, c.batch, c.kv_heads), true, 1);
+        const Item ni = take_next();
+        if (dyn_next[0] < items) prefetch_item_at(p, ni, true, 1);
       }
     } else {
       prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
@@ -640,7 +652,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         }
       }
     }
-    if constexpr (kDyn) next = dyn_next[0];  // written at the item's top, before its barriers
+    if constexpr (kDyn) read_next();  // written at the item's top, before its barriers
   }
   if constexpr (kFold) fold_tail<D, kN>(p, items, stage0, ix0.tid);
 }
