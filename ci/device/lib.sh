@@ -213,3 +213,18 @@ attn_span() {
   echo "span rc=$? at ${SECONDS}s" >> $R/phases.txt
   cp $R/span.txt $OUT/span.txt 2>/dev/null
 }
+# attn_ab PREFIX BASE NEW: an A/B of two attention wheels installed at PREFIX<name> (session 23 g's order): the planner's
+# cases --quick three times each and the full cases twice each, interleaved, 40 s at most a bench.
+attn_ab() {
+  local t a
+  for t in $2-q1 $3-q1 $3-q2 $2-q2 $2-q3 $3-q3 $2-f1 $3-f1 $3-f2 $2-f2; do
+    case $t in *-q*) a=--quick;; *) a=;; esac
+    attn_bench $1 ${t%-*} $t 40 8 $a
+  done
+}
+# attn_c75s TARGET: the c75s wheel's subset of test_attention_gpu.py (the MMA by shuffles + DP4A, the portable
+# staging, the planner) in 2 shards, within what is left of the call less the tests tail's share.
+attn_c75s() {
+  local L=$((END - 15 - SECONDS)); [ $L -gt 170 ] && L=170; [ $L -lt 40 ] && L=40
+  fshards c75s packages/attention/tests/test_attention_gpu.py $1 2 $L -k "mma_pv or warps or items or stage or planner"
+}
