@@ -1,5 +1,5 @@
 """CPU (CI): the kernels' device code (src/optim_kernel.cuh, src/optim_norm_kernel.cuh) compiled
-by the host C++ compiler and run with one host thread an emulated GPU thread
+by the host C++ compiler and run with one fiber an emulated GPU thread
 (tests/c/kernel_on_host.cpp) against the host emulation, bit for bit: the chunk walk, the unit /
 lane layout, vector loads and stores, ragged tails, unaligned rows, the stochastic-rounding
 indices, the 8-bit blocks (a warp max: shuffles meet at a barrier) and the global norm's
@@ -24,7 +24,7 @@ def test_kernel_device_code_on_host_equals_host_emulation(tmp_path):
     root = cuda_toolkit.toolkit_root(cuda_toolkit.provide(os.environ.get("MLOPS_TEST_CUDA", "13.0")))
     # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused
     exe = build_cxx(tmp_path / "kernel_on_host",
-                    ["-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
+                    ["-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
                      f"-I{PKG / 'include'}", f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
                      PKG / "tests" / "c" / "kernel_on_host.cpp", PKG / "src" / "optim_host.cpp",
                      PKG / "src" / "optim_api.cpp"])

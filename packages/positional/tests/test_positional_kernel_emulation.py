@@ -19,7 +19,7 @@ COMMON = PKG.parent / "common" / "include"
 
 def test_kernel_emulation_matches_host_emulation(tmp_path):
     exe = build_cxx(tmp_path / "rope_kernel_emulation",
-                    ["-std=c++20", "-O1", "-pthread", "-ffp-contract=off", "-fno-strict-aliasing",
+                    ["-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-fno-strict-aliasing",
                      "-DMLOPS_ROPE_EMULATE_KERNEL", f"-I{PKG / 'tests' / 'c' / 'emulation'}", f"-I{PKG / 'include'}",
                      f"-I{COMMON}", f"-I{PKG / 'src'}", PKG / "tests" / "c" / "rope_kernel_emulation.cpp",
                      PKG / "src" / "rope_api.cpp", PKG / "src" / "rope_host.cpp"], missing_ok=True)

@@ -54,22 +54,26 @@ static inline uint64_t evict_first_policy() { return 0; }
 // A thread's copies wait in groups until a wait needs them (the latest a GPU may complete them):
 // a wait count one too small leaves a stage unfilled and the results wrong.
 struct HostCopy { uint32_t dst; const void* src; uint32_t n; };
-static thread_local std::vector<HostCopy> tl_open_group;
-static thread_local std::vector<std::vector<HostCopy>> tl_groups;
+struct HostCopyGroups {
+  std::vector<HostCopy> open;                 // issued since the last commit
+  std::vector<std::vector<HostCopy>> groups;  // committed, not yet waited for
+};
 static inline void cp_async16(uint32_t dst, const void* src, uint32_t src_bytes, uint64_t) {
-  tl_open_group.push_back(HostCopy{dst, src, src_bytes});
+  host_thread_local<HostCopyGroups>().open.push_back(HostCopy{dst, src, src_bytes});
 }
 static inline void cp_async_commit() {
-  tl_groups.push_back(tl_open_group);
-  tl_open_group.clear();
+  HostCopyGroups& t = host_thread_local<HostCopyGroups>();
+  t.groups.push_back(t.open);
+  t.open.clear();
 }
 static inline void cp_async_wait(int n) {
-  while (int(tl_groups.size()) > (n < 0 ? 0 : n)) {
-    for (const HostCopy& c : tl_groups.front()) {
+  HostCopyGroups& t = host_thread_local<HostCopyGroups>();
+  while (int(t.groups.size()) > (n < 0 ? 0 : n)) {
+    for (const HostCopy& c : t.groups.front()) {
       std::memset(g_pipe_stage_mem + c.dst, 0, 16);
       if (c.n) std::memcpy(g_pipe_stage_mem + c.dst, c.src, c.n);
     }
-    tl_groups.erase(tl_groups.begin());
+    t.groups.erase(t.groups.begin());
   }
 }
 static inline uint4 lds128(uint32_t a) {
@@ -77,11 +81,7 @@ static inline uint4 lds128(uint32_t a) {
   std::memcpy(&r, g_pipe_stage_mem + a, 16);
   return r;
 }
-// The warps' own barriers (the kernel runs one CTA of 256 threads at a time: run_grid).
-static std::barrier<> g_pipe_warp_bar[kSegments] = {std::barrier<>(32), std::barrier<>(32), std::barrier<>(32),
-                                                    std::barrier<>(32), std::barrier<>(32), std::barrier<>(32),
-                                                    std::barrier<>(32), std::barrier<>(32)};
-static inline void pipe_syncwarp() { g_pipe_warp_bar[tl_threadIdx.x / 32].arrive_and_wait(); }
+static inline void pipe_syncwarp() { __syncwarp(); }  // cuda_on_host.h: a barrier of the warp's 32 fibers
 // mma.m16n8k16.row.col f32.bf16: lane (g, t) holds A (g, 2t..2t+1) in a0, (g + 8, ..) in a1, the
 // same at k + 8 in a2 / a3; B (k 2t..2t+1, n g) in b0, k + 8 in b1; D (g, 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1) (the low half of a register is the lower k). Sums in double.

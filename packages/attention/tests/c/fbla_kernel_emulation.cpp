@@ -1,6 +1,6 @@
 // The FBLA CUDA kernels (src/fbla_kernels.cuh) compiled as host C++ and run as the GPU runs them:
-// each CTA as blockDim cooperative fibers (ucontext; a barrier is a yield until the CTA or the warp
-// has arrived: no OS thread switches, so a CTA of 256 threads runs fast), warp shuffles / ballots
+// each CTA as blockDim cooperative fibers (mlops/common/testing/fibers.h; a barrier is a yield until the CTA or the
+// warp has arrived: no OS thread switches, so a CTA of 256 threads runs fast), warp shuffles / ballots
 // through a per-warp exchange, blockIdx / threadIdx per thread; CTAs one after another. Linked with the real
 // C API (fbla_api.cpp) and host emulation (fbla_host.cpp): mlops_fbla_append / mlops_fbla_decode
 // here drive the kernels (close / store / advance; coarse / refine / combine) with the launch
@@ -9,10 +9,8 @@
 // boundaries, mixed lengths, appends in steps, exact / skip, CTA counts, a full cache.
 // The CPU suite builds and runs it (tests/test_attention_kernel_emulation.py), so the kernels'
 // logic is checked in CI, which has no GPU. Prints "N passed, M failed".
-#include <setjmp.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,24 +26,15 @@
 #include <vector>
 
 #include "fbla_decode_mma4.cuh"
+#include "mlops/common/testing/fibers.h"
 
-thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+dim3 threadIdx, blockIdx, blockDim, gridDim;  // the running fiber's (set by run_grid's resume hook)
 
 namespace {
+namespace fibers = mlops::testing::fibers;
 // ---- a CTA of fibers ----
-struct Fiber {
-  ucontext_t ctx;  // the first entry only; switches are _setjmp / _longjmp (no signal-mask syscalls)
-  jmp_buf jb;
-  bool started = false;
-  bool done = false;
-  dim3 tid;
-};
-jmp_buf g_sched;
-std::vector<Fiber>* g_fibers;
-int g_cur;
-const std::function<void()>* g_body;
-unsigned g_block_arrived, g_block_gen;
-unsigned g_warp_arrived[32], g_warp_gen[32];
+fibers::Barrier g_block_barrier;
+fibers::Barrier g_warp_barrier[32];
 uint32_t g_xchg[32][32];
 int g_or[1024];
 int g_default_ctas = 5;
@@ -57,42 +46,8 @@ int g_planner_within = 0;  // ... ran mma_pv4r's kernel within mma_pv's one roun
 int g_planner_one = 0;  // ... ran mma_pv's kernel within its one round of items (below sm_90)
 int g_emu_major = 9;  // the compute capability major that decode_t asks of the device (an H200's)
 int g_fold = 0;  // decodes of mma_pv4f with the combine folded into the refine (refine_mma4_kernel<D, 8, true>)
-constexpr size_t kStack = 64 * 1024;
-char* g_stacks = static_cast<char*>(std::malloc(kStack * 256));  // once: no zeroing, no new page faults a CTA
-
-void yield_to_scheduler() {
-  Fiber& f = (*g_fibers)[g_cur];
-  f.tid = threadIdx;
-  if (!_setjmp(f.jb)) _longjmp(g_sched, 1);
-  threadIdx = (*g_fibers)[g_cur].tid;
-}
-
-void fiber_main() {
-  (*g_body)();
-  (*g_fibers)[g_cur].done = true;
-  _longjmp(g_sched, 1);
-}
-
-void block_barrier() {
-  const unsigned gen = g_block_gen;
-  if (++g_block_arrived == blockDim.x) {
-    g_block_arrived = 0;
-    ++g_block_gen;
-    return;
-  }
-  while (g_block_gen == gen) yield_to_scheduler();
-}
-
-void warp_barrier() {
-  const int w = threadIdx.x / 32;
-  const unsigned gen = g_warp_gen[w];
-  if (++g_warp_arrived[w] == 32) {
-    g_warp_arrived[w] = 0;
-    ++g_warp_gen[w];
-    return;
-  }
-  while (g_warp_gen[w] == gen) yield_to_scheduler();
-}
+void block_barrier() { g_block_barrier.arrive_and_wait(); }
+void warp_barrier() { g_warp_barrier[threadIdx.x / 32].arrive_and_wait(); }
 }  // namespace
 
 alignas(128) static uint8_t g_dyn_smem[256 * 1024];
@@ -145,47 +100,11 @@ static void run_grid(int grid, int block, const std::function<void()>& body) {
   blockDim.x = unsigned(block);
   gridDim.x = unsigned(grid);
   std::memset(g_dyn_smem, 0xa7, 64 * 1024);  // no kernel may read dynamic shared memory it did not write
-  g_body = &body;
   for (int x = 0; x < grid; ++x) {
-    std::vector<Fiber> fibers(block);
-    g_fibers = &fibers;
-    g_block_arrived = 0;
-    for (int w = 0; w < 32; ++w) g_warp_arrived[w] = 0;
-    for (int t = 0; t < block; ++t) {
-      Fiber& f = fibers[t];
-      getcontext(&f.ctx);
-      f.ctx.uc_stack.ss_sp = g_stacks + kStack * t;
-      f.ctx.uc_stack.ss_size = kStack;
-      f.ctx.uc_link = nullptr;
-      makecontext(&f.ctx, fiber_main, 0);
-      f.tid.x = unsigned(t);
-    }
+    g_block_barrier = fibers::Barrier(unsigned(block));
+    for (int w = 0; w < block / 32; ++w) g_warp_barrier[w] = fibers::Barrier(32);
     blockIdx.x = unsigned(x);
-    long passes = 0;
-    for (bool any = true; any; ++passes) {
-      if (passes > 100000000) {
-        std::printf("CTA %d of %d (block %d) does not finish: a barrier some threads never reach\n", x, grid, block);
-        std::abort();
-      }
-      any = false;
-      for (int t = 0; t < block; ++t) {
-        if (fibers[t].done) continue;
-        any = true;
-        g_cur = t;
-        threadIdx = fibers[t].tid;
-        if (!_setjmp(g_sched)) {
-          if (!fibers[t].started) {
-            fibers[t].started = true;
-            setcontext(&fibers[t].ctx);
-          }
-          _longjmp(fibers[t].jb, 1);
-        }
-      }
-    }
-    if (g_block_arrived) {
-      std::printf("a barrier was left waiting (threads returned early)\n");
-      std::abort();
-    }
+    fibers::run(block, [&](int) { body(); }, [](int t) { threadIdx.x = unsigned(t); });
   }
 }
 

@@ -1,7 +1,7 @@
 // The kernels' device code (optim_kernel.cuh, optim_norm_kernel.cuh: chunk walk, unit / lane
 // layout, 4-wide vector loads and stores, ragged tails, unaligned rows, stochastic-rounding
 // indices, 8-bit blocks, the norm's summation order) compiled by the host compiler and run with
-// one host thread an emulated GPU thread, against the host emulation (optim_host.cpp), bit for
+// one fiber an emulated GPU thread, against the host emulation (optim_host.cpp), bit for
 // bit. Device intrinsics are replaced by their host meaning (mlops/common/testing/cuda_on_host.h).
 // Prints "N passed, M failed".
 #include "mlops/common/testing/cuda_on_host.h"  // threads, barriers, shuffles, atomics on the host

@@ -1,34 +1,33 @@
 // The RoPE CUDA kernel (src/rope_kernel.cuh) compiled as host C++ and run as the GPU would run
-// it: each CTA as 256 std::threads, __syncthreads as a barrier, shared memory a buffer the CTA's
-// threads share, blockIdx / threadIdx per thread. Linked with the real C API (rope_api.cpp) and
+// it: each CTA as 256 fibers (mlops/common/testing/fibers.h), __syncthreads as a barrier, shared memory a buffer the
+// CTA's threads share, blockIdx / threadIdx per thread. Linked with the real C API (rope_api.cpp) and
 // host emulation (rope_host.cpp), so mlops_rope() here drives the kernel's index, vectorization
 // and CTA-split logic, and its bits are compared with mlops_rope_host() over dtypes, layouts,
 // shapes, alignments (of the data and of the cache), in place / out of place, cache / on the fly, mrope, out-of-range
 // positions and CTA splits. The CPU suite builds and runs it (tests/test_positional_kernel_emulation.py):
 // the kernel logic is checked in CI although CI has no GPU. Prints "N passed, M failed".
-#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <random>
-#include <thread>
 #include <vector>
 
+#include "mlops/common/testing/fibers.h"
 #include "mlops/rope.h"
 #include "rope_kernel.cuh"
 
-thread_local dim3 threadIdx;
-thread_local dim3 blockIdx;
+namespace fibers = mlops::testing::fibers;
+dim3 threadIdx;  // the running fiber's (set by run_grid's resume hook)
+dim3 blockIdx;
 namespace mlops::rope {
 alignas(16) float smem[24576];  // 96 KB: more than any case below needs (checked; stage8: 64 KB of slots)
 }
-static std::barrier<>* g_sync;
-void __syncthreads() { g_sync->arrive_and_wait(); }
+static fibers::Barrier g_sync;
+void __syncthreads() { g_sync.arrive_and_wait(); }
 // A warp's barrier: the dec kernels call it with all 32 threads of a warp or none (a warp past the
 // tokens returns as a whole), so a barrier of 32 a warp stands for it (and orders its shared memory).
-static std::barrier<>* g_warp_sync[mlops::rope::kCtaThreads / 32];
-void __syncwarp(unsigned) { g_warp_sync[threadIdx.x / 32]->arrive_and_wait(); }
+static fibers::Barrier g_warp_sync[mlops::rope::kCtaThreads / 32];
+void __syncwarp(unsigned) { g_warp_sync[threadIdx.x / 32].arrive_and_wait(); }
 static int g_sms = 4;
 int emulated_sms() { return g_sms; }
 static int g_vec_runs, g_scalar_runs;
@@ -44,26 +43,14 @@ void run_grid(const Params& p, bool vec, int layout, int variant) {
     std::abort();
   }
   const KernelFn kernel = kernel_for<T>(vec, layout, kernel_variant(p, vec, variant));  // the launch's own mapping
-  std::barrier<> sync(kCtaThreads);
-  g_sync = &sync;
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
-  for (int w = 0; w < kCtaThreads / 32; ++w) {
-    warps.push_back(std::make_unique<std::barrier<>>(32));
-    g_warp_sync[w] = warps.back().get();
-  }
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kCtaThreads; ++t)
-    threads.emplace_back([&, t] {
-      threadIdx.x = unsigned(t);
-      for (unsigned y = 0; y < gy; ++y)
-        for (unsigned x = 0; x < gx; ++x) {
-          blockIdx.x = x;
-          blockIdx.y = y;
-          kernel(p);
-          sync.arrive_and_wait();  // the CTA is done before the next one reuses shared memory
-        }
-    });
-  for (auto& t : threads) t.join();
+  g_sync = fibers::Barrier(kCtaThreads);
+  for (int w = 0; w < kCtaThreads / 32; ++w) g_warp_sync[w] = fibers::Barrier(32);
+  for (unsigned y = 0; y < gy; ++y)
+    for (unsigned x = 0; x < gx; ++x) {  // a CTA at a time: it is done before the next one reuses shared memory
+      blockIdx.x = x;
+      blockIdx.y = y;
+      fibers::run(kCtaThreads, [&](int) { kernel(p); }, [](int t) { threadIdx.x = unsigned(t); });
+    }
   (vec ? g_vec_runs : g_scalar_runs)++;
   g_variant_runs[variant]++;
 }

@@ -1,6 +1,6 @@
 // The embed kernels' device code (src/embed_kernel.cuh: tokens and units over warps for every
 // variant, 16-byte and scalar paths, partial units, OOV rows, bf16(x * w), the per-unit sums by the
-// warp butterfly and the fold into r) run with one host thread an emulated GPU thread
+// warp butterfly and the fold into r) run with one fiber an emulated GPU thread
 // (mlops/common/testing/cuda_on_host.h) against the host emulation (src/embed_host.cpp), bit for bit. The sm_80
 // cvt.rn.bf16x2 path is the GPU suite's (here the integer rounding runs, as below sm_80).
 // Prints "N passed, M failed".

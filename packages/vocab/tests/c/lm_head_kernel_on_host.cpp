@@ -1,7 +1,7 @@
 // The CUDA-core LM head's device code (src/lm_head_kernel.cuh: the segment split, the 16-byte
 // loads, the reduce-scatter whose tree must be fixed_sum.h's butterfly, the segment fold, the
 // epilogue and its statistics, the persistent grid's tile stride) compiled by the host compiler and
-// run with one host thread an emulated GPU thread (mlops/common/testing/cuda_on_host.h), against the host emulation
+// run with one fiber an emulated GPU thread (mlops/common/testing/cuda_on_host.h), against the host emulation
 // (src/lm_head_host.cpp), bit for bit: logits, best and key-byte counts, for M = 1 .. 8, hidden
 // sizes with partial units and empty segments, and grids of 1, 2 and every tile.
 // Prints "N passed, M failed".

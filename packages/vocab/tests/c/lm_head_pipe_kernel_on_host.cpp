@@ -1,7 +1,7 @@
 // The cp.async-pipelined LM head's device code (src/lm_head_pipe_kernel.cuh: the per-warp chunk
 // streams across tiles, the stage rotation and wait counts, the swizzled shared layout, the k
 // permutation of the fragments, the zero fill past V and H, the segment fold and the epilogue with
-// its statistics) compiled by the host compiler and run with one host thread an emulated GPU thread
+// its statistics) compiled by the host compiler and run with one fiber an emulated GPU thread
 // (mlops/common/testing/cuda_on_host.h; the header's host primitives: cp.async copies deferred to the wait that needs
 // them, the MMA gathered over the warp and summed in double). Checked bit for bit against a mirror
 // of the order the kernel must follow (per segment: for each 32-k step the two k16 MMAs over

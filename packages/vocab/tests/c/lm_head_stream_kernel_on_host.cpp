@@ -2,7 +2,7 @@
 // chunks of 8 / 16 / 32 rows, the per-warp chunk stream across sub-tiles and tiles, the stage
 // rotation and wait counts, the swizzled shared layout, x held in registers, the zero fill past the
 // CTA's rows, the segment and H, the half-empty MMA of 8-row chunks, the segment fold, the epilogue
-// and its statistics) compiled by the host compiler and run with one host thread an emulated GPU
+// and its statistics) compiled by the host compiler and run with one fiber an emulated GPU
 // thread (mlops/common/testing/cuda_on_host.h, and the primitives of lm_head_pipe_kernel.cuh: cp.async copies deferred to
 // the wait that needs them, the MMA gathered over the warp and summed in double). The stage memory
 // is poisoned (0xff bytes: bf16 NaNs) before every launch, so a read of a stage no copy filled shows.

@@ -1,7 +1,7 @@
 // Stand-in for <cuda_runtime.h> when tests/c/fbla_kernel_emulation.cpp compiles the FBLA kernels
 // as host C++: the runtime names the library uses, CUDA's qualifiers as nothing (mlops/common/testing/
 // cuda_runtime_stub.h, shared with positional's stand-in), and the warp /
-// block intrinsics the kernels call, run by one std::thread per CUDA thread (fbla_kernel_emulation.cpp
+// block intrinsics the kernels call, run by one fiber per CUDA thread (mlops/common/testing/fibers.h; fbla_kernel_emulation.cpp
 // defines the functions). __shared__ is `static`: CTAs run one after another, so a kernel's shared
 // variable is shared by the running CTA's threads.
 #pragma once
@@ -12,7 +12,7 @@
 
 #define __shared__ static
 
-extern thread_local dim3 blockDim, gridDim;
+extern dim3 blockDim, gridDim;
 int __syncthreads_or(int pred);
 uint32_t emu_shfl_xor(uint32_t bits, int off);
 uint32_t __ballot_sync(uint32_t mask, int pred);

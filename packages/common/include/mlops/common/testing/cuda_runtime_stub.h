@@ -1,5 +1,5 @@
 // The shared part of the stand-in <cuda_runtime.h> of the kernel-emulation runners that compile a package's
-// kernels as host C++ with one std::thread a CUDA thread (attention and positional: tests/c/emulation/
+// kernels as host C++ with one fiber a CUDA thread (mlops/common/testing/fibers.h; attention and positional: tests/c/emulation/
 // cuda_runtime.h includes this, then adds its own: __shared__, the intrinsics its kernels call). The runner
 // defines the functions declared here. Test-only: cmake/mlops.cmake leaves mlops/common/testing/ out of the
 // installed headers.
@@ -19,7 +19,7 @@ struct dim3 {
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 
-extern thread_local dim3 threadIdx, blockIdx;
+extern dim3 threadIdx, blockIdx;  // the running fiber's: the runner's resume hook sets them
 void __syncthreads();
 void __syncwarp(unsigned mask = 0xffffffffu);  // a barrier of the calling thread's warp (every lane calls it)
 
