@@ -3,7 +3,9 @@ threads on (tests/c/fibers_check.cpp): barriers across 1 ... 16384 fibers, the s
 pass order that exposes a missing barrier in both directions, the resume hook; a barrier one fiber never reaches
 aborts with a message instead of hanging, and a stack overflow faults on the guard page."""
 
+import os
 import pathlib
+import re
 import signal
 import subprocess
 
@@ -20,8 +22,12 @@ def _exe(tmp_path):
 
 
 def test_fibers_barriers_order_and_hooks(tmp_path):
-    r = subprocess.run([str(_exe(tmp_path))], capture_output=True, text=True, timeout=300)
+    # MLOPS_FIBERS_STACK_REPORT: the stack-depth report as well (stderr), which must name a depth inside the stack
+    env = dict(os.environ, MLOPS_FIBERS_STACK_REPORT="1")
+    r = subprocess.run([str(_exe(tmp_path))], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.strip().endswith("11 passed, 0 failed"), r.stdout[-2000:] + r.stderr[-2000:]
+    depths = [(int(a), int(b)) for a, b in re.findall(r"deepest stack (\d+) of (\d+) bytes", r.stderr)]
+    assert depths and all(0 < a < b for a, b in depths), r.stderr[-2000:]
 
 
 def test_fibers_deadlock_aborts_with_message(tmp_path):
