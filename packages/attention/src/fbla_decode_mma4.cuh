@@ -594,7 +594,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               int dh, dl;
-              pv_digits(wt[m][r], inv, dh, dl);  // = qhat_digits here (0 <= wt <= wmax)
+              bounded_digits(wt[m][r], inv, dh, dl);  // = qhat_digits here (0 <= wt <= wmax)
               dg[kBlock * m + 8 * r] = static_cast<int8_t>(dh);          // dig[2 tig][i]
               dg[kSlice + kBlock * m + 8 * r] = static_cast<int8_t>(dl);  // dig[2 tig + 1][i]
             }

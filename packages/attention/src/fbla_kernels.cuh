@@ -369,7 +369,7 @@ __device__ __forceinline__ float qhat_warp_digits(Q q, Ks ks, Out out) {
 #pragma unroll
   for (int i = 0; i < per; ++i) {
     int dh, dl;
-    qhat_digits(w[i], inv, dh, dl);
+    bounded_digits(w[i], inv, dh, dl);  // = qhat_digits (|w| <= amax, inv its qhat_inv), hi without a clamp
     out(i, dh, dl);
   }
   return amax;

@@ -180,13 +180,15 @@ constexpr int kSlicesPerChunk = kChunkGroups * kSlicesPerGroup;  // 8
 
 MLOPS_HD float pv_inv(float wmax) { return wmax > kTinyWeight ? 127.0f / wmax : 0.0f; }
 
-// qhat_digits for a P V weight: x = w * inv with 0 <= w <= wmax and inv = pv_inv(wmax) (the slice's weights: p >= 0,
-// v_scale >= 0 as the encoder writes it) is in [0, 127.5) or NaN (inv = RN(127 / wmax) <= 127 / wmax (1 + 2^-24), so x
-// <= 127 (1 + 2^-24)^2; inv 0: x = 0 or NaN), so hi's clamp to +-127 changes nothing and float(hi) is rint(x) itself:
-// the same hi / lo as qhat_digits (on the device int(NaN) is 0 either way), four instructions fewer a weight (the
-// clamp's compare / min / select and the int -> float of hi). lo keeps its clamp: (x - hi) * 256 may round to 128.
+// qhat_digits for a weight within the bound its inv came from: |w| <= wmax and inv = pv_inv(wmax) = qhat_inv(wmax) (a
+// slice's P V weights, p >= 0 and v_scale >= 0 as the encoder writes them; since session 25 also the q digits, w = q
+// k_scale with wmax the warp's largest |w|). Then x = w * inv is in (-127.5, 127.5) or NaN (inv = RN(127 / wmax) <= 127
+// / wmax (1 + 2^-24), so |x| <= 127 (1 + 2^-24)^2; inv 0: x = 0 or NaN), so hi's clamp to +-127 changes nothing and
+// float(hi) is rint(x) itself: the same hi / lo as qhat_digits (on the device int(NaN) is 0 either way), four
+// instructions fewer a weight (the clamp's compare / min / select and the int -> float of hi). lo keeps its clamp:
+// (x - hi) * 256 may round to +-128. tests/c/exp_le_check.cpp checks it against qhat_digits for both signs.
 MLOPS_HD int clamp127_nan(float r);
-MLOPS_HD void pv_digits(float w, float inv, int& hi, int& lo) {
+MLOPS_HD void bounded_digits(float w, float inv, int& hi, int& lo) {
   const float x = w * inv;
   const float hf = rint_even(x);
   hi = int(hf);

@@ -1,6 +1,6 @@
-// exp_det_le against exp_det for every float x <= 88.5 and every NaN, and pv_digits against qhat_digits for every
-// positive finite wmax (w = wmax, the largest x, and w = wmax / 2, w = the float below wmax) and the slice weights'
-// edge cases (fbla_math.h). Prints "N checked, M differ"; exit 1 if any differs.
+// exp_det_le against exp_det for every float x <= 88.5 and every NaN, and bounded_digits against qhat_digits for every
+// positive finite wmax (w = +-wmax, the largest |x|, and w = +-wmax / 2, w = +- the float below wmax, 0: the P V weights'
+// and, with the signs, the q digits' edge cases; fbla_math.h). Prints "N checked, M differ"; exit 1 if any differs.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -26,11 +26,12 @@ int main(int argc, char** argv) {
   for (uint64_t u = 1; u < 0x7f800000ull; u += stride) {  // wmax: every positive finite float
     const float wmax = bits_f32(uint32_t(u));
     const float inv = pv_inv(wmax);
-    const float ws[4] = {wmax, wmax * 0.5f, bits_f32(uint32_t(u) - 1u), 0.0f};
+    const float below = bits_f32(uint32_t(u) - 1u);
+    const float ws[7] = {wmax, wmax * 0.5f, below, 0.0f, -wmax, -wmax * 0.5f, -below};
     for (float w : ws) {
       int h1, l1, h2, l2;
       qhat_digits(w, inv, h1, l1);
-      pv_digits(w, inv, h2, l2);
+      bounded_digits(w, inv, h2, l2);
       ++nd;
       if (h1 != h2 || l1 != l2) {
         if (badd < 10) std::printf("digits w=%a wmax=%a: %d %d vs %d %d\n", w, wmax, h2, l2, h1, l1);
@@ -38,6 +39,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("exp_det_le: %llu checked, %llu differ; pv_digits: %llu checked, %llu differ\n", n, bad, nd, badd);
+  std::printf("exp_det_le: %llu checked, %llu differ; bounded_digits: %llu checked, %llu differ\n", n, bad, nd, badd);
   return bad || badd ? 1 : 0;
 }
