@@ -114,8 +114,9 @@ def tests(session):
     # MLOPS_TEST_DIST: tools/tests/test_distribution.py installs the meta package from these wheels
     env = {"MLOPS_TEST_CUDA": o["cuda"], "MLOPS_TEST_DIST": str(dist)}
     # --durations: CI's log names the slowest tests (the kernel-on-host runner once ran past its limit there)
+    # packages/common/tests: the shared test helpers' own tests (common has no pyproject.toml, so packages() skips it)
     session.run("python", "-m", "pytest", "-q", "--durations=15", *[f"packages/{p}/tests" for p in packages()],
-                "cmake/tests", "tools/tests", env=env)
+                "packages/common/tests", "cmake/tests", "tools/tests", env=env)
 
 
 @nox.session(python="3.11")
