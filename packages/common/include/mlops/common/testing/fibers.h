@@ -17,9 +17,9 @@
 //
 // Stacks: kStackBytes each, one mapping reused by every run, with a PROT_NONE guard page below each, so an overflow
 // faults at once instead of writing into the neighbouring fiber's stack. MLOPS_FIBERS_STACK_REPORT=1 in the environment
-// fills new stacks with a pattern and prints to stderr the deepest use so far after each run that deepened it. Test-only, like the rest of
-// mlops/common/testing/ (cmake/mlops.cmake leaves it out of the installed headers). Header-only: `inline` state, one
-// scheduler a process (a runner's fork workers each have their own).
+// fills new stacks with a pattern and prints to stderr the deepest use so far after each run that deepened it.
+// Test-only, like the rest of mlops/common/testing/ (cmake/mlops.cmake leaves it out of the installed headers).
+// Header-only: `inline` state, one scheduler a process (a runner's fork workers each have their own).
 #pragma once
 #include <setjmp.h>
 #include <sys/mman.h>
@@ -111,10 +111,22 @@ inline char* stacks_for(size_t n) {
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   for (size_t i = 0; i < n; ++i) mprotect(static_cast<char*>(m) + i * kStackBytes, page, PROT_NONE);
   if (s.report)
-    for (size_t i = 0; i < n; ++i) std::memset(static_cast<char*>(m) + i * kStackBytes + page, 0x5a, kStackBytes - page);
+    for (size_t i = 0; i < n; ++i)
+      std::memset(static_cast<char*>(m) + i * kStackBytes + page, 0x5a, kStackBytes - page);
   s.stacks = static_cast<char*>(m);
   s.stack_count = n;
   return s.stacks;
+}
+// The bytes of a stack (growing down from lo + size) that are no longer the report's 0x5a fill: 8 bytes a step from
+// the low end while the words are untouched (the stacks are page-aligned), then byte by byte.
+inline size_t stack_used(const char* lo, size_t size) {
+  size_t untouched = 0;
+  for (uint64_t word; untouched + 8 <= size; untouched += 8) {
+    std::memcpy(&word, lo + untouched, 8);
+    if (word != 0x5a5a5a5a5a5a5a5aull) break;
+  }
+  while (untouched < size && lo[untouched] == 0x5a) ++untouched;
+  return size - untouched;
 }
 }  // namespace detail
 
@@ -168,15 +180,7 @@ void run(int n, const Body& body, const Resume& resume) {
   if (s.report) {
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
     for (int i = 0; i < n; ++i) {
-      const char* lo = stacks + size_t(i) * kStackBytes + page;
-      size_t untouched = 0;  // 8 bytes a step (the stacks are page-aligned), then the last word's bytes
-      uint64_t word;
-      for (std::memcpy(&word, lo, 8); untouched + 8 <= kStackBytes - page && word == 0x5a5a5a5a5a5a5a5aull;) {
-        untouched += 8;
-        if (untouched + 8 <= kStackBytes - page) std::memcpy(&word, lo + untouched, 8);
-      }
-      while (untouched < kStackBytes - page && lo[untouched] == 0x5a) ++untouched;
-      const size_t used = kStackBytes - page - untouched;
+      const size_t used = detail::stack_used(stacks + size_t(i) * kStackBytes + page, kStackBytes - page);
       if (used > s.deepest) {
         s.deepest = used;
         std::fprintf(stderr, "fibers: deepest stack %zu of %zu bytes\n", used, kStackBytes - page);
