@@ -216,7 +216,7 @@ int32_t mlops_fbla_decode_variants(mlops_fbla_decode_variant* out, int32_t capac
       {"imma+coarse_imma", 80, MLOPS_FBLA_PV_CHAINS},     // imma+coarse_warps, the coarse pass's dots by mma.sync too
       {"imma_occ+coarse_imma", 80, MLOPS_FBLA_PV_CHAINS}, // imma+coarse_imma, the refine at kImmaOccCtas CTAs an SM
       {"stage+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},    // the chunk staged by cp.async.bulk; IMMA scores; PDL combine
-      {"stage_pipe+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},  // stage+coarse_imma, the V planes in 4 pieces
+      {"stage_pipe+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},  // stage+coarse_imma, the V codes in 4 pieces
       {"stage_bf+coarse_imma", 90, MLOPS_FBLA_PV_CHAINS},    // stage+coarse_imma, the BF16 item's loads batched
       {"mma_pv+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS},   // pv digits: 8 warps an item, scores and P V by mma.sync
       {"mma_pv4+coarse_imma", 80, MLOPS_FBLA_PV_DIGITS},  // mma_pv in 54.5 KB of shared memory: 4 CTAs an SM

@@ -91,7 +91,7 @@ nb::dict record_layout(int head_dim, int mode) {
   nb::dict d;
   d["k_min"] = l.kmin; d["k_scale"] = l.kscale; d["v_min"] = l.vmin; d["v_scale"] = l.vscale;
   d["k_coarse"] = l.kc; d["k_fine"] = l.kf; d["v_codes"] = l.v; d["bytes"] = l.bytes;
-  d["coarse_bits"] = l.cb; d["fine_bits"] = l.fb; d["plane_row_bytes"] = l.row;
+  d["coarse_bits"] = l.cb; d["fine_bits"] = l.fb;
   return d;
 }
 

@@ -17,8 +17,8 @@
 // - l and the V-min term: each lane sums its 4 tokens of head tig, then a butterfly over the 8 gid lanes;
 // - the BF16 item (slot 0) in the same slices: a lane a token for the scores (the K row's fmaf chain in channel
 //   order), a lane 4 channels x 4 heads for P V (fmaf chains in token order over the slice);
-// - a slice's sums (4 heads x D floats) are written over its group's K planes, dead once every warp has its
-//   scores (a pass of more than 4 heads copies the K planes again), so a CTA needs 62 KB at D 128: 3 an SM;
+// - a slice's sums (4 heads x D floats) are written over its group's K fields, dead once every warp has its
+//   scores (a pass of more than 4 heads copies the K fields again), so a CTA needs 62 KB at D 128: 3 an SM;
 // - the partial: the 8 slices' sums in slice order (fbla_host.cpp decode_host, pv digits).
 // Below sm_80 (compute_61 / 70 / 75 PTX) and in the kernel-on-host runner the MMA is mma_s8_16x8x32's
 // shuffles + DP4A, below sm_90 the staging plain copies: the same bits everywhere.
@@ -44,11 +44,11 @@ struct alignas(16) MmaSmem {
 };
 constexpr int kMmaFront = (static_cast<int>(sizeof(MmaSmem)) + 127) / 128 * 128;
 
-// The front, then the two staged records (a slice's sums over its group's K planes: slice_sums).
+// The front, then the two staged records (a slice's sums over its group's K fields: slice_sums).
 MLOPS_HD constexpr int mma_smem_bytes(int D) { return kMmaFront + kChunkGroups * stage_group_bytes(D); }
 static_assert(kMmaFront >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
 
-// Where slice sl's sums live: 16 D bytes of its group's staged K planes (96 D bytes a group), laid out
+// Where slice sl's sums live: 16 D bytes of its group's staged K fields (96 D bytes a group), laid out
 // [tile][row half][gid][head] (pv_sum_index) so that a warp's stores of one MMA tile are 32 consecutive floats.
 __device__ __forceinline__ float* slice_sums(uint8_t* stage0, long long sbytes, const Layout& l, int sl) {
   return reinterpret_cast<float*>(stage0 + (sl / kSlicesPerGroup) * sbytes + (l.kc - l.vmin) +
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
       const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
       const int hq0 = it.kh * p.Gq + h0;
-      if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K planes: copy them again
+      if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K fields: copy them again
         __syncthreads();
         if (!bf16) {
           stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes,
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
 #pragma unroll
         for (int m = 0; m < 2; ++m) sc[m][0] = sc[m][1] = neg_inf();
         if (srec) {
-          imma_scores_regs<D, MmaSmem, 2, true>(l, sm, srec, g, nh, p.scale, sc, t0 / kBlock);
+          imma_scores_regs<D, MmaSmem, 2>(l, sm, srec, g, nh, p.scale, sc, t0 / kBlock);
           wm = fmax_step(fmax_step(wm, fmax_step(sc[0][0], sc[0][1])), fmax_step(sc[1][0], sc[1][1]));
         }
 #pragma unroll
@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         mh[hi] = x;
       }
       if (tid < kWarpHeads) sm.m[tid] = tid == 0 ? mh[0] : tid == 1 ? mh[1] : tid == 2 ? mh[2] : mh[3];  // no local array
-      float* const aw = slice_sums(stage0, sbytes, l, w);  // this slice's P V sums (over dead K planes)
+      float* const aw = slice_sums(stage0, sbytes, l, w);  // this slice's P V sums (over dead K fields)
       if (bf16) {
         // ---- p (lane a token), l (lane h: head h, token order), P V (lane 4 channels x 4 heads, token order)
         float pt[kWarpHeads];
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           }
         __syncwarp();
         const float bsh = bs;  // head tig's
-        // (the chunk-max barrier above: every warp has its scores, so the K planes under aw are dead)
+        // (the chunk-max barrier above: every warp has its scores, so the K fields under aw are dead)
         pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, sm.dig[w], [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
           for (int h = 0; h < 2; ++h)

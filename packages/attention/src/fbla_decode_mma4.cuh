@@ -2,11 +2,11 @@
 // (pv digits, fbla_decode_mma.cuh; the same bits) in a CTA that fits 4 an SM, so that B1 L16K's 520 work items
 // (8 kv heads x 64 chunks + 8 BF16 items) run in one round on an H200's 132 SMs (528 resident CTAs) instead of
 // two (refine_mma_kernel: 62 KB of shared memory a CTA at D 128, 3 an SM, 396 CTAs).
-// - shared memory: the front keeps only what lives across the item's barriers before the K planes are dead
+// - shared memory: the front keeps only what lives across the item's barriers before the K fields are dead
 //   (q digits, q rows, the group constants, maxima, l, refine flags: 4.5 KB); the P V digits of a slice
-//   (256 bytes) go over its group's staged K planes after the slice sums (the planes are dead from the chunk-max
+//   (256 bytes) go over its group's staged K fields after the slice sums (the fields are dead from the chunk-max
 //   barrier on: the sums take 64 D of their 96 D bytes, the digits of the group's 4 slices 1 KB of the rest),
-//   and the BF16 item's p (512 bytes a slice) over its group's V planes (the BF16 item stages nothing). So
+//   and the BF16 item's p (512 bytes a slice) over its group's V codes (the BF16 item stages nothing). So
 //   4.5 KB + 2 x 25 KB = 54.5 KB a CTA at D 128: 4 CTAs an SM (228 KB, 1 KB reserved a CTA).
 // - kNW warps a CTA (8: warp w <-> slice w, at most 64 registers for 4 CTAs of 256 threads an SM; 4: warp w <->
 //   slices w and w + 4, the same token range of both groups, at most 128 registers for 4 CTAs of 128 threads).
@@ -19,7 +19,7 @@ namespace mlops::fbla {
 
 constexpr int kMma4Ctas = 4;  // CTAs an SM asked of ptxas (54.5 KB of shared memory a CTA at D 128: 4 fit)
 
-struct alignas(16) Mma4Smem {  // MmaSmem without pt / dig (over the staged planes: mma4_pt, mma4_dig)
+struct alignas(16) Mma4Smem {  // MmaSmem without pt / dig (over the staged codes: mma4_pt, mma4_dig)
   int8_t what[kWarpHeads][kChunkGroups][2][128];  // q digits in perm_channel order (setup_group_warp)
   float qf[kWarpHeads][128];
   float sw[kWarpHeads][kChunkGroups], bias[kWarpHeads][kChunkGroups];
@@ -34,15 +34,15 @@ MLOPS_HD constexpr int mma4_smem_bytes(int D) { return kMma4Front + kChunkGroups
 static_assert(kMma4Front >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
 static_assert(mma4_smem_bytes(128) + 1024 <= 228 * 1024 / kMma4Ctas, "4 CTAs an SM at D 128 (sm_90: 228 KB an SM)");
 
-// Slice sl's P V digits (closed items): 256 bytes after its group's 4 slice sums, over the dead K planes.
+// Slice sl's P V digits (closed items): 256 bytes after its group's 4 slice sums, over the dead K fields.
 typedef int8_t Mma4Dig[2 * kWarpHeads][kSlice];
 __device__ __forceinline__ Mma4Dig& mma4_dig(uint8_t* stage0, long long sbytes, const Layout& l, int sl) {
   return *reinterpret_cast<Mma4Dig*>(stage0 + (sl / kSlicesPerGroup) * sbytes + (l.kc - l.vmin) + 64LL * l.D +
                                      (sl % kSlicesPerGroup) * static_cast<long long>(sizeof(Mma4Dig)));
 }
-static_assert(kSlicesPerGroup * sizeof(Mma4Dig) <= 32 * 64, "the digits fit the K planes' last 32 D bytes at D 64");
+static_assert(kSlicesPerGroup * sizeof(Mma4Dig) <= 32 * 64, "the digits fit the K fields' last 32 D bytes at D 64");
 
-// Slice sl's p of a token, 4 heads (BF16 item): 512 bytes a slice over its group's V planes (not staged).
+// Slice sl's p of a token, 4 heads (BF16 item): 512 bytes a slice over its group's V codes (not staged).
 __device__ __forceinline__ F4* mma4_pt(uint8_t* stage0, long long sbytes, const Layout& l, int sl) {
   return reinterpret_cast<F4*>(stage0 + (sl / kSlicesPerGroup) * sbytes + (l.v - l.vmin) +
                                (sl % kSlicesPerGroup) * static_cast<long long>(kSlice * sizeof(F4)));
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   constexpr bool kQg = D == 128;  // session 16's front (below): D 128 only
   constexpr int kRowK = kRowKOf<D>;
   // kSplitV (session 22, the planner's one-round instance: mma_pv4r at D 128 without kEarly): a closed item's copy in
-  // two parts on two mbarriers. The item's top issues V min / scale and the K planes (bars[0]); the V codes (bars[1]) are
+  // two parts on two mbarriers. The item's top issues V min / scale and the K fields (bars[0]); the V codes (bars[1]) are
   // issued once the K part has landed (after the front), and waited for just before P V. In one round every CTA issues
   // its copy at once (520 x 51 KB at B1 L16K): with one copy the front's global reads (k_scale / k_min) queued behind
   // all of them and ended with the last byte (GPU run 115's timeline: front 6.6 us of an 11.5 us item, then no wait);
@@ -389,7 +389,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       const int tid = tx.tid, w = tx.w, lane = tx.lane, gid = tx.gid, tig = tx.tig;
       const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
       const int hq0 = it.kh * p.Gq + h0;
-      if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K planes: copy them again
+      if (h0 > 0) {  // the previous pass is done with sm and wrote its sums over the K fields: copy them again
         __syncthreads();
         if (!bf16) {
           stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes,
@@ -486,10 +486,10 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           for (int m = 0; m < 2; ++m) sc[j][m][0] = sc[j][m][1] = neg_inf();
           if (g < ng) {
             const uint8_t* srec = stage0 + g * sbytes - l.vmin;  // at the record's offsets
-            if (l.cb == 3)  // the mode's two forms (immediate plane offsets: imma_scores_regs' kCB), uniform
-              imma_scores_regs<D, Mma4Smem, 2, true, 3>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
+            if (l.cb == 3)  // the mode's two forms (immediate field offsets: imma_scores_regs' kCB), uniform
+              imma_scores_regs<D, Mma4Smem, 2, 3>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
             else
-              imma_scores_regs<D, Mma4Smem, 2, true, 4>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
+              imma_scores_regs<D, Mma4Smem, 2, 4>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
             wm = fmax_step(fmax_step(wm, fmax_step(sc[j][0][0], sc[j][0][1])), fmax_step(sc[j][1][0], sc[j][1][1]));
           }
 #pragma unroll
@@ -514,7 +514,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         const ThreadIx ty = tix();  // (kReread) read again
         const int w = ty.w, lane = ty.lane, gid = ty.gid, tig = ty.tig;
         const int sl = w + kNW * j, g = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
-        float* const aw = slice_sums(stage0, sbytes, l, sl);  // this slice's P V sums (over dead K planes)
+        float* const aw = slice_sums(stage0, sbytes, l, sl);  // this slice's P V sums (over dead K fields)
         if (bf16) {
           // ---- p (lane a token), l (lane h: head h, token order), P V (lane 4 channels x 4 heads, token order)
           const int cnt = g == 0 ? sink_tokens(L) : tail_tokens(L);
@@ -601,7 +601,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           __syncwarp();
           if (kSplitV && v_due) stage_wait(bars, 1, ph);  // the V codes (p and the digits needed only V min / scale)
           const float bsh = bs;  // head tig's
-          // (the chunk-max barrier above: every warp has its scores, so the K planes under aw / dig are dead)
+          // (the chunk-max barrier above: every warp has its scores, so the K fields under aw / dig are dead)
           pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
             for (int h = 0; h < 2; ++h)

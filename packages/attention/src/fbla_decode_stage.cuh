@@ -3,11 +3,11 @@
 // V part) instead of at every per-token load (GPU run 19, ncu of warps+coarse_warps at B1 L16K: 13.9K
 // instructions a warp at 7 cycles each, 2 warps a scheduler, L1TEX waits the largest stall).
 // - a CTA of 2 warps an item, warp g <-> group g of the chunk, as refine_warps_kernel;
-// - the chunk's records from v_min on (V min / scale, K planes, V planes: 25.6 KB a group at D 128)
+// - the chunk's records from v_min on (V min / scale, K fields, V codes: 25.6 KB a group at D 128)
 //   are copied by cp.async.bulk (sm_90, the TMA engine) completing on two mbarriers (the K part, then
 //   the V part), while the warps load q and set up the q digits (k_min / k_scale from global memory);
 // - the scores by mma_s8_16x8x32 as imma_scores, kept in registers (lane (gid, tig): tokens 16 m + gid
-//   and + 8, head tig), the chunk max, then p and p * v_scale written over the group's K planes (read
+//   and + 8, head tig), the chunk max, then p and p * v_scale written over the group's K fields (read
 //   by then); the P V loop as refine_warps' (lane 4 channels x 4 heads) on the shared copies, and the
 //   l / V-min chains of head h on lane h in the same loop (the same token order, no serial phase);
 // - the BF16 item (slot 0) runs refine_warps_item on a WarpSmem laid over the same buffer.
@@ -150,7 +150,7 @@ __device__ __forceinline__ float code_f(uint32_t w, int i) {
   return bits_f32(__byte_perm(w, 0x4B000000u, 0x7540u + static_cast<uint32_t>(i))) - 8388608.0f;
 }
 
-// The front of the dynamic shared memory (the rest: the staged records, then the aliases over the K planes).
+// The front of the dynamic shared memory (the rest: the staged records, then the aliases over the K fields).
 struct alignas(16) StageSmem {
   int8_t what[kWarpHeads][kChunkGroups][2][128];  // q digits in perm_channel order
   float qf[kWarpHeads][128];
@@ -171,24 +171,19 @@ static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && sta
 
 // imma_scores with the scores left in registers: sc[m][r] = the score of token 16 (m0 + m) + gid + 8 r, head tig,
 // or -inf (block not refined for the head, or head >= nh), for kNB blocks from block m0 (mma_pv: a slice's 2).
-// rec: the staged record (shared memory).
-// kPairs (mma_pv): the code words by merge_pairs / code4_from_pairs (the same words, fewer instructions).
+// rec: the staged record (shared memory). The K codes' fragment-ordered fields (fo_k_block_dots: the coarse and fine
+// registers by 2 - 3 vector loads each, two accumulators; until session 25 bit planes, gathered by merge_pairs /
+// code4_from_pairs: the same integers).
 // kCB (refine_mma4_kernel, session 17 a2): l.cb known to the caller (3 or 4: layout()'s two modes; 0 = read from l), so
-// every plane word's offset from rec is an immediate (l.kc and l.kf - l.kc are constants for a D and cb) and the
-// planes' order by code bit needs no selects: the same words, the address arithmetic of 24 loads a slice left out.
-template <int D, class Smem, int kNB = kBlocksPerGroup, bool kPairs = false, int kCB = 0>
+// the field widths and every word's offset are immediates; else the two forms behind a uniform branch.
+template <int D, class Smem, int kNB = kBlocksPerGroup, int kCB = 0>
 __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm, const uint8_t* rec, int g, int nh,
                                                  float scale, float (&sc)[kNB][2], int m0 = 0) {
   static_assert(kCB == 0 || kCB == 3 || kCB == 4, "layout(): cb is 3 or 4");
-  constexpr int S = D / 32, W = D / 32;
-  const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-  const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
-  const int cb = kCB ? kCB : l.cb, fb = kCB ? 6 - kCB : l.fb;
+  constexpr int S = D / 32;
+  const int lane = threadIdx.x & 31, tig = lane & 3;
   uint32_t bf[S][2];
   load_bfrag<D>(sm, g, bf);
-  int bit_of[6];
-#pragma unroll
-  for (int j = 0; j < 6; ++j) bit_of[j] = j < cb ? fb + j : j - cb;
   const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
   const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
   const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + (kCB ? l.kc + int64_t(kGroup) * kCB * (D / 8) : l.kf));
@@ -201,42 +196,13 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
     sc[m][0] = neg_inf();
     sc[m][1] = neg_inf();
     if (!any) continue;  // uniform over the warp
-    uint32_t x[2][6];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int t = kBlock * (m0 + m) + gid + 8 * r;
-#pragma unroll
-      for (int j = 0; j < 6; ++j)
-        x[r][j] = j < cb ? kc[(t * cb + j) * W + w] : kf[(t * fb + (j - cb)) * W + w];
-    }
-    int32_t c[4] = {0, 0, 0, 0};
-    uint32_t e[2][3], o[2][3];
-    if constexpr (kPairs) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        uint32_t xb[6];  // by code bit: plane j holds bit fb + j (j < cb), j - cb below: bit b is plane (b + cb) % 6
-#pragma unroll
-        for (int b = 0; b < 6; ++b) xb[b] = cb == 3 ? x[r][(b + 3) % 6] : x[r][(b + 4) % 6];
-        merge_pairs_even(xb, e[r]);
-        merge_pairs_odd(xb, o[r]);
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      uint32_t a[4];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        if constexpr (kPairs) {
-          const int k = k0 + 2 * s + j;  // even k0: k's parity is j's
-          a[2 * j] = code4_from_pairs(j ? o[0] : e[0], k);
-          a[2 * j + 1] = code4_from_pairs(j ? o[1] : e[1], k);
-        } else {
-          a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
-          a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
-        }
-      }
-      mma_s8_16x8x32(a, bf[s], c);
-    }
+    int32_t c[4];
+    if constexpr (kCB != 0)
+      fo_k_block_dots<D, kCB>(kc, kf, m0 + m, lane, bf, c);
+    else if (l.cb == 3)  // uniform
+      fo_k_block_dots<D, 3>(kc, kf, m0 + m, lane, bf, c);
+    else
+      fo_k_block_dots<D, 4>(kc, kf, m0 + m, lane, bf, c);
     if (mine) {
       sc[m][0] = score_of(bias, sw, c[0] * 256 + c[1], scale);
       sc[m][1] = score_of(bias, sw, c[2] * 256 + c[3], scale);
@@ -285,15 +251,15 @@ __device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm
 
 // Refine pass, "stage" layout (above). __launch_bounds__(64, 4): 4 CTAs an SM is what the shared memory
 // allows, so ptxas may use up to 255 registers.
-// kVParts (variant stage_pipe+coarse_imma: 4): the V planes copied in kVParts pieces of 128 / kVParts tokens,
+// kVParts (variant stage_pipe+coarse_imma: 4): the V codes copied in kVParts pieces of 128 / kVParts tokens,
 // each on its own mbarrier, and the P V loop waits for a piece just before its first block, so the loop
-// starts when the first 32 tokens' planes have landed instead of all 128 (copy and compute overlap).
+// starts when the first 32 tokens' codes have landed instead of all 128 (copy and compute overlap).
 // kBf: how the BF16 item loads its rows (refine_warps_item): 1 (round A: V 8 tokens a batch), 2 (variant
 // stage_bf+coarse_imma: a lane's whole K row at once, V 16 tokens a batch, the rows asked of L2 first).
 template <int D, int kVParts = 1, int kBf = 1>
 __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodeParams p, int items) {
   static_assert(kBlocksPerGroup % kVParts == 0, "whole blocks a V piece");
-  __shared__ uint64_t bars[1 + kVParts];  // 0: the K part (V min / scale, K planes), 1 ..: the V planes' pieces
+  __shared__ uint64_t bars[1 + kVParts];  // 0: the K part (V min / scale, K fields), 1 ..: the V codes' pieces
   uint8_t* const dyn = dyn_smem();
   StageSmem& sm = *reinterpret_cast<StageSmem*>(dyn);
   constexpr int W = D / 32;
@@ -327,14 +293,14 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
     prefetch_item(p, item + gridDim.x, items, 1);
     const uint8_t* grec = g < ng ? grec0 + g * c.record_bytes : nullptr;  // k_min / k_scale (the setup) from global
     const uint8_t* srec = g < ng ? stage0 + g * sbytes - l.vmin : nullptr;  // the staged record, at its own offsets
-    // over the group's K planes once its scores are in registers: p, p * v_scale (4 heads a token), P V sums
+    // over the group's K fields once its scores are in registers: p, p * v_scale (4 heads a token), P V sums
     F4* const pw = reinterpret_cast<F4*>(stage0 + g * sbytes + (l.kc - l.vmin));
     F4* const aw = pw + kGroup;
     auto gv_of = [&](int gg) { return reinterpret_cast<float*>(stage0 + gg * sbytes + (l.kc - l.vmin)) + 2 * 4 * kGroup; };
     for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
       const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
       const int hq0 = it.kh * p.Gq + h0;
-      if (h0 > 0) {  // the previous pass wrote over the K planes: copy them again
+      if (h0 > 0) {  // the previous pass wrote over the K fields: copy them again
         __syncthreads();
         stage_issue(&bars[0], stage0 + (l.kc - l.vmin), sbytes, grec0 + l.kc, c.record_bytes, static_cast<int>(l.v - l.kc), ng);
       }
@@ -354,10 +320,10 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
 #pragma unroll
       for (int off = 4; off <= 16; off <<= 1) wmax = fmax_step(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
       if (gid == 0) sm.red[g][tig] = wmax;
-      __syncthreads();  // also: both warps are done reading their K planes
+      __syncthreads();  // also: both warps are done reading their K fields
       const float mh = fmax_step(fmax_step(neg_inf(), sm.red[0][tig]), sm.red[1][tig]);
       if (tid < kWarpHeads) sm.m[tid] = mh;
-      // ---- p and the P V weight of (token, head tig), over the K planes
+      // ---- p and the P V weight of (token, head tig), over the K fields
       if (srec) {
         const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
 #pragma unroll

@@ -21,9 +21,9 @@ constexpr int kWarpThreads = 32 * kChunkGroups;   // warp g <-> group g of a chu
 // (17.7 KB of shared memory a CTA: 10 an SM fit).
 constexpr int kImmaOccCtas = 10;
 
-// Channel d = 32w + 8i + k sits in byte i of code word 8w + k: bit (8i + k) of each plane word w is
-// moved to bit (8i + j) of that word by one rotate, so 4 channels' codes come out of a plane in two
-// instructions (rotate, and-or). The q digits are stored in the same order (word 8w + k, byte i).
+// Channel d = 32w + 8i + k sits in byte i of code word 8w + k (the order the K bit planes' rotate-and-mask gathers
+// made until session 25, kept by the fragment-ordered K fields: fbla_math.h). The q digits are stored in the same
+// order (word 8w + k, byte i).
 __device__ __forceinline__ int perm_channel(int d) { return (d & ~31) + 4 * (d & 7) + ((d >> 3) & 3); }
 // A lane's per (2 or 4, the q digits' setup) channels lane * per + i sit at perm_channel(lane * per) + 4 i: i does not
 // carry out of d & 7 (lane * per is a multiple of per), so one position a lane and immediate offsets, where ptxas
@@ -32,53 +32,6 @@ template <int per>
 __device__ __forceinline__ int perm_channel_lane(int lane, int i) {
   static_assert(per == 2 || per == 4, "D 64 or 128");
   return perm_channel(lane * per) + 4 * i;
-}
-
-// Bits (8i + k), i = 0..3, of the 6 plane words x[j] -> a word whose byte i is the 6-bit code.
-// bit_of[j]: the code bit plane j holds.
-__device__ __forceinline__ uint32_t gather_code4(const uint32_t (&x)[6], const int (&bit_of)[6], int k) {
-  uint32_t c = 0;
-#pragma unroll
-  for (int j = 0; j < 6; ++j) c |= rotr32(x[j], (k - bit_of[j]) & 31) & (0x01010101u << bit_of[j]);
-  return c;
-}
-
-// The same words as gather_code4 in fewer instructions (mma_pv): the planes of code bits 2p and 2p + 1 are
-// merged once a plane word into e[p] (even channels c: bit c = bit 2p, bit c + 1 = bit 2p + 1) or o[p] (odd
-// channels c: bit c - 1 = bit 2p, bit c = bit 2p + 1), 2 instructions a pair each; then a code word (bit
-// position k) is one rotate and one and-or a pair of e (k even) or o (k odd): 6 instructions instead of 12.
-// xb: the 6 plane words ordered by the code bit they hold.
-// Each pair as one bit select (session 17 a2): (a & ~M) | (b & M) with M = 0xAAAAAAAA, ~M = 0x55555555, so the same
-// words; on the device one lop3 (look-up table 0xD8 = c ? b : a with PTX's a = 0xF0, b = 0xCC, c = 0xAA; the mask the
-// immediate operand c: odd bits from b, even bits from a; the stopped session 17 draft had 0xE4, c ? a : b), 2
-// instructions a pair after the shift, not 3 (written in C, the compiler kept the two masked terms apart: shift, and,
-// and-or, whichever form).
-__device__ __forceinline__ uint32_t bitsel_odd_bits(uint32_t a, uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, 0xAAAAAAAA, 0xD8;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-#else
-  return (a & 0x55555555u) | (b & 0xAAAAAAAAu);
-#endif
-}
-
-__device__ __forceinline__ void merge_pairs_even(const uint32_t (&xb)[6], uint32_t (&e)[3]) {
-#pragma unroll
-  for (int p = 0; p < 3; ++p) e[p] = bitsel_odd_bits(xb[2 * p], xb[2 * p + 1] << 1);
-}
-
-__device__ __forceinline__ void merge_pairs_odd(const uint32_t (&xb)[6], uint32_t (&o)[3]) {
-#pragma unroll
-  for (int p = 0; p < 3; ++p) o[p] = bitsel_odd_bits(xb[2 * p] >> 1, xb[2 * p + 1]);
-}
-
-// y: e (k even) or o (k odd) of the plane word.
-__device__ __forceinline__ uint32_t code4_from_pairs(const uint32_t (&y)[3], int k) {
-  uint32_t c = 0;
-#pragma unroll
-  for (int p = 0; p < 3; ++p) c |= rotr32(y[p], ((k & ~1) - 2 * p) & 31) & (0x03030303u << (2 * p));
-  return c;
 }
 
 // float(byte i of w), exactly: the byte in the mantissa of 2^23, minus 2^23.
@@ -162,46 +115,15 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
 // The coarse codes (code >> fb) of token t, in perm_channel order.
 template <int D>
 __device__ __forceinline__ void load_coarse_perm(const Layout& l, const uint8_t* rec, int t, uint32_t (&c4)[D / 4]) {
-  constexpr int W = D / 32;
-  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc + static_cast<long long>(t) * l.cb * l.row);
-  uint32_t word[4][W];  // cb <= 4 planes
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-#pragma unroll
-    for (int w = 0; w < W; ++w) word[j][w] = j < l.cb ? kc[j * W + w] : 0u;
-  const int bit_of[6] = {0, 1, 2, 3, 4, 5};
-#pragma unroll
-  for (int w = 0; w < W; ++w) {
-    const uint32_t x[6] = {word[0][w], word[1][w], word[2][w], word[3][w], 0u, 0u};
-#pragma unroll
-    for (int k = 0; k < 8; ++k) c4[8 * w + k] = gather_code4(x, bit_of, k);
-  }
+  fo_k_token_words<D>(reinterpret_cast<const uint32_t*>(rec + l.kc), reinterpret_cast<const uint32_t*>(rec + l.kf),
+                      l.cb, t, true, c4);
 }
 
 // The codes of token t (all six bits), word 8w + k byte i = channel 32w + 8i + k.
 template <int D>
 __device__ __forceinline__ void load_codes_perm(const Layout& l, const uint8_t* rec, int t, uint32_t (&c4)[D / 4]) {
-  constexpr int W = D / 32;
-  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc + static_cast<long long>(t) * l.cb * l.row);
-  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf + static_cast<long long>(t) * l.fb * l.row);
-  uint32_t word[6][W];  // every plane word first (independent loads), then the gathers
-#pragma unroll
-  for (int j = 0; j < 6; ++j) {
-    const uint32_t* src = j < l.cb ? kc + j * W : kf + (j - l.cb) * W;
-#pragma unroll
-    for (int w = 0; w < W; ++w) word[j][w] = src[w];
-  }
-  int bit_of[6];
-#pragma unroll
-  for (int j = 0; j < 6; ++j) bit_of[j] = j < l.cb ? l.fb + j : j - l.cb;
-#pragma unroll
-  for (int w = 0; w < W; ++w) {
-    uint32_t x[6];
-#pragma unroll
-    for (int j = 0; j < 6; ++j) x[j] = word[j][w];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) c4[8 * w + k] = gather_code4(x, bit_of, k);
-  }
+  fo_k_token_words<D>(reinterpret_cast<const uint32_t*>(rec + l.kc), reinterpret_cast<const uint32_t*>(rec + l.kf),
+                      l.cb, t, false, c4);
 }
 
 // 8- and 16-byte global vectors (the BF16 rows: 16-byte aligned, the API checks it for this variant).
@@ -211,6 +133,7 @@ struct alignas(16) U4 {
 struct alignas(8) U2 {
   uint32_t x, y;
 };
+
 
 __device__ __forceinline__ float f4_at(const F4& v, int i) { return reinterpret_cast<const float*>(&v)[i]; }
 
@@ -304,6 +227,50 @@ __device__ __forceinline__ void mma_s8_16x8x32(const uint32_t (&a)[4], const uin
 #endif
 }
 
+// The 4 S A-fragment field registers (fo_k_field: register n = 4 s + a, k-step s, fragment register a) of lane `lane`
+// in 16-token block b of a K field region (coarse: bits = cb, fine: bits = fb; fbla_math.h "The K codes' order"): the
+// lane's words by its parts' lane-contiguous vector loads (D 128: 4 + 4, 4 + 2, 4 words; D 64: 4, 2 + 1, 2).
+template <int D, int bits>
+__device__ __forceinline__ void fo_k_block_regs(const uint32_t* region, int b, int lane, uint32_t (&r)[D / 8]) {
+  constexpr int nw = fo_k_lane_words(D, bits), n4 = nw & ~3, n2 = (nw - n4) & ~1;
+  const uint32_t* blk = region + b * 32 * nw;
+  uint32_t w[nw];
+#pragma unroll
+  for (int p = 0; p < n4 / 4; ++p) {
+    const U4 x = *reinterpret_cast<const U4*>(blk + 128 * p + 4 * lane);
+    w[4 * p] = x.x, w[4 * p + 1] = x.y, w[4 * p + 2] = x.z, w[4 * p + 3] = x.w;
+  }
+  if constexpr (n2 != 0) {
+    const U2 x = *reinterpret_cast<const U2*>(blk + 32 * n4 + 2 * lane);
+    w[n4] = x.x, w[n4 + 1] = x.y;
+  }
+  if constexpr (nw > n4 + n2) w[nw - 1] = blk[32 * (n4 + n2) + lane];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) r[n] = fo_k_field<bits>(w, n);
+}
+
+// The integer dots of block b (tokens 16 b + gid, + 8) with the q digits' B fragments (bf[s]): c[0] / c[1] (token gid)
+// and c[2] / c[3] (token gid + 8) as the columns of mma_s8_16x8x32, from the coarse and the fine fields in two
+// accumulators, c = (coarse . q << fb) + fine . q (exact: |c| < 2^31). kc / kf: the group's K regions.
+template <int D, int kCB>
+__device__ __forceinline__ void fo_k_block_dots(const uint32_t* kc, const uint32_t* kf, int b, int lane,
+                                                const uint32_t (&bf)[D / 32][2], int32_t (&c)[4]) {
+  constexpr int S = D / 32, kFB = 6 - kCB;
+  uint32_t rc[D / 8], rf[D / 8];
+  fo_k_block_regs<D, kCB>(kc, b, lane, rc);
+  fo_k_block_regs<D, kFB>(kf, b, lane, rf);
+  int32_t cc[4] = {0, 0, 0, 0}, cf[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    const uint32_t ac[4] = {rc[4 * s], rc[4 * s + 1], rc[4 * s + 2], rc[4 * s + 3]};
+    const uint32_t af[4] = {rf[4 * s], rf[4 * s + 1], rf[4 * s + 2], rf[4 * s + 3]};
+    mma_s8_16x8x32(ac, bf[s], cc);
+    mma_s8_16x8x32(af, bf[s], cf);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) c[i] = (cc[i] << kFB) + cf[i];
+}
+
 // The B fragments of the q digits of group g: column n = gid = 2 head + digit, k-step s: code words
 // 2S tig + 2s (k 4tig ..) and + 1 (k 16 + 4tig ..), in perm_channel order as sm.what.
 template <int D, class Smem>
@@ -320,22 +287,18 @@ __device__ __forceinline__ void load_bfrag(const Smem& sm, int g, uint32_t (&bf)
 // The scores of a closed group by the warp (variant imma+coarse_warps): an MMA row tile = a 16-token
 // block, k = the channels in perm_channel order, column n = 2 head + digit (the q digits, sm.what).
 // Lane tig owns code words cw0 .. cw0 + 2S - 1 (cw0 = 2S tig; k-step s: words cw0 + 2s, cw0 + 2s + 1 as
-// the k and k + 16 halves), so its codes come from plane word cw0 / 8 by gather_code4 as in
-// load_codes_perm, and c[0] / c[1] of lane (gid, tig) are the hi / lo digit sums of token 16 m + gid,
+// the k and k + 16 halves): the fragment-ordered K fields' registers (fo_k_block_dots), and c[0] / c[1] of lane
+// (gid, tig) are the hi / lo digit sums of token 16 m + gid,
 // head tig: 256 c[0] + c[1] == dot_codes, the same integer, then the same score_of. Result: score or
 // -inf (block not refined for the head, or head >= nh) in component head of sm.pw[g][t] (a staging
 // place: the probabilities overwrite it after two barriers).
 template <int D>
 __device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const uint8_t* rec, int g, int nh,
                                             float scale) {
-  constexpr int S = D / 32, W = D / 32;  // k-steps of 32 channels; plane words a token row
+  constexpr int S = D / 32;  // k-steps of 32 channels
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-  const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
   uint32_t bf[S][2];
   load_bfrag<D>(sm, g, bf);
-  int bit_of[6];
-#pragma unroll
-  for (int j = 0; j < 6; ++j) bit_of[j] = j < l.cb ? l.fb + j : j - l.cb;
   const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
   const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc);
   const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf);
@@ -352,25 +315,11 @@ __device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const
       *out1 = neg_inf();
       continue;
     }
-    uint32_t x[2][6];  // the plane words w of tokens 16 m + gid and + 8 (independent loads)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int t = kBlock * m + gid + 8 * r;
-#pragma unroll
-      for (int j = 0; j < 6; ++j)
-        x[r][j] = j < l.cb ? kc[(t * l.cb + j) * W + w] : kf[(t * l.fb + (j - l.cb)) * W + w];
-    }
-    int32_t c[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      uint32_t a[4];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
-        a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
-      }
-      mma_s8_16x8x32(a, bf[s], c);
-    }
+    int32_t c[4];
+    if (l.cb == 3)  // uniform: the mode's field widths as constants
+      fo_k_block_dots<D, 3>(kc, kf, m, lane, bf, c);
+    else
+      fo_k_block_dots<D, 4>(kc, kf, m, lane, bf, c);
     *out0 = mine ? score_of(bias, sw, c[0] * 256 + c[1], scale) : neg_inf();
     *out1 = mine ? score_of(bias, sw, c[2] * 256 + c[3], scale) : neg_inf();
   }
@@ -823,12 +772,10 @@ template <int D>
 __device__ __forceinline__ void coarse_imma(const DecodeParams& p, const Layout& l, const WarpSmem& sm,
                                             const uint8_t* rec, int g, int nh, size_t row0, int ch,
                                             float (&lbm)[kWarpHeads]) {
-  constexpr int S = D / 32, W = D / 32;
+  constexpr int S = D / 32;
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-  const int cw0 = 2 * S * tig, w = cw0 / 8, k0 = cw0 % 8;
   uint32_t bf[S][2];
   load_bfrag<D>(sm, g, bf);
-  const int bit_of[6] = {0, 1, 2, 3, 4, 5};  // the coarse code's bits (planes fb .. 5 of the code)
   const bool hv = tig < nh;
   const float bias = sm.bias[tig][g], sw = sm.sw[tig][g];
   const int32_t wsum = hv ? sm.wsum[tig][g] : 0, e2 = hv ? coarse_err2(sm.wabs[tig][g], l.fb) : 0;
@@ -836,22 +783,15 @@ __device__ __forceinline__ void coarse_imma(const DecodeParams& p, const Layout&
   float lb = neg_inf();
 #pragma unroll 1
   for (int m = 0; m < kBlocksPerGroup; ++m) {
-    uint32_t x[2][6];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int t = kBlock * m + gid + 8 * r;
-#pragma unroll
-      for (int j = 0; j < 6; ++j) x[r][j] = j < 4 && j < l.cb ? kc[(t * l.cb + j) * W + w] : 0u;
-    }
+    uint32_t rc[D / 8];  // the coarse fields' registers (the coarse region alone)
+    if (l.cb == 3)
+      fo_k_block_regs<D, 3>(kc, m, lane, rc);
+    else
+      fo_k_block_regs<D, 4>(kc, m, lane, rc);
     int32_t c[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int s = 0; s < S; ++s) {
-      uint32_t a[4];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        a[2 * j] = gather_code4(x[0], bit_of, k0 + 2 * s + j);
-        a[2 * j + 1] = gather_code4(x[1], bit_of, k0 + 2 * s + j);
-      }
+      const uint32_t a[4] = {rc[4 * s], rc[4 * s + 1], rc[4 * s + 2], rc[4 * s + 3]};
       mma_s8_16x8x32(a, bf[s], c);
     }
     const int32_t c2a = coarse_dot2(c[0] * 256 + c[1], wsum, l.fb), c2b = coarse_dot2(c[2] * 256 + c[3], wsum, l.fb);

@@ -14,12 +14,6 @@ const uint16_t* row_of(const uint16_t* base, long long bs, long long hs, long lo
   return base + b * bs + h * hs + t * ts;
 }
 
-void set_bit(uint8_t* plane, int d, int bit) {
-  if (bit) plane[d >> 3] = uint8_t(plane[d >> 3] | (1u << (d & 7)));
-}
-
-int get_bit(const uint8_t* plane, int d) { return (plane[d >> 3] >> (d & 7)) & 1; }
-
 // Quantizes 128 K rows and 128 V rows (bf16, rows[t] -> D values) into one record.
 void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* const* vrow, uint8_t* rec) {
   const int D = l.D;
@@ -28,7 +22,9 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
   float* kscale = reinterpret_cast<float*>(rec + l.kscale);
   float* vmin = reinterpret_cast<float*>(rec + l.vmin);
   float* vscale = reinterpret_cast<float*>(rec + l.vscale);
-  // K: per channel over the group's tokens, in token order
+  // K: per channel over the group's tokens, in token order; the codes then packed as fragment-ordered coarse and fine
+  // fields (fo_k_pack_word)
+  std::vector<uint8_t> kcodes(size_t(kGroup) * D);
   for (int d = 0; d < D; ++d) {
     float mn = bf16_to_f32(krow[0][d]), mx = mn;
     for (int t = 1; t < kGroup; ++t) minmax_step(bf16_to_f32(krow[t][d]), mn, mx);
@@ -36,12 +32,12 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
     quant_range(mn, mx, scale, inv);
     kmin[d] = mn;
     kscale[d] = scale;
-    for (int t = 0; t < kGroup; ++t) {
-      const int code = quant_code(bf16_to_f32(krow[t][d]), mn, inv);
-      for (int j = 0; j < l.cb; ++j) set_bit(rec + l.kc + (int64_t(t) * l.cb + j) * l.row, d, (code >> (l.fb + j)) & 1);
-      for (int j = 0; j < l.fb; ++j) set_bit(rec + l.kf + (int64_t(t) * l.fb + j) * l.row, d, (code >> j) & 1);
-    }
+    for (int t = 0; t < kGroup; ++t) kcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(krow[t][d]), mn, inv));
   }
+  uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one
+  const int nc = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.cb), nf = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.fb);
+  for (int i = 0; i < nc; ++i) kw[i] = fo_k_pack_word(kcodes.data(), D, D, l.cb, l.fb, i);
+  for (int i = 0; i < nf; ++i) kw[nc + i] = fo_k_pack_word(kcodes.data(), D, D, l.fb, 0, i);
   // V: per token over its channels, in channel order; the codes then packed in fragment order (fo_v_pack_word)
   std::vector<uint8_t> vcodes(size_t(kGroup) * D);
   for (int t = 0; t < kGroup; ++t) {
@@ -60,10 +56,8 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
 }
 
 int k_code(const Layout& l, const uint8_t* rec, int t, int d) {
-  int c = 0;
-  for (int j = 0; j < l.cb; ++j) c |= get_bit(rec + l.kc + (int64_t(t) * l.cb + j) * l.row, d) << (l.fb + j);
-  for (int j = 0; j < l.fb; ++j) c |= get_bit(rec + l.kf + (int64_t(t) * l.fb + j) * l.row, d) << j;
-  return c;
+  return fo_k_code(reinterpret_cast<const uint32_t*>(rec + l.kc), reinterpret_cast<const uint32_t*>(rec + l.kf), l.D,
+                   l.cb, t, d);
 }
 
 int v_code(const Layout& l, const uint8_t* rec, int t, int d) {

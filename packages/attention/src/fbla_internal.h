@@ -81,7 +81,7 @@ enum DecodeVariant {
   kImmaImma = 5,    // kImmaCoarse with the coarse pass's dots by mma.sync s8 too
   kImmaOcc = 6,     // kImmaImma with the refine at more CTAs an SM (fewer registers, some spills)
   kStageImma = 7,   // the chunk's records staged in shared memory (cp.async.bulk on sm_90), IMMA scores
-  kStagePipe = 8,   // kStageImma with the V planes in 4 pieces, the P V loop starting on the first
+  kStagePipe = 8,   // kStageImma with the V codes in 4 pieces, the P V loop starting on the first
   kStageBf = 9,     // kStageImma with the BF16 item's rows loaded a whole K row / 16 V rows at once, L2-prefetched
   kMmaPv = 10,      // pv digits: 8 warps an item (a warp a 32-token slice), records staged, scores and P V by mma.sync s8
   kMmaPv4 = 11,     // kMmaPv's arithmetic in 54.5 KB of shared memory (D 128): 4 CTAs an SM, 8 warps, <= 64 registers

@@ -32,18 +32,6 @@ __device__ __forceinline__ const uint16_t* in_row(const uint16_t* base, long lon
   return base + b * bs + h * hs + t * ts;
 }
 
-// x rotated right by n (0 .. 31): one funnel shift on the GPU.
-__device__ __forceinline__ uint32_t rotr32(uint32_t x, int n) {
-#if defined(__CUDA_ARCH__)
-  return __funnelshift_r(x, x, n);
-#else
-  return (x >> n) | (x << ((32 - n) & 31));
-#endif
-}
-
-// 4 bits -> 4 bytes of 0 / 1 (bit i -> byte i): the four partial products land on disjoint bits.
-__device__ __forceinline__ uint32_t spread4(uint32_t nib) { return (nib * 0x00204081u) & 0x01010101u; }
-
 // Byte i of each of 4 words -> word i (a 4 x 4 byte transpose): out[i] byte r = in[r] byte i.
 __device__ __forceinline__ void transpose4x4(const uint32_t (&in)[4], uint32_t (&out)[4]) {
   const uint32_t t0 = __byte_perm(in[0], in[1], 0x5140u), t1 = __byte_perm(in[0], in[1], 0x7362u);
@@ -85,8 +73,8 @@ __device__ __forceinline__ void fo_v_codes4(const uint32_t* vp, int u0, int w, i
 
 // ---- append: close the groups an append fills ------------------------------------------------
 // CTA (b, h, k): group g = max(1, L/128) + k of sequence b, head h, when the append fills it.
-// K per channel: thread d; the bit planes are assembled by warp ballots (channel d = bit d % 32 of
-// word d / 32). V per token: thread t quantizes its token, then the CTA packs the fragment-ordered words.
+// K per channel: thread d quantizes its channel; V per token: thread t its token; each into shared memory, then the CTA
+// packs the fragment-ordered words (K: coarse and fine fields, fbla_math.h; V: whole codes).
 template <int D>
 __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
   const mlops_fbla_cache& c = p.c;
@@ -113,8 +101,13 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
     return pos < L ? tv + static_cast<size_t>(i) * D
                    : in_row(kv.v, kv.v_batch_stride, kv.v_head_stride, kv.v_token_stride, b, h, pos - L);
   };
-  const int tid = threadIdx.x, lane = tid & 31;
-  // K: thread d (whole warps: D is a multiple of 32)
+  const int tid = threadIdx.x;
+  // rows of D + 4 bytes: a warp's word stores (one token a thread) fall in distinct banks
+  constexpr int kLd = D + 4;
+  __shared__ uint32_t code_words[kGroup * kLd / 4];
+  uint8_t* const codes = reinterpret_cast<uint8_t*>(code_words);
+  // K: thread d quantizes channel d into shared memory (whole warps: D is a multiple of 32); then the coarse and fine
+  // fields are packed in fragment order, a thread a word (fo_k_pack_word: consecutive threads, consecutive words)
   if (tid < D) {
     const int d = tid;
     float mn = bf16_to_f32(krow(0)[d]), mx = mn;
@@ -123,24 +116,18 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
     quant_range(mn, mx, scale, inv);
     reinterpret_cast<float*>(rec + l.kmin)[d] = mn;
     reinterpret_cast<float*>(rec + l.kscale)[d] = scale;
-    for (int t = 0; t < kGroup; ++t) {
-      const int code = quant_code(bf16_to_f32(krow(t)[d]), mn, inv);
-      for (int j = 0; j < l.cb; ++j) {
-        const uint32_t w = __ballot_sync(0xffffffffu, (code >> (l.fb + j)) & 1);
-        if (lane == 0) reinterpret_cast<uint32_t*>(rec + l.kc + (static_cast<long long>(t) * l.cb + j) * l.row)[d / 32] = w;
-      }
-      for (int j = 0; j < l.fb; ++j) {
-        const uint32_t w = __ballot_sync(0xffffffffu, (code >> j) & 1);
-        if (lane == 0) reinterpret_cast<uint32_t*>(rec + l.kf + (static_cast<long long>(t) * l.fb + j) * l.row)[d / 32] = w;
-      }
-    }
+    for (int t = 0; t < kGroup; ++t) codes[t * kLd + d] = static_cast<uint8_t>(quant_code(bf16_to_f32(krow(t)[d]), mn, inv));
   }
+  __syncthreads();
+  {
+    uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one (layout())
+    const int nc = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.cb), nf = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.fb);
+    for (int i = tid; i < nc + nf; i += kCloseThreads)
+      kw[i] = i < nc ? fo_k_pack_word(codes, kLd, D, l.cb, l.fb, i) : fo_k_pack_word(codes, kLd, D, l.fb, 0, i - nc);
+  }
+  __syncthreads();  // the K codes are read: the buffer takes the V codes
   // V: thread t quantizes token t into shared memory; then the codes are packed in fragment order, a thread a
   // word (fo_v_pack_word: consecutive threads, consecutive words)
-  // rows of D + 4 bytes: a warp's word stores (one token a thread) fall in distinct banks
-  constexpr int kLd = D + 4;
-  __shared__ uint32_t vcode_words[kGroup * kLd / 4];
-  uint8_t* const vcodes = reinterpret_cast<uint8_t*>(vcode_words);
   {
     const int t = tid;
     const uint16_t* x = vrow(t);
@@ -154,12 +141,12 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
       uint32_t w4 = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) w4 |= static_cast<uint32_t>(quant_code(bf16_to_f32(x[d + i]), mn, inv)) << (8 * i);
-      *reinterpret_cast<uint32_t*>(&vcodes[t * kLd + d]) = w4;
+      *reinterpret_cast<uint32_t*>(&codes[t * kLd + d]) = w4;
     }
   }
   __syncthreads();
   uint32_t* vw = reinterpret_cast<uint32_t*>(rec + l.v);
-  for (int i = tid; i < kSlicesPerGroup * fo_v_slice_words(D); i += kCloseThreads) vw[i] = fo_v_pack_word(vcodes, kLd, D, i);
+  for (int i = tid; i < kSlicesPerGroup * fo_v_slice_words(D); i += kCloseThreads) vw[i] = fo_v_pack_word(codes, kLd, D, i);
 }
 
 // ---- append: store the tokens that land in the sink or the filling group -------------------
@@ -415,33 +402,25 @@ __device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_c
 }
 
 // The codes of one token row, 4 channels a word (byte i = the code of channel 4q + i).
-// coarse_only: the coarse value (code >> fb), else the full 6-bit code.
+// coarse_only: the coarse value (code >> fb), else the full 6-bit code. From the fragment-ordered K regions in
+// perm_channel order (fo_k_token_words), then each 32 channels' 8 words 4 x 4 byte-transposed into channel order:
+// natural word 8 w + 2 i + h, byte r = perm word 8 w + 4 h + r, byte i.
 template <int D>
 __device__ __forceinline__ void load_codes(const Layout& l, const uint8_t* rec, int t, bool coarse_only,
                                            uint32_t (&c4)[D / 4]) {
-  constexpr int W = D / 32;
-  const uint32_t* kc = reinterpret_cast<const uint32_t*>(rec + l.kc + static_cast<long long>(t) * l.cb * l.row);
-  const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + l.kf + static_cast<long long>(t) * l.fb * l.row);
+  uint32_t pw[D / 4];
+  fo_k_token_words<D>(reinterpret_cast<const uint32_t*>(rec + l.kc), reinterpret_cast<const uint32_t*>(rec + l.kf),
+                      l.cb, t, coarse_only, pw);
 #pragma unroll
-  for (int q = 0; q < D / 4; ++q) c4[q] = 0;
-  const int shift = coarse_only ? 0 : l.fb;
-  const int np = coarse_only ? l.cb : 6;  // planes used: the cb coarse ones, then the fb fine ones
-  // all the plane words first (independent loads, one memory latency), then the spreads
-  uint32_t word[6][W];
+  for (int w = 0; w < D / 32; ++w)
 #pragma unroll
-  for (int j = 0; j < 6; ++j) {
-    const uint32_t* src = j < l.cb ? kc + j * W : kf + (j - l.cb) * W;
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t in[4] = {pw[8 * w + 4 * h], pw[8 * w + 4 * h + 1], pw[8 * w + 4 * h + 2], pw[8 * w + 4 * h + 3]};
+      uint32_t out[4];
+      transpose4x4(in, out);
 #pragma unroll
-    for (int w = 0; w < W; ++w) word[j][w] = j < np ? src[w] : 0u;
-  }
-#pragma unroll
-  for (int j = 0; j < 6; ++j) {
-    const int bit = j < l.cb ? shift + j : j - l.cb;
-#pragma unroll
-    for (int w = 0; w < W; ++w)
-#pragma unroll
-      for (int k = 0; k < 8; ++k) c4[w * 8 + k] |= spread4((word[j][w] >> (4 * k)) & 0xfu) << bit;
-  }
+      for (int i = 0; i < 4; ++i) c4[8 * w + 2 * i + h] = out[i];
+    }
 }
 
 // 16-byte shared-memory vectors (one ld.shared.v4 instead of four loads).
@@ -603,7 +582,7 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
     if (it.slot > nch) continue;  // uniform over the CTA
     if (item == static_cast<int>(blockIdx.x)) prefetch_item(p, item, items, 1);  // the first item (later ones: below)
     prefetch_item(p, item + gridDim.x, items, 1);
-    if (it.slot > 0) {  // this chunk's K planes (the scores) into L1; its V planes follow once the codes are in
+    if (it.slot > 0) {  // this chunk's K fields (the scores) into L1; its V codes follow once the codes are in
       const int ch = it.slot - 1;
       const int ng = nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups;
       for (int g = 0; g < ng; ++g)
@@ -702,7 +681,7 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
           for (int hi = 0; hi < kHeadBatch; ++hi) if (hi < nh)
             if (sm.ref[hi][blk]) s[hi] = score_of(sm.bias[hi][gi], sm.sw[hi][gi], dot_codes<D>(sm.what[hi][gi], c4), p.scale);
         }
-        for (int g = 0; g < ng; ++g)  // the V planes (read last, by the P V loop) into L1
+        for (int g = 0; g < ng; ++g)  // the V codes (read last, by the P V loop) into L1
           prefetch_range(record_of(c, it.b, it.kh, ch * kChunkGroups + g) + l.v, static_cast<long long>(kGroup) * 6 * l.row, true);
         active = active && sm.any[blk];
       }

@@ -21,7 +21,7 @@ constexpr int kHeadBatch = 8;                      // q heads a decode pass hold
 struct Layout {
   int D, cb, fb;
   int64_t kmin, kscale, vmin, vscale, kc, kf, v, bytes;  // byte offsets in a record, its size
-  int64_t row;                                           // bytes of one bit plane of one token: D / 8
+  int64_t row;                                           // D / 8: bytes of one bit of every channel (region sizes)
 };
 
 MLOPS_HD Layout layout(int D, int mode) {
@@ -112,6 +112,126 @@ MLOPS_HD uint32_t fo_v_codes_of_channel(const uint32_t* words, int D, int u0, in
   uint32_t a[4];
   fo_v_tile(words[fo_v_word(D, sl, T, 0, L)], words[fo_v_word(D, sl, T, 1, L)], words[fo_v_word(D, sl, T, 2, L)], a);
   return a[3];
+}
+
+// ---- the K codes' order in a record: fragment-ordered (FO, since session 26) -------------------
+// K keeps its coarse / fine split (the coarse pass reads the coarse region alone): the coarse region holds each code's
+// top cb bits (code >> fb), the fine region its low fb bits, each as fields of the refine's score MMA A fragments
+// (mma.m16n8k32 s8; lane L = 4 gid + tig; rows = tokens, k = channels in the q digits' perm_channel order). Block b
+// (tokens 16 b ..), lane L, register n = 4 s + a (k-step s < S = D / 32, a = 0 .. 3: the fragment's a0 .. a3), byte i:
+//   token 16 b + gid + 8 (a & 1), channel 32 w + 8 i + k0 + 2 s + (a >> 1), with w = (2 S tig) / 8, k0 = (2 S tig) % 8
+// (the channels of code word 2 S tig + 2 s + (a >> 1) in perm_channel order: the order the bit planes' gathers made
+// until session 25, so the q digits and the MMAs' B fragments did not change). A lane's 4 S fields of one block are
+// fo_k_lane_words(D, bits) little-endian words (byte i of each holds byte i of its registers' fields):
+//   4 bits: word v holds field 2 v in bits 0 - 3, field 2 v + 1 in bits 4 - 7;
+//   2 bits: word v holds field 4 v + u in bits 2 u, 2 u + 1 (u = 0 .. 3);
+//   3 bits: words 3 h + v (h = 0 .. S / 2 - 1 halves of 8 fields, R = 8 h, v = 0 .. 2) hold field R + 2 v in bits
+//   0 - 2, field R + 2 v + 1 in bits 3 - 5; bits 6, 7 hold field R + 6's bits 0, 1 (v = 0), its bit 2 and field
+//   R + 7's bit 0 (v = 1), field R + 7's bits 1, 2 (v = 2).
+// The words are laid out block by block, a block's in parts of 4, then 2, then 1 words a lane ([part][lane][word]):
+// every load of a warp is lane-contiguous (LDS.128 / LDS.64 / LDS.32, no bank conflicts). Why: a 16-token block's A
+// registers are 2 or 3 vector loads and ~2 ALU instructions a register, where the bit planes took 12 scalar loads a
+// block and ~7 a register (docs/attention.md "The K codes").
+MLOPS_HD constexpr int fo_k_lane_words(int D, int bits) { return D * bits / 64; }
+
+// The uint32 index, in a K field region (coarse: bits = cb; fine: bits = fb), of word v of lane L in block b.
+MLOPS_HD int fo_k_word(int D, int bits, int b, int L, int v) {
+  const int nw = fo_k_lane_words(D, bits), n4 = nw & ~3, n2 = (nw - n4) & ~1;
+  const int ps = v < n4 ? (v & ~3) : (v < n4 + n2 ? n4 : n4 + n2);  // the part's first word and its size
+  const int psz = v < n4 ? 4 : (v < n4 + n2 ? 2 : 1);
+  return b * 32 * nw + 32 * ps + L * psz + (v - ps);
+}
+
+// Field register n (byte i = that field of byte i) from a lane's words of one block (w[v], v < fo_k_lane_words).
+template <int bits>
+MLOPS_HD uint32_t fo_k_field(const uint32_t* w, int n) {
+  static_assert(bits == 2 || bits == 3 || bits == 4, "cb / fb are 2, 3 or 4");
+  if (bits == 4) return (w[n >> 1] >> (4 * (n & 1))) & 0x0F0F0F0Fu;
+  if (bits == 2) return (w[n >> 2] >> (2 * (n & 3))) & 0x03030303u;
+  const uint32_t* h = w + 3 * (n >> 3);
+  const int r = n & 7;
+  if (r < 6) return (h[r >> 1] >> (3 * (r & 1))) & 0x07070707u;
+  if (r == 6) return ((h[0] >> 6) & 0x03030303u) | ((h[1] >> 4) & 0x04040404u);
+  return ((h[1] >> 7) & 0x01010101u) | ((h[2] >> 5) & 0x06060606u);
+}
+
+// fo_k_field with the field width a run-time value (host readers and the chains forms' per-token reads).
+MLOPS_HD uint32_t fo_k_field_n(const uint32_t* w, int bits, int n) {
+  return bits == 4 ? fo_k_field<4>(w, n) : (bits == 3 ? fo_k_field<3>(w, n) : fo_k_field<2>(w, n));
+}
+
+// Word v of a lane's block from the lane's 4 S field registers (f[n], byte i = the field of byte i): the packing.
+MLOPS_HD uint32_t fo_k_pack(const uint32_t* f, int bits, int v) {
+  if (bits == 4) return f[2 * v] | (f[2 * v + 1] << 4);
+  if (bits == 2) return f[4 * v] | (f[4 * v + 1] << 2) | (f[4 * v + 2] << 4) | (f[4 * v + 3] << 6);
+  const uint32_t* r = f + 8 * (v / 3);
+  const int u = v % 3;
+  const uint32_t top = u == 0 ? (r[6] & 0x03030303u) << 6
+                              : (u == 1 ? ((r[6] & 0x04040404u) << 4) | ((r[7] & 0x01010101u) << 7)
+                                        : (r[7] & 0x06060606u) << 5);
+  return r[2 * u] | (r[2 * u + 1] << 3) | top;
+}
+
+// The (token, channel) of byte i of field register n of lane L in block b (the map above).
+MLOPS_HD int fo_k_token(int b, int L, int n) { return 16 * b + (L >> 2) + 8 * (n & 1); }
+MLOPS_HD int fo_k_channel(int D, int L, int n, int i) {
+  const int cw0 = (D / 16) * (L & 3);  // 2 S tig
+  return 32 * (cw0 >> 3) + 8 * i + (cw0 & 7) + 2 * (n >> 2) + ((n >> 1) & 1);
+}
+
+// Word `idx` of a K field region from the group's codes (codes[t * ld + d], 0 .. 63): the field (code >> shift) &
+// mask of each byte (coarse: shift fb, mask 2^cb - 1; fine: 0, 2^fb - 1). The encoder's packing.
+MLOPS_HD uint32_t fo_k_pack_word(const uint8_t* codes, int ld, int D, int bits, int shift, int idx) {
+  const int nw = fo_k_lane_words(D, bits), n4 = nw & ~3, n2 = (nw - n4) & ~1;
+  const int b = idx / (32 * nw), rem = idx % (32 * nw);
+  // rem's part: parts of 4 words a lane (128 words each), then one of 2 (64), then one of 1 (32)
+  const int ps = rem < 32 * n4 ? 4 * (rem / 128) : (rem < 32 * (n4 + n2) ? n4 : n4 + n2);
+  const int psz = rem < 32 * n4 ? 4 : (rem < 32 * (n4 + n2) ? 2 : 1);
+  const int L = (rem - 32 * ps) / psz, v = ps + (rem - 32 * ps) % psz;
+  const int S = D / 32, mask = (1 << bits) - 1;
+  uint32_t f[16];
+  const int n0 = bits == 4 ? 2 * v : (bits == 2 ? 4 * v : 8 * (v / 3));
+  const int nn = bits == 4 ? 2 : (bits == 2 ? 4 : 8);
+  for (int n = 0; n < 4 * S; ++n) f[n] = 0;
+  for (int n = n0; n < n0 + nn; ++n)
+    for (int i = 0; i < 4; ++i)
+      f[n] |= static_cast<uint32_t>((codes[fo_k_token(b, L, n) * ld + fo_k_channel(D, L, n, i)] >> shift) & mask)
+              << (8 * i);
+  return fo_k_pack(f, bits, v);
+}
+
+// Token t's codes in perm_channel order (c4[cw] byte i = channel 32 (cw >> 3) + 8 i + (cw & 7)), read from a group's K
+// regions (kc, kf: uint32 words); coarse_only: code >> fb. A lane's words are read once for its 2 S code words (the
+// chains forms' per-token reader and the host's).
+template <int D>
+MLOPS_HD void fo_k_token_words(const uint32_t* kc, const uint32_t* kf, int cb, int t, bool coarse_only,
+                               uint32_t (&c4)[D / 4]) {
+  constexpr int S = D / 32;
+  const int fb = 6 - cb, b = t >> 4, r = (t >> 3) & 1;
+  for (int tig = 0; tig < 4; ++tig) {
+    const int L = 4 * (t & 7) + tig;
+    uint32_t wc[8], wf[8];
+    for (int v = 0; v < fo_k_lane_words(D, cb); ++v) wc[v] = kc[fo_k_word(D, cb, b, L, v)];
+    if (!coarse_only)
+      for (int v = 0; v < fo_k_lane_words(D, fb); ++v) wf[v] = kf[fo_k_word(D, fb, b, L, v)];
+    for (int rem = 0; rem < 2 * S; ++rem) {  // code word 2 S tig + rem: k-step rem / 2, k-half rem % 2
+      const int n = 4 * (rem >> 1) + 2 * (rem & 1) + r;
+      const uint32_t c = fo_k_field_n(wc, cb, n);
+      c4[2 * S * tig + rem] = coarse_only ? c : (c << fb) | fo_k_field_n(wf, fb, n);
+    }
+  }
+}
+
+// The K code of (token t, channel d) (host readers, tests; one field register's words read).
+MLOPS_HD int fo_k_code(const uint32_t* kc, const uint32_t* kf, int D, int cb, int t, int d) {
+  const int S = D / 32, cw = 8 * (d >> 5) + (d & 7), i = (d >> 3) & 3, fb = 6 - cb;
+  const int tig = cw / (2 * S), rem = cw % (2 * S), b = t >> 4, L = 4 * (t & 7) + tig;
+  const int n = 4 * (rem >> 1) + 2 * (rem & 1) + ((t >> 3) & 1);
+  uint32_t wc[8], wf[8];
+  for (int v = 0; v < fo_k_lane_words(D, cb); ++v) wc[v] = kc[fo_k_word(D, cb, b, L, v)];
+  for (int v = 0; v < fo_k_lane_words(D, fb); ++v) wf[v] = kf[fo_k_word(D, fb, b, L, v)];
+  const uint32_t c = (fo_k_field_n(wc, cb, n) << fb) | fo_k_field_n(wf, fb, n);
+  return (c >> (8 * i)) & 63;
 }
 
 // The V code of (token t, channel d) from a group's V region (words: uint32, little-endian).

@@ -43,7 +43,7 @@ def test_records_match_torch_encoder(mode, D):
                 assert torch.equal(u["v_codes"][b, h, s], vc)
                 assert torch.equal(u["v_min"][b, h, s], vmn)
                 assert torch.equal(u["v_scale"][b, h, s], vs)
-    # the coarse plane is the top bits of the code
+    # the coarse region is the top bits of the code
     fb = 3 if mode == "3+3" else 2
     assert torch.equal(u["k_coarse"], u["k_codes"] >> fb)
 
@@ -76,6 +76,63 @@ def test_v_region_is_fragment_ordered(D):
     vc = encode_group(k[0, 0, GROUP:], v[0, 0, GROUP:])[3]
     assert int(vc.max()) == 63 and int(vc.min()) == 0  # (per-token ranges: every byte's 8 bits get used)
     assert torch.equal(region, fo_v_region(vc, D))
+
+
+def fo_k_region(fields, D, bits):
+    """A K field region's bytes packed from fields [128, D] (coarse: code >> fine_bits; fine: code & (2^fine_bits - 1))
+    by docs/attention.md "The K codes", written as the doc's loops (block, lane, register, byte -> token, channel; a
+    lane's words, then the parts of 4, 2, 1 words a lane): the packing direction, apart from the reader in
+    mlops.attention.reference."""
+    S, nw = D // 32, D * bits // 64
+    parts, left = [], nw
+    for size in (4, 2, 1):
+        while left >= size and (size == 4 or not any(p[1] == size for p in parts)):
+            parts.append((nw - left, size))
+            left -= size
+    words = [0] * (8 * 32 * nw)
+    for blk in range(8):
+        for lane in range(32):
+            gid, tig = lane // 4, lane % 4
+            cw0 = 2 * S * tig
+            reg = []  # reg[n][i]: the field of register n = 4 s + a, byte i
+            for s_ in range(S):
+                for a in range(4):
+                    t = 16 * blk + gid + 8 * (a % 2)
+                    reg.append([int(fields[t, 32 * (cw0 // 8) + 8 * i + cw0 % 8 + 2 * s_ + a // 2]) for i in range(4)])
+            lw = []
+            for v in range(nw):
+                byte = []
+                for i in range(4):
+                    if bits == 4:
+                        x = reg[2 * v][i] | reg[2 * v + 1][i] << 4
+                    elif bits == 2:
+                        x = sum(reg[4 * v + u][i] << (2 * u) for u in range(4))
+                    else:
+                        R, u = 8 * (v // 3), v % 3
+                        top = [reg[R + 6][i] & 3, (reg[R + 6][i] >> 2) | (reg[R + 7][i] & 1) << 1, reg[R + 7][i] >> 1][u]
+                        x = reg[R + 2 * u][i] | reg[R + 2 * u + 1][i] << 3 | top << 6
+                    byte.append(x)
+                lw.append(sum(x << (8 * i) for i, x in enumerate(byte)))
+            for ps, size in parts:
+                for v in range(ps, ps + size):
+                    words[blk * 32 * nw + 32 * ps + lane * size + (v - ps)] = lw[v]
+    signed = [w - (1 << 32) if w >= 1 << 31 else w for w in words]
+    return torch.tensor(signed, dtype=torch.int32).view(torch.uint8)
+
+
+@pytest.mark.parametrize("mode", ["3+3", "4+2"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_k_regions_are_fragment_ordered(mode, D):
+    k, v = kv(1, 1, 2 * GROUP, D, seed=13)
+    c = A.encode(k, v, mode=mode)
+    lay = A.record_layout(D, mode)
+    cb, fb = lay["coarse_bits"], lay["fine_bits"]
+    kc = encode_group(k[0, 0, GROUP:], v[0, 0, GROUP:])[0]
+    assert int(kc.max()) == 63 and int(kc.min()) == 0  # (per-channel ranges: every field's bits get used)
+    rec = c.records[0, 0, 0]
+    assert lay["k_fine"] == lay["k_coarse"] + 16 * cb * D
+    assert torch.equal(rec[lay["k_coarse"]:lay["k_fine"]], fo_k_region(kc >> fb, D, cb))
+    assert torch.equal(rec[lay["k_fine"]:lay["k_fine"] + 16 * fb * D], fo_k_region(kc & ((1 << fb) - 1), D, fb))
 
 
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])

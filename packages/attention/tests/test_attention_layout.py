@@ -45,7 +45,7 @@ def test_struct_matches_doc_and_mirror():
     assert compiled["sizeof(mlops_fbla_cache)"] == ctypes.sizeof(CacheMirror) == 88
     assert compiled["MLOPS_FBLA_GROUP"] == A.GROUP == 128
     assert compiled["MLOPS_FBLA_BLOCK"] == A.BLOCK == 16
-    assert compiled["MLOPS_FBLA_RECORD_VERSION"] == 2  # the V codes fragment-ordered (docs: "The V codes")
+    assert compiled["MLOPS_FBLA_RECORD_VERSION"] == 3  # K fields and V codes fragment-ordered (docs: "The K codes")
 
 
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])

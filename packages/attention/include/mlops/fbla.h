@@ -18,13 +18,22 @@
  *   [4D, 8D)              k_scale fp32 [D]     k = k_min[d] + k_scale[d] * code
  *   [8D, 8D+512)          v_min   fp32 [128]   V is quantized per token
  *   [8D+512, 8D+1024)     v_scale fp32 [128]   v = v_min[t] + v_scale[t] * code
- *   [8D+1024, +16 cb D)   K coarse plane: [128 tokens][cb bit planes][D/8 bytes]
- *   [.., +16 fb D)        K fine plane:   [128 tokens][fb bit planes][D/8 bytes]
- *   [.., +96 D)           V codes:        fragment-ordered 6-bit codes (record version 2, below)
- * A 6-bit code c = coarse << fb | fine; bit plane j of a token row holds bit j of the codes of
- * its D channels, channel d at byte d/8, bit d%8. The coarse plane stores bits fb .. 5 (plane
- * fb first), the fine plane bits 0 .. fb-1. Mode 3+3: cb = fb = 3; mode 4+2: cb = 4, fb = 2.
- * V (MLOPS_FBLA_RECORD_VERSION 2; version 1 held 6 bit planes a token like K): the code of token t,
+ *   [8D+1024, +16 cb D)   K coarse fields: code >> fb of every (token, channel), fragment-ordered
+ *   [.., +16 fb D)        K fine fields:   code & (2^fb - 1), the same order
+ *   [.., +96 D)           V codes:         fragment-ordered 6-bit codes (record version 2 on, below)
+ * A 6-bit code c = coarse << fb | fine. Mode 3+3: cb = fb = 3; mode 4+2: cb = 4, fb = 2.
+ * K (MLOPS_FBLA_RECORD_VERSION 3; versions 1, 2 held bit planes [128 tokens][bits][D/8 bytes]): in a
+ * region of field width `bits` (cb or fb), token t, channel d = 32w + 8i + k sit in block t / 16,
+ * lane L = 4 (t % 8) + tig, field register n = 4 s + 2 j + (t / 8) % 2, byte i, where code word
+ * 8w + k = 2 S tig + 2 s + j (S = D / 32; an mma.m16n8k32 A fragment: rows = tokens, k = channels).
+ * A lane's 4S registers of a block are nw = D * bits / 64 uint32 words (byte i of a word holds byte i
+ * of its registers' fields): 4 bits: word n/2, bits 4 (n%2); 2 bits: word n/4, bits 2 (n%4); 3 bits:
+ * words 3h + v (h = n/8) hold registers 8h + 2v, 8h + 2v + 1 in bits 0-2, 3-5, and bits 6-7 of the
+ * three words hold register 8h + 6's bits 0-1 | its bit 2 and register 8h + 7's bit 0 | its bits 1-2.
+ * Word v of lane L in block b is the uint32 at b*32*nw + 32*ps + L*psz + (v - ps) of the region,
+ * (ps, psz) its part: the lane's words cut into parts of 4, then 2, then 1 words (docs/attention.md,
+ * "The K codes").
+ * V (MLOPS_FBLA_RECORD_VERSION 2 on; version 1 held 6 bit planes a token): the code of token t,
  * channel d is byte i = t % 4 of register j = 2 ((t / 16) % 2) + (d / 8) % 2 of lane
  * L = 4 (d % 8) + (t % 16) / 4, tile T = d / 16, slice s = t / 32 (an mma.m16n8k32 A fragment:
  * rows = channels, k = tokens); a tile's 4 registers are 3 uint32 words: byte i of word v (0..2) =
@@ -45,7 +54,7 @@ extern "C" {
 #define MLOPS_FBLA_ABI_VERSION 3 /* 2: mlops_fbla_decode_args.variant; 3: .pv and mlops_fbla_decode_variant.pv */
 #define MLOPS_FBLA_GROUP 128       /* tokens a group */
 #define MLOPS_FBLA_BLOCK 16        /* tokens a refine block (the unit of the skip decision) */
-#define MLOPS_FBLA_RECORD_VERSION 2 /* the records' byte order: 2 = V codes fragment-ordered (session 21) */
+#define MLOPS_FBLA_RECORD_VERSION 3 /* the records' byte order: 2 = V codes fragment-ordered (session 21), 3 = K too */
 #define MLOPS_FBLA_CHUNK_GROUPS 2  /* closed groups a decode work item (fixed: results never depend on the grid) */
 #define MLOPS_FBLA_FLAG_FULL 1     /* flags[0] bit: an append was refused, the cache was full */
 /* The decode's P V numerics (docs/attention.md, "Two P V forms"): each fixes every bit of the output. */
@@ -140,7 +149,7 @@ size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* cache, int32_t q_
 /* One query token a sequence against its cache->lengths[b] tokens, read in device memory when the
  * kernels run (decode_at: one captured CUDA graph replays it as appends grow the cache; a length of
  * 0 gives out = 0). The coarse pass scores every closed
- * group from the coarse plane; the refine pass scores with all six bits only the blocks whose
+ * group from the coarse region; the refine pass scores with all six bits only the blocks whose
  * upper bound is within gap of the running max (all of them when exact); a combine kernel merges
  * the partials in a fixed order. */
 mlops_status mlops_fbla_decode(const mlops_fbla_cache* cache, const mlops_fbla_decode_args* args, void* scratch,

@@ -34,11 +34,32 @@ static float f32(uint16_t h) {
   return f;
 }
 
-static int bit(const uint8_t* plane, int d) { return (plane[d >> 3] >> (d & 7)) & 1; }
-
-#if MLOPS_FBLA_RECORD_VERSION != 2
-#error "kv_value below reads record version 2 (V codes fragment-ordered)"
+#if MLOPS_FBLA_RECORD_VERSION != 3
+#error "kv_value below reads record version 3 (K fields and V codes fragment-ordered)"
 #endif
+
+/* field (bits wide) of token r, channel d from a fragment-ordered K region (the map in fbla.h) */
+static int k_field(const uint8_t* region, int bits, int r, int d) {
+  const uint32_t* w = (const uint32_t*)region;
+  const int S = D / 32, nw = D * bits / 64, n4 = nw & ~3, n2 = (nw - n4) & ~1;
+  const int cw = 8 * (d / 32) + d % 8, i = (d / 8) % 4, tig = cw / (2 * S), rem = cw % (2 * S);
+  const int blk = r / 16, lane = 4 * (r % 8) + tig, n = 4 * (rem / 2) + 2 * (rem % 2) + (r / 8) % 2;
+  uint32_t lw[8];
+  for (int v = 0; v < nw; ++v) { /* the lane's words: parts of 4, then 2, then 1 a lane */
+    const int ps = v < n4 ? v / 4 * 4 : (v < n4 + n2 ? n4 : n4 + n2), psz = v < n4 ? 4 : (v < n4 + n2 ? 2 : 1);
+    lw[v] = w[blk * 32 * nw + 32 * ps + lane * psz + (v - ps)];
+  }
+#define BYTE(v) ((int)((lw[v] >> (8 * i)) & 0xffu))
+  if (bits == 4) return (BYTE(n / 2) >> (4 * (n % 2))) & 15;
+  if (bits == 2) return (BYTE(n / 4) >> (2 * (n % 4))) & 3;
+  {
+    const int h = 3 * (n / 8), rr = n % 8;
+    if (rr < 6) return (BYTE(h + rr / 2) >> (3 * (rr % 2))) & 7;
+    if (rr == 6) return ((BYTE(h) >> 6) & 3) | (((BYTE(h + 1) >> 6) & 1) << 2);
+    return ((BYTE(h + 1) >> 7) & 1) | (((BYTE(h + 2) >> 6) & 3) << 1);
+  }
+#undef BYTE
+}
 
 /* the value decode attends to for token t of kv head h, channel d (the format of fbla.h) */
 static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d) {
@@ -52,12 +73,12 @@ static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d)
   const float* kscale = (const float*)(rec + 4 * D);
   const float* vmin = (const float*)(rec + 8 * D);
   const float* vscale = (const float*)(rec + 8 * D + 512);
-  const int fb = c->mode == MLOPS_FBLA_4_2 ? 2 : 3, cb = 6 - fb, row = D / 8, r = t % G;
+  const int fb = c->mode == MLOPS_FBLA_4_2 ? 2 : 3, cb = 6 - fb, r = t % G;
   const uint8_t* kc = rec + 8 * D + 1024;
-  const uint8_t* kf = kc + G * cb * row;
-  const uint8_t* vc = kf + G * fb * row;
+  const uint8_t* kf = kc + 16 * cb * D;
+  const uint8_t* vc = kf + 16 * fb * D;
   int code = 0;
-  if (is_v) { /* fragment-ordered (MLOPS_FBLA_RECORD_VERSION 2, the map in fbla.h) */
+  if (is_v) { /* fragment-ordered (MLOPS_FBLA_RECORD_VERSION 2 on, the map in fbla.h) */
     const uint32_t* vw = (const uint32_t*)vc;
     const int s = r / 32, tt = r % 32, lane = 4 * (d % 8) + (tt % 16) / 4, i = tt % 4, T = d / 16;
     const int j = 2 * ((tt / 16) % 2) + (d / 8) % 2;
@@ -69,8 +90,7 @@ static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d)
     }
     return (double)vmin[r] + (double)vscale[r] * code;
   }
-  for (int j = 0; j < cb; ++j) code |= bit(kc + (r * cb + j) * row, d) << (fb + j);
-  for (int j = 0; j < fb; ++j) code |= bit(kf + (r * fb + j) * row, d) << j;
+  code = k_field(kc, cb, r, d) << fb | k_field(kf, fb, r, d);
   return (double)kmin[d] + (double)kscale[d] * code;
 }
 

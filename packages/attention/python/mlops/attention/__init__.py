@@ -1,4 +1,4 @@
-"""mlops.attention: the FBLA compressed KV cache (6-bit codes: K in a coarse and a fine bit plane, V in
+"""mlops.attention: the FBLA compressed KV cache (6-bit codes: K in a coarse and a fine region, both with V in
 the tensor-core fragments' order; a BF16 sink and filling group) and its decode attention for NVIDIA GPUs sm_61 ... sm_90 (DP4A).
 CPU tensors run the host emulation, which gives the same bits. docs/attention.md describes the
 format, the numerics and the error bound of the skip."""

@@ -14,10 +14,48 @@ from ._ops import GROUP, FBLACache, _fail, encode, record_layout
 __all__ = ["dequantize", "reference_decode", "fake_quantize", "unpack_codes"]
 
 
-def _bits(planes: torch.Tensor, D: int) -> torch.Tensor:
-    """uint8 [..., D/8] bit planes -> int64 [..., D] bits (channel d: byte d/8, bit d%8)."""
-    shifts = torch.arange(8, device=planes.device, dtype=torch.int64)
-    return ((planes.to(torch.int64)[..., None] >> shifts) & 1).reshape(*planes.shape[:-1], D)
+def _words(region: torch.Tensor) -> torch.Tensor:
+    """uint8 [..., 4 n] -> int64 [..., n] little-endian uint32 words."""
+    b = region.to(torch.int64)
+    return b[..., 0::4] | (b[..., 1::4] << 8) | (b[..., 2::4] << 16) | (b[..., 3::4] << 24)
+
+
+def _fo_k_fields(region: torch.Tensor, D: int, bits: int) -> torch.Tensor:
+    """uint8 [..., 16 bits D] fragment-ordered K fields of a group (coarse: bits = coarse_bits, the codes' top bits;
+    fine: bits = fine_bits, the low bits) -> int64 [..., 128, D] (docs/attention.md, "The K codes"): token t,
+    channel d = 32 w + 8 i + k sit in block t // 16, lane 4 (t % 8) + tig, register n = 4 s + 2 j + (t // 8) % 2, byte i,
+    where code word 8 w + k = 2 S tig + 2 s + j (S = D / 32); a lane's words of a block hold its registers' fields
+    (4 bits: word n // 2, bits 4 (n % 2); 2 bits: word n // 4, bits 2 (n % 4); 3 bits: words 3 h + v of half h = n // 8
+    hold registers 8 h + 2 v, + 1 in bits 0 - 2, 3 - 5, registers 8 h + 6, + 7 in the three words' bits 6 - 7), stored
+    block by block in parts of 4, 2, 1 words a lane, each [lane][word]."""
+    dev = region.device
+    words = _words(region)
+    S, nw = D // 32, D * bits // 64
+    n4 = nw & ~3
+    n2 = (nw - n4) & ~1
+    t = torch.arange(GROUP, device=dev)[:, None]
+    d = torch.arange(D, device=dev)[None, :]
+    cw, i = 8 * (d // 32) + d % 8, (d // 8) % 4
+    tig, rem = cw // (2 * S), cw % (2 * S)
+    blk, lane = t // 16, 4 * (t % 8) + tig
+    n = 4 * (rem // 2) + 2 * (rem % 2) + (t // 8) % 2
+
+    def bits_at(v, shift, width):  # [..., 128, D]: `width` bits from bit `shift` of byte i of the lane's word v
+        ps = torch.where(v < n4, v & ~3, torch.where(v < n4 + n2, torch.full_like(v, n4), torch.full_like(v, n4 + n2)))
+        psz = torch.where(v < n4, 4, torch.where(v < n4 + n2, 2, 1))
+        idx = blk * 32 * nw + 32 * ps + lane * psz + (v - ps)
+        w = words[..., idx.flatten()].reshape(*words.shape[:-1], GROUP, D)
+        return (w >> (8 * i + shift)) & ((1 << width) - 1)
+
+    if bits == 4:
+        return bits_at(n // 2, 4 * (n % 2), 4)
+    if bits == 2:
+        return bits_at(n // 4, 2 * (n % 4), 2)
+    h, r = n // 8, n % 8
+    low = bits_at(3 * h + torch.clamp(r, max=5) // 2, 3 * (r % 2), 3)
+    r6 = bits_at(3 * h, 6, 2) | (bits_at(3 * h + 1, 6, 1) << 2)
+    r7 = bits_at(3 * h + 1, 7, 1) | (bits_at(3 * h + 2, 6, 2) << 1)
+    return torch.where(r < 6, low, torch.where(r == 6, r6, r7))
 
 
 def _fo_v_codes(region: torch.Tensor, D: int) -> torch.Tensor:
@@ -27,8 +65,7 @@ def _fo_v_codes(region: torch.Tensor, D: int) -> torch.Tensor:
     bits 0 - 5 of a byte and bits 2v, 2v + 1 of register 3's in bits 6 - 7; lane L's words 3 T + v of a slice at
     uint32 index slice * 6 D + ((3 T + v) // 4) * 128 + 4 L + (3 T + v) % 4."""
     dev = region.device
-    b = region.to(torch.int64)
-    words = b[..., 0::4] | (b[..., 1::4] << 8) | (b[..., 2::4] << 16) | (b[..., 3::4] << 24)  # [..., 24 D]
+    words = _words(region)  # [..., 24 D]
     t = torch.arange(GROUP, device=dev)[:, None]
     d = torch.arange(D, device=dev)[None, :]
     sl, tt = t // 32, t % 32
@@ -49,20 +86,15 @@ def unpack_codes(cache: FBLACache) -> dict:
     """The parts of every record: k_min / k_scale float32 [B, H, S, D], v_min / v_scale [B, H, S, 128],
     k_codes / v_codes int64 [B, H, S, 128, D] (6-bit), k_coarse [B, H, S, 128, D] (code >> fine_bits)."""
     lay = record_layout(cache.head_dim, cache.mode)
-    D, cb, fb, row = cache.head_dim, lay["coarse_bits"], lay["fine_bits"], lay["plane_row_bytes"]
+    D, cb, fb = cache.head_dim, lay["coarse_bits"], lay["fine_bits"]
     r = cache.records
     B, H, S, _ = r.shape
 
     def f32(off, n):
         return r[..., off:off + 4 * n].contiguous().view(torch.float32)
 
-    def planes(off, nplanes):
-        p = r[..., off:off + GROUP * nplanes * row].reshape(B, H, S, GROUP, nplanes, row)
-        return _bits(p, D)  # [B, H, S, 128, nplanes, D]
-
-    kc, kf = planes(lay["k_coarse"], cb), planes(lay["k_fine"], fb)
-    coarse = sum(kc[..., j, :] << j for j in range(cb))
-    fine = sum(kf[..., j, :] << j for j in range(fb))
+    coarse = _fo_k_fields(r[..., lay["k_coarse"]:lay["k_coarse"] + 16 * cb * D], D, cb)
+    fine = _fo_k_fields(r[..., lay["k_fine"]:lay["k_fine"] + 16 * fb * D], D, fb)
     return {"k_min": f32(lay["k_min"], D), "k_scale": f32(lay["k_scale"], D), "v_min": f32(lay["v_min"], GROUP),
             "v_scale": f32(lay["v_scale"], GROUP), "k_coarse": coarse, "k_codes": (coarse << fb) | fine,
             "v_codes": _fo_v_codes(r[..., lay["v_codes"]:lay["v_codes"] + 96 * D], D)}
