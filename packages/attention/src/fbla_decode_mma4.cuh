@@ -334,11 +334,10 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
                                                                               : Item{0, 0, 0};
   Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};  // the next item, decoded
   int next = 0;  // kDyn: the item after this one (dyn_next's value)
-  auto take_next = [&] {  // kDyn, thread 0: the next item from the counter, into dyn_next; returns it decoded
+  auto take_next = [&] {  // kDyn, thread 0: the next item from the counter, decoded, into dyn_next
     const int n = next_item_dyn(p);
     const Item ni = item_of(n, c.batch, c.kv_heads);
     dyn_next[0] = n, dyn_next[1] = ni.b, dyn_next[2] = ni.kh, dyn_next[3] = ni.slot;
-    return ni;
   };
   auto read_next = [&] {  // kDyn, every thread, after a barrier that follows take_next
     next = dyn_next[0];
@@ -374,11 +373,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       stage_issue(&bars[0], stage0, sbytes, grec0 + l.vmin, c.record_bytes,
                   static_cast<int>((kSplitV ? l.v : l.bytes) - l.vmin), ng);
     if constexpr (kDyn) {
-      if (threadIdx.x == 0) {  // the next item now, so that its records go to L2 while this one runs (on the bulk
-        // prefetch's sm_90 SASS the whole range; a lower arch's per-line prefetch from one thread covers 1 line in 256)
-        const Item ni = take_next();
-        if (dyn_next[0] < items) prefetch_item_at(p, ni, true, 1);
-      }
+      // The next item now (thread 0). Its records are no longer prefetched to L2 here (session 22 did, the whole range
+      // by one bulk prefetch): with the K codes fragment-ordered the refine runs the L2 at ~94 % of its throughput
+      // (GPU run 130), where each prefetched byte crossed it twice; without the prefetch (run 131) B8 L128K 3+3 exact
+      // 537.4 -> 534.8 us, B1 L128K 98.5 -> 94.0, B8 L16K 84.6 -> 82.6, no case slower.
+      if (threadIdx.x == 0) take_next();
     } else {
       prefetch_item_at(p, nxt, item + static_cast<int>(gridDim.x) < items, 1);
     }
