@@ -228,3 +228,12 @@ attn_c75s() {
   local L=$((END - 15 - SECONDS)); [ $L -gt 170 ] && L=170; [ $L -lt 40 ] && L=40
   fshards c75s packages/attention/tests/test_attention_gpu.py $1 2 $L -k "mma_pv or warps or items or stage or planner"
 }
+# ncu_prof NAME PYTHONPATH NCU-ARGS... -- PROGRAM ARGS...: an ncu --set full profile into $R/NAME.ncu-rep, with its details
+# page ($R/NAME-details.txt) and its SASS source page as CSV ($R/NAME-source.csv, what ci/device/ncu_lines.py reads).
+ncu_prof() {
+  local n=$1 pp=$2; shift 2
+  PYTHONPATH=$pp timeout 120 ncu --set full --clock-control none --import-source no -f -o $R/$n "$@" > $R/$n.log 2>&1
+  echo "$n rc=$? at ${SECONDS}s" >> $R/phases.txt
+  ncu -i $R/$n.ncu-rep --page details --print-units base > $R/$n-details.txt 2>&1
+  ncu -i $R/$n.ncu-rep --page source --csv --print-source sass > $R/$n-source.csv 2>&1
+}

@@ -10,14 +10,7 @@ source ci/device/lib.sh
 call_setup 200 phases.txt
 inst ".carry/s26/new/mlops_attention-*.whl" /tmp/s26c-new
 gpu_info
-prof() {  # prof NAME NCU-ARGS... -- PROGRAM ARGS... (as s25.sh's)
-  local n=$1; shift
-  PYTHONPATH=/tmp/s26c-new timeout 120 ncu --set full --clock-control none --import-source no -f -o $R/$n "$@" > $R/$n.log 2>&1
-  echo "$n rc=$? at ${SECONDS}s" >> $R/phases.txt
-  ncu -i $R/$n.ncu-rep --page details --print-units base > $R/$n-details.txt 2>&1
-  ncu -i $R/$n.ncu-rep --page source --csv --print-source sass > $R/$n-source.csv 2>&1
-}
-prof new-b8-l131072 -k regex:refine_mma4_kernel -c 1 \
+ncu_prof new-b8-l131072 /tmp/s26c-new -k regex:refine_mma4_kernel -c 1 \
   python3 packages/attention/bench/profile_decode.py --B 8 --L 131072 --variant planner --exact
 [ -n "$DRY" ] && { cat $R/phases.txt; exit 0; }
 ls -la $R >> $R/phases.txt
