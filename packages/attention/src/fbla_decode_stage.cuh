@@ -199,10 +199,8 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
     int32_t c[4];
     if constexpr (kCB != 0)
       fo_k_block_dots<D, kCB>(kc, kf, m0 + m, lane, bf, c);
-    else if (l.cb == 3)  // uniform
-      fo_k_block_dots<D, 3>(kc, kf, m0 + m, lane, bf, c);
     else
-      fo_k_block_dots<D, 4>(kc, kf, m0 + m, lane, bf, c);
+      fo_k_block_dots<D>(l.cb, kc, kf, m0 + m, lane, bf, c);
     if (mine) {
       sc[m][0] = score_of(bias, sw, c[0] * 256 + c[1], scale);
       sc[m][1] = score_of(bias, sw, c[2] * 256 + c[3], scale);

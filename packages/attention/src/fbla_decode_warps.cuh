@@ -232,19 +232,18 @@ __device__ __forceinline__ void mma_s8_16x8x32(const uint32_t (&a)[4], const uin
 // lane's words by its parts' lane-contiguous vector loads (D 128: 4 + 4, 4 + 2, 4 words; D 64: 4, 2 + 1, 2).
 template <int D, int bits>
 __device__ __forceinline__ void fo_k_block_regs(const uint32_t* region, int b, int lane, uint32_t (&r)[D / 8]) {
-  constexpr int nw = fo_k_lane_words(D, bits), n4 = nw & ~3, n2 = (nw - n4) & ~1;
-  const uint32_t* blk = region + b * 32 * nw;
+  constexpr int nw = fo_k_lane_words(D, bits), n4 = nw & ~3, n2 = (nw - n4) & ~1;  // the parts' sizes (fo_k_word)
   uint32_t w[nw];
 #pragma unroll
   for (int p = 0; p < n4 / 4; ++p) {
-    const U4 x = *reinterpret_cast<const U4*>(blk + 128 * p + 4 * lane);
+    const U4 x = *reinterpret_cast<const U4*>(region + fo_k_word(D, bits, b, lane, 4 * p));
     w[4 * p] = x.x, w[4 * p + 1] = x.y, w[4 * p + 2] = x.z, w[4 * p + 3] = x.w;
   }
   if constexpr (n2 != 0) {
-    const U2 x = *reinterpret_cast<const U2*>(blk + 32 * n4 + 2 * lane);
+    const U2 x = *reinterpret_cast<const U2*>(region + fo_k_word(D, bits, b, lane, n4));
     w[n4] = x.x, w[n4 + 1] = x.y;
   }
-  if constexpr (nw > n4 + n2) w[nw - 1] = blk[32 * (n4 + n2) + lane];
+  if constexpr (nw > n4 + n2) w[nw - 1] = region[fo_k_word(D, bits, b, lane, nw - 1)];
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) r[n] = fo_k_field<bits>(w, n);
 }
@@ -269,6 +268,16 @@ __device__ __forceinline__ void fo_k_block_dots(const uint32_t* kc, const uint32
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) c[i] = (cc[i] << kFB) + cf[i];
+}
+
+// fo_k_block_dots with the mode's coarse width read at run time (cb: 3 or 4, uniform over the warp).
+template <int D>
+__device__ __forceinline__ void fo_k_block_dots(int cb, const uint32_t* kc, const uint32_t* kf, int b, int lane,
+                                                const uint32_t (&bf)[D / 32][2], int32_t (&c)[4]) {
+  if (cb == 3)
+    fo_k_block_dots<D, 3>(kc, kf, b, lane, bf, c);
+  else
+    fo_k_block_dots<D, 4>(kc, kf, b, lane, bf, c);
 }
 
 // The B fragments of the q digits of group g: column n = gid = 2 head + digit, k-step s: code words
@@ -316,10 +325,7 @@ __device__ __forceinline__ void imma_scores(const Layout& l, WarpSmem& sm, const
       continue;
     }
     int32_t c[4];
-    if (l.cb == 3)  // uniform: the mode's field widths as constants
-      fo_k_block_dots<D, 3>(kc, kf, m, lane, bf, c);
-    else
-      fo_k_block_dots<D, 4>(kc, kf, m, lane, bf, c);
+    fo_k_block_dots<D>(l.cb, kc, kf, m, lane, bf, c);
     *out0 = mine ? score_of(bias, sw, c[0] * 256 + c[1], scale) : neg_inf();
     *out1 = mine ? score_of(bias, sw, c[2] * 256 + c[3], scale) : neg_inf();
   }

@@ -35,9 +35,7 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
     for (int t = 0; t < kGroup; ++t) kcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(krow[t][d]), mn, inv));
   }
   uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one
-  const int nc = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.cb), nf = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.fb);
-  for (int i = 0; i < nc; ++i) kw[i] = fo_k_pack_word(kcodes.data(), D, D, l.cb, l.fb, i);
-  for (int i = 0; i < nf; ++i) kw[nc + i] = fo_k_pack_word(kcodes.data(), D, D, l.fb, 0, i);
+  for (int i = 0; i < fo_k_regions_words(D); ++i) kw[i] = fo_k_pack_regions_word(kcodes.data(), D, D, l.cb, i);
   // V: per token over its channels, in channel order; the codes then packed in fragment order (fo_v_pack_word)
   std::vector<uint8_t> vcodes(size_t(kGroup) * D);
   for (int t = 0; t < kGroup; ++t) {

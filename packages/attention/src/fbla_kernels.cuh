@@ -119,12 +119,8 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
     for (int t = 0; t < kGroup; ++t) codes[t * kLd + d] = static_cast<uint8_t>(quant_code(bf16_to_f32(krow(t)[d]), mn, inv));
   }
   __syncthreads();
-  {
-    uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one (layout())
-    const int nc = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.cb), nf = kBlocksPerGroup * 32 * fo_k_lane_words(D, l.fb);
-    for (int i = tid; i < nc + nf; i += kCloseThreads)
-      kw[i] = i < nc ? fo_k_pack_word(codes, kLd, D, l.cb, l.fb, i) : fo_k_pack_word(codes, kLd, D, l.fb, 0, i - nc);
-  }
+  uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one (layout())
+  for (int i = tid; i < fo_k_regions_words(D); i += kCloseThreads) kw[i] = fo_k_pack_regions_word(codes, kLd, D, l.cb, i);
   __syncthreads();  // the K codes are read: the buffer takes the V codes
   // V: thread t quantizes token t into shared memory; then the codes are packed in fragment order, a thread a
   // word (fo_v_pack_word: consecutive threads, consecutive words)

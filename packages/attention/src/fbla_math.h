@@ -142,6 +142,12 @@ MLOPS_HD int fo_k_word(int D, int bits, int b, int L, int v) {
   return b * 32 * nw + 32 * ps + L * psz + (v - ps);
 }
 
+// Lane L's fo_k_lane_words(D, bits) words of block b of a K field region, in order (the scalar loads of the host's
+// and the chains forms' readers; the MMA kernels' vector loads: fo_k_block_regs).
+MLOPS_HD void fo_k_lane_load(const uint32_t* region, int D, int bits, int b, int L, uint32_t (&w)[8]) {
+  for (int v = 0; v < fo_k_lane_words(D, bits); ++v) w[v] = region[fo_k_word(D, bits, b, L, v)];
+}
+
 // Field register n (byte i = that field of byte i) from a lane's words of one block (w[v], v < fo_k_lane_words).
 template <int bits>
 MLOPS_HD uint32_t fo_k_field(const uint32_t* w, int n) {
@@ -188,16 +194,25 @@ MLOPS_HD uint32_t fo_k_pack_word(const uint8_t* codes, int ld, int D, int bits, 
   const int ps = rem < 32 * n4 ? 4 * (rem / 128) : (rem < 32 * (n4 + n2) ? n4 : n4 + n2);
   const int psz = rem < 32 * n4 ? 4 : (rem < 32 * (n4 + n2) ? 2 : 1);
   const int L = (rem - 32 * ps) / psz, v = ps + (rem - 32 * ps) % psz;
-  const int S = D / 32, mask = (1 << bits) - 1;
-  uint32_t f[16];
+  const int mask = (1 << bits) - 1;
+  uint32_t f[16];  // the registers word v packs: n0 .. n0 + nn - 1 (fo_k_pack reads no others)
   const int n0 = bits == 4 ? 2 * v : (bits == 2 ? 4 * v : 8 * (v / 3));
   const int nn = bits == 4 ? 2 : (bits == 2 ? 4 : 8);
-  for (int n = 0; n < 4 * S; ++n) f[n] = 0;
-  for (int n = n0; n < n0 + nn; ++n)
+  for (int n = n0; n < n0 + nn; ++n) {
+    f[n] = 0;
     for (int i = 0; i < 4; ++i)
       f[n] |= static_cast<uint32_t>((codes[fo_k_token(b, L, n) * ld + fo_k_channel(D, L, n, i)] >> shift) & mask)
               << (8 * i);
+  }
   return fo_k_pack(f, bits, v);
+}
+
+// The words of a group's two K regions together (coarse, then fine right after it: 16 cb D + 16 fb D bytes = 24 D words
+// in either mode), and word `idx` of them from the codes: the encoder's loop on the device and on the host.
+MLOPS_HD constexpr int fo_k_regions_words(int D) { return 24 * D; }
+MLOPS_HD uint32_t fo_k_pack_regions_word(const uint8_t* codes, int ld, int D, int cb, int idx) {
+  const int nc = kBlocksPerGroup * 32 * fo_k_lane_words(D, cb), fb = 6 - cb;
+  return idx < nc ? fo_k_pack_word(codes, ld, D, cb, fb, idx) : fo_k_pack_word(codes, ld, D, fb, 0, idx - nc);
 }
 
 // Token t's codes in perm_channel order (c4[cw] byte i = channel 32 (cw >> 3) + 8 i + (cw & 7)), read from a group's K
@@ -211,9 +226,8 @@ MLOPS_HD void fo_k_token_words(const uint32_t* kc, const uint32_t* kf, int cb, i
   for (int tig = 0; tig < 4; ++tig) {
     const int L = 4 * (t & 7) + tig;
     uint32_t wc[8], wf[8];
-    for (int v = 0; v < fo_k_lane_words(D, cb); ++v) wc[v] = kc[fo_k_word(D, cb, b, L, v)];
-    if (!coarse_only)
-      for (int v = 0; v < fo_k_lane_words(D, fb); ++v) wf[v] = kf[fo_k_word(D, fb, b, L, v)];
+    fo_k_lane_load(kc, D, cb, b, L, wc);
+    if (!coarse_only) fo_k_lane_load(kf, D, fb, b, L, wf);
     for (int rem = 0; rem < 2 * S; ++rem) {  // code word 2 S tig + rem: k-step rem / 2, k-half rem % 2
       const int n = 4 * (rem >> 1) + 2 * (rem & 1) + r;
       const uint32_t c = fo_k_field_n(wc, cb, n);
@@ -228,8 +242,8 @@ MLOPS_HD int fo_k_code(const uint32_t* kc, const uint32_t* kf, int D, int cb, in
   const int tig = cw / (2 * S), rem = cw % (2 * S), b = t >> 4, L = 4 * (t & 7) + tig;
   const int n = 4 * (rem >> 1) + 2 * (rem & 1) + ((t >> 3) & 1);
   uint32_t wc[8], wf[8];
-  for (int v = 0; v < fo_k_lane_words(D, cb); ++v) wc[v] = kc[fo_k_word(D, cb, b, L, v)];
-  for (int v = 0; v < fo_k_lane_words(D, fb); ++v) wf[v] = kf[fo_k_word(D, fb, b, L, v)];
+  fo_k_lane_load(kc, D, cb, b, L, wc);
+  fo_k_lane_load(kf, D, fb, b, L, wf);
   const uint32_t c = (fo_k_field_n(wc, cb, n) << fb) | fo_k_field_n(wf, fb, n);
   return (c >> (8 * i)) & 63;
 }
