@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         // ---- p (lane a token), l (lane h: head h, token order), P V (lane 4 channels x 4 heads, token order)
         float pt[kWarpHeads];
 #pragma unroll
-        for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_det(s4[hi] - mh[hi]) : 0.0f;
+        for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_att(s4[hi] - mh[hi]) : 0.0f;
         sm.pt[w][lane] = F4{pt[0], pt[1], pt[2], pt[3]};
         __syncwarp();
         if (lane < kWarpHeads) {
@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int i = kBlock * m + gid + 8 * r;
-            const float pr = valid ? exp_det(sc[m][r] - mt) : 0.0f;
+            const float pr = valid ? exp_att(sc[m][r] - mt) : 0.0f;
             ls = ls + pr;
             bs = bs + pr * vmn[t0 + i];
             wt[m][r] = pr * vsc[t0 + i];
@@ -249,14 +249,15 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           bs = bs + __shfl_xor_sync(0xffffffffu, bs, off);
         }
         if (gid == 0) sm.ls[w][tig] = ls;
-        const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
+        const DigitScale ds = digit_scale(wmax);
+        const float s_pv = ds.step;
 #pragma unroll
         for (int m = 0; m < 2; ++m)
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int i = kBlock * m + gid + 8 * r;
             int dh, dl;
-            qhat_digits(wt[m][r], inv, dh, dl);
+            digits_of(wt[m][r], ds.S, dh, dl);
             sm.dig[w][2 * tig][i] = static_cast<int8_t>(dh);
             sm.dig[w][2 * tig + 1][i] = static_cast<int8_t>(dl);
           }

@@ -111,7 +111,7 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
     }
   }
   float qf[per];
-  const float amax = qhat_warp_digits<per>(
+  const float s_w = qhat_warp_digits<per>(
       [&](int i) { return qf[i] = bf16_to_f32(qv[i]); }, [&](int i) { return ks[i]; },
       [&](int i, int dh, int dl) {
         const int pc = perm_channel_lane<per>(lane, i);
@@ -123,7 +123,7 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
   for (int i = 0; i < per; ++i) bsum = fmaf(qf[i], km[i], bsum);
   bsum = warp_butterfly32(bsum);
   if (lane == 0) {
-    sm.sw[hi][g] = qhat_sw(amax);
+    sm.sw[hi][g] = s_w;
     sm.bias[hi][g] = bsum;
   }
 }
@@ -134,7 +134,7 @@ MLOPS_HD constexpr int fold_smem_floats(int P) { return kWarpHeads + 2 * kWarpHe
 
 // combine_warps_kernel / combine_kernel for the q heads of (b, kv head kh), run by the CTA that finished the pair's last
 // item (the same bits: M the max of the partials' m, then in slot order lt = fmaf(l, e, lt), acc = fmaf(acc_i, e, acc)
-// with e = exp_det(m - M), empty partials (m = -inf) left out; out = acc / lt, 0 when nothing was refined). Thread u:
+// with e = exp_att(m - M), empty partials (m = -inf) left out; out = acc / lt, 0 when nothing was refined). Thread u:
 // head u / (D / 2), channels u % (D / 2) and + D / 2, the partials loaded kStep slots at once.
 template <int D, int kN>
 __device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int kh, float* fs, int tid) {
@@ -160,7 +160,7 @@ __device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int k
     for (int k = tid; k < nh * P; k += kN) {  // e and l of (head k / P, slot k % P)
       const int hi = k / P, i = k - hi * P;
       const float m = ld_l2(p.s.pm + (row0 + hi) * p.s.P + i);
-      se[k] = m == neg_inf() ? -1.0f : exp_det(m - fM[hi]);  // -1: an empty partial (e in [0, 1])
+      se[k] = m == neg_inf() ? -1.0f : exp_att(m - fM[hi]);  // -1: an empty partial (e in [0, 1])
       sl[k] = ld_l2(p.s.pl + (row0 + hi) * p.s.P + i);
     }
     __syncthreads();
@@ -529,7 +529,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           }
           float pt[kWarpHeads];
 #pragma unroll
-          for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_det(s4[j][hi] - mh[hi]) : 0.0f;
+          for (int hi = 0; hi < kWarpHeads; ++hi) pt[hi] = lane < nt && hi < nh ? exp_att(s4[j][hi] - mh[hi]) : 0.0f;
           pts[lane] = F4{pt[0], pt[1], pt[2], pt[3]};
           __syncwarp();
           if (lane < kWarpHeads) {  // head lane's l: the adds in token order, 8 tokens' p loaded before their adds
@@ -571,7 +571,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int i = kBlock * m + gid + 8 * r;
-              const float pr = exp_det_le(valid ? sc[j][m][r] - mt : neg_inf());  // = valid ? exp_det(..) : 0
+              const float pr = exp_att(valid ? sc[j][m][r] - mt : neg_inf());  // = valid ? exp_att(..) : 0
               ls = ls + pr;
               bs = bs + pr * vmn[t0 + i];
               wt[m][r] = pr * vsc[t0 + i];
@@ -585,7 +585,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             bs = bs + __shfl_xor_sync(0xffffffffu, bs, off);
           }
           if (gid == 0) sm.ls[sl][tig] = ls;
-          const float inv = pv_inv(wmax), s_pv = qhat_sw(wmax);
+          const DigitScale ds = digit_scale(wmax);
+          const float s_pv = ds.step;
           // token i = 16 m + gid + 8 r sits at k = i: one address a lane, the 8 stores at immediate offsets
           int8_t* const dg = &dig[2 * tig][gid];
 #pragma unroll
@@ -593,7 +594,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               int dh, dl;
-              bounded_digits(wt[m][r], inv, dh, dl);  // = qhat_digits here (0 <= wt <= wmax)
+              digits_of(wt[m][r], ds.S, dh, dl);
               dg[kBlock * m + 8 * r] = static_cast<int8_t>(dh);          // dig[2 tig][i]
               dg[kSlice + kBlock * m + 8 * r] = static_cast<int8_t>(dl);  // dig[2 tig + 1][i]
             }

@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int t = kBlock * m + gid + 8 * r;
-            const float pt = valid ? exp_det(sc[m][r] - mh) : 0.0f;
+            const float pt = valid ? exp_att(sc[m][r] - mh) : 0.0f;
             reinterpret_cast<float*>(&pw[t])[tig] = pt;
             reinterpret_cast<float*>(&aw[t])[tig] = pt * vsc[t];
           }

@@ -79,7 +79,7 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
   const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
   const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
   int ws = 0, wa = 0;  // integers: exact in any order
-  const float amax = qhat_warp_digits<per>(
+  const float s_w = qhat_warp_digits<per>(
       [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
       [&](int i, int dh, int dl) {
         const int pc = perm_channel_lane<per>(lane, i);
@@ -103,7 +103,7 @@ __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, 
   for (int i = 0; i < per; ++i) bsum = fmaf(sm.qf[hi][lane * per + i], kmin[lane * per + i], bsum);
   bsum = warp_butterfly32(bsum);
   if (lane == 0) {
-    sm.sw[hi][g] = qhat_sw(amax);
+    sm.sw[hi][g] = s_w;
     sm.bias[hi][g] = bsum;
     if (kSums) {
       sm.wsum[hi][g] = ws;
@@ -524,7 +524,7 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
 #pragma unroll
       for (int hi = 0; hi < kWarpHeads; ++hi) {
         const bool valid = t < cnt && hi < nh && (bf16 || sm.ref[hi][g * kBlocksPerGroup + t / kBlock]);
-        pt[hi] = valid ? exp_det(s[r][hi] - sm.m[hi]) : 0.0f;
+        pt[hi] = valid ? exp_att(s[r][hi] - sm.m[hi]) : 0.0f;
       }
       sm.pw[g][t] = F4{pt[0], pt[1], pt[2], pt[3]};
       if (rec) {
@@ -687,7 +687,7 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
 #pragma unroll
         for (int hi = 0; hi < kWarpHeads; ++hi) {
           const bool valid = t < cnt && hi < nh && (bf16 || sm.ref[hi][g * kBlocksPerGroup + t / kBlock]);
-          pt[hi] = valid ? exp_det(s[r][hi] - sm.m[hi]) : 0.0f;
+          pt[hi] = valid ? exp_att(s[r][hi] - sm.m[hi]) : 0.0f;
         }
         sm.pw[g][t] = F4{pt[0], pt[1], pt[2], pt[3]};
         if (rec) {
@@ -901,7 +901,7 @@ __global__ void __launch_bounds__(kWarpThreads, 8) coarse_warps_kernel(DecodePar
 }
 
 // Combine, a warp a (row, 32 channels): M = max of the partials' m (exact in any order); then tiles of
-// 32 slots: lane i computes e of slot i0 + i (exp_det, in parallel) and every lane loads its channel
+// 32 slots: lane i computes e of slot i0 + i (exp_att, in parallel) and every lane loads its channel
 // of the 32 partials at once, then runs combine_kernel's chains in slot order (same bits).
 // kPdl (variant stage+coarse_imma, mma_pv and the planner's mma_pv4r): launched as a programmatic dependent of the
 // refine (sm_90), so its CTAs may start before the refine has finished: griddepcontrol.wait holds them until it has,
@@ -947,7 +947,7 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
   if (Mx != neg_inf()) {  // uniform over the warp
 #pragma unroll
     for (int j = 0; j < kHeld; ++j) {
-      se[32 * j + lane] = mh[j] == neg_inf() ? -1.0f : exp_det(mh[j] - Mx);  // -1: an empty partial (e in [0, 1])
+      se[32 * j + lane] = mh[j] == neg_inf() ? -1.0f : exp_att(mh[j] - Mx);  // -1: an empty partial (e in [0, 1])
       sl[32 * j + lane] = lh[j];
     }
     for (int i0 = 0; i0 < P; i0 += 32) {
@@ -958,7 +958,7 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
       __syncthreads();  // se / sl written (the held tiles) or read (the tile kHeld back)
       if (t >= kHeld && lane < n) {  // past the held tiles: this tile's e / l
         const float m = pm[i0 + lane];
-        se[base + lane] = m == neg_inf() ? -1.0f : exp_det(m - Mx);
+        se[base + lane] = m == neg_inf() ? -1.0f : exp_att(m - Mx);
         sl[base + lane] = pl[i0 + lane];
       }
       __syncthreads();

@@ -76,13 +76,13 @@ void qgroup(const Layout& l, const float* qf, const uint8_t* rec, QGroup& g) {
   const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
   float amax = 0.0f;
   for (int d = 0; d < D; ++d) amax = fmax_step(amax, fabsf(qhat_w(qf[d], kscale[d])));
-  const float inv = qhat_inv(amax);
-  g.s_w = qhat_sw(amax);
+  const DigitScale ds = digit_scale(amax);
+  g.s_w = ds.step;
   g.wsum = 0;
   g.wabs = 0;
   for (int d = 0; d < D; ++d) {
     int hi, lo;
-    qhat_digits(qhat_w(qf[d], kscale[d]), inv, hi, lo);
+    digits_of(qhat_w(qf[d], kscale[d]), ds.S, hi, lo);
     g.what[d] = hi * 256 + lo;
     g.wsum += g.what[d];
     g.wabs += g.what[d] < 0 ? -g.what[d] : g.what[d];
@@ -236,7 +236,7 @@ void decode_host(const DecodeParams& p) {
             float ls = 0.0f;
             for (int d = 0; d < D; ++d) val[d] = 0.0f;
             for (int t = t0; t < t1; ++t) {
-              const float pt = exp_det(sc[gi * kGroup + t] - m);
+              const float pt = exp_att(sc[gi * kGroup + t] - m);
               ls = ls + pt;
               for (int d = 0; d < D; ++d) val[d] = fmaf(pt, bf16_to_f32(vv[gi][size_t(t) * D + d]), val[d]);
             }
@@ -248,7 +248,7 @@ void decode_host(const DecodeParams& p) {
             float lg = 0.0f;
             for (int d = 0; d < D; ++d) val[d] = 0.0f;
             for (int t = 0; t < cnt[gi]; ++t) {
-              const float pt = exp_det(sc[gi * kGroup + t] - m);
+              const float pt = exp_att(sc[gi * kGroup + t] - m);
               lg = lg + pt;
               for (int d = 0; d < D; ++d) val[d] = fmaf(pt, bf16_to_f32(vv[gi][size_t(t) * D + d]), val[d]);
             }
@@ -296,7 +296,7 @@ void decode_host(const DecodeParams& p) {
               bp[g8] = 0.0f;
               for (int i = g8; i < kSlice; i += 8) {  // tokens g8, g8 + 8, g8 + 16, g8 + 24
                 const int t = t0 + i;  // p of a block not refined: 0 (adds nothing)
-                const float pt = refined[gi * kBlocksPerGroup + t / kBlock] ? exp_det(sc[gi * kGroup + t] - m) : 0.0f;
+                const float pt = refined[gi * kBlocksPerGroup + t / kBlock] ? exp_att(sc[gi * kGroup + t] - m) : 0.0f;
                 lp[g8] = lp[g8] + pt;
                 bp[g8] = bp[g8] + pt * vmin[t];
                 wt[i] = pt * vscale[t];
@@ -315,11 +315,12 @@ void decode_host(const DecodeParams& p) {
               }
             }
             const float ls = lp[0], bs = bp[0];
-            const float inv = pv_inv(wmax), sw = qhat_sw(wmax);
+            const DigitScale ds = digit_scale(wmax);
+            const float sw = ds.step;
             int wq[kSlice];
             for (int i = 0; i < kSlice; ++i) {
               int hi, lo;
-              qhat_digits(wt[i], inv, hi, lo);
+              digits_of(wt[i], ds.S, hi, lo);
               wq[i] = 256 * hi + lo;
             }
             for (int d = 0; d < D; ++d) {
@@ -338,7 +339,7 @@ void decode_host(const DecodeParams& p) {
             for (int d = 0; d < D; ++d) val[d] = 0.0f;
             for (int t = 0; t < kGroup; ++t) {
               if (!refined[gi * kBlocksPerGroup + t / kBlock]) continue;
-              const float pt = exp_det(sc[gi * kGroup + t] - m);
+              const float pt = exp_att(sc[gi * kGroup + t] - m);
               lg = lg + pt;
               const float a = pt * vscale[t];
               bs = bs + pt * vmin[t];
@@ -361,7 +362,7 @@ void decode_host(const DecodeParams& p) {
       if (Mx != neg_inf()) {
         for (int i = 0; i < 1 + nch; ++i) {
           if (pm[i] == neg_inf()) continue;
-          const float e = exp_det(pm[i] - Mx);
+          const float e = exp_att(pm[i] - Mx);
           lt = fmaf(pl[i], e, lt);
           for (int d = 0; d < D; ++d) acc[d] = fmaf(pacc[size_t(i) * D + d], e, acc[d]);
         }

@@ -335,7 +335,7 @@ __device__ void load_q(const DecodeParams& p, DecodeSmem& sm, int b, int h0, int
 
 // The q digits of one (head, group), by a warp, a lane's `per` channels i (fbla_host.cpp qgroup()): w = qhat_w(q(i),
 // ks(i)) a channel, the warp's max |w| (a butterfly), then each channel's two digits, handed to out(i, dh, dl) as they
-// are made. Returns that max (what qhat_sw takes). One form for setup_groups, setup_group_warp and the mma_pv4
+// are made. Returns s_w (digit_scale(amax).step). One form for setup_groups, setup_group_warp and the mma_pv4
 // front's setup_group_warp_g; q / ks / out are the callers' reads and stores (inlined: the SASS of before, session 24).
 template <int per, class Q, class Ks, class Out>
 __device__ __forceinline__ float qhat_warp_digits(Q q, Ks ks, Out out) {
@@ -348,14 +348,14 @@ __device__ __forceinline__ float qhat_warp_digits(Q q, Ks ks, Out out) {
   }
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  const float inv = qhat_inv(amax);
+  const DigitScale ds = digit_scale(amax);
 #pragma unroll
   for (int i = 0; i < per; ++i) {
     int dh, dl;
-    bounded_digits(w[i], inv, dh, dl);  // = qhat_digits (|w| <= amax, inv its qhat_inv), hi without a clamp
+    digits_of(w[i], ds.S, dh, dl);
     out(i, dh, dl);
   }
-  return amax;
+  return ds.step;
 }
 
 // The (head, group) query setup of fbla_host.cpp qgroup(): one warp a pair.
@@ -370,7 +370,7 @@ __device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_c
     const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
     const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
     int ws = 0, wa = 0;
-    const float amax = qhat_warp_digits<per>(
+    const float s_w = qhat_warp_digits<per>(
         [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
         [&](int i, int dh, int dl) {
           sm.what[hi][gi][0][lane * per + i] = static_cast<int8_t>(dh);
@@ -389,7 +389,7 @@ __device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_c
       wa += __shfl_xor_sync(0xffffffffu, wa, off);
     }
     if (lane == 0) {
-      sm.sw[hi][gi] = qhat_sw(amax);
+      sm.sw[hi][gi] = s_w;
       sm.bias[hi][gi] = bsum;
       sm.wsum[hi][gi] = ws;
       sm.wabs[hi][gi] = wa;
@@ -687,7 +687,7 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
       for (int hi = 0; hi < kHeadBatch; ++hi) {
         if (hi >= nh) break;
         const int blk = gi * kBlocksPerGroup + t / kBlock;
-        const float pt = (active && sm.ref[hi][blk] && gi < ng) ? exp_det(s[hi] - sm.m[hi]) : 0.0f;
+        const float pt = (active && sm.ref[hi][blk] && gi < ng) ? exp_att(s[hi] - sm.m[hi]) : 0.0f;
         sm.sc[hi][tid] = pt;
         if (it.slot != 0 && gi < ng) sm.sa[hi][tid] = pt * sm.vsc[gi][t];
       }
@@ -836,7 +836,7 @@ __global__ void __launch_bounds__(D) combine_kernel(DecodeParams p) {
           if (k0 + k >= n) break;
           const float m = spm[k0 + k];
           if (m == neg_inf()) continue;
-          const float e = exp_det(m - Mx);
+          const float e = exp_att(m - Mx);
           lt = fmaf(spl[k0 + k], e, lt);
           acc = fmaf(a[k], e, acc);
         }

@@ -1,7 +1,7 @@
 // The arithmetic of FBLA that runs both in the kernels and in the host emulation (MLOPS_HD):
 // one piece of code, the same bits. Device code is built with -fmad=false and host code with
 // -ffp-contract=off (cmake/mlops.cmake), so a*b+c is fused only where written as fmaf; division
-// is IEEE on both sides (nvcc's default -prec-div=true).
+// is IEEE on both sides (nvcc's default -prec-div=true), and the refine's digits need none (digit_scale).
 #pragma once
 #include "mlops/common/exp.h"
 #include "mlops/common/hd.h"
@@ -256,31 +256,53 @@ MLOPS_HD int fo_v_code(const uint32_t* words, int D, int t, int d) {
 // ---- the query against a closed group ------------------------------------------------------
 // K of a group is k[t][d] = k_min[d] + k_scale[d] * code[t][d], so
 //   q . k[t] = sum_d q_d k_min[d] + sum_d (q_d k_scale[d]) code[t][d].
-// w_d = q_d * k_scale[d] is quantized per (head, group) to two int8 digits: with x = w_d * 127 / amax,
-// hi = rint(x), lo = rint((x - hi) * 256) (both clamped to +-127), so w_d ~ s_w * (256 hi + lo),
-// s_w = amax / (127 * 256): a 15-bit q against the codes, the relative error about 2^-16 instead of
-// one int8's 2^-8. Both digit dots are DP4A (exact integers); the combined what . code =
-// 256 (hi . code) + lo . code < 2^31, and
+// w_d = q_d * k_scale[d] is quantized per (head, group) to a 15-bit integer N_d = rint(w_d * S) held as two int8
+// digits, N_d = 256 hi + lo (digits_of), with S a power of two chosen from amax = max_d |w_d| (digit_scale) so that
+// amax * S lies in [16319.75, 32639.5): |N_d| <= 32639 = 127 * 256 + 127, and w_d ~ s_w * N_d with s_w = 1 / S exactly.
+// The relative error is at most 2^-15 of amax (2^-16 where amax's mantissa is near 2), against one int8's 2^-8. Both
+// digit dots are DP4A / IMMA (exact integers); the combined what . code = 256 (hi . code) + lo . code < 2^31, and
 //   score[t] = (bias + s_w * float(what . code[t])) * scale.
-// A group whose largest |q_d k_scale_d| is at most 2^-96 gets inv 0: all digits 0, its score the bias term
-// alone (off by < 2^-96 * 63 * D * scale). Why: 127 / amax overflows to inf below ~3.7e-37 (bf16 q ~ 1e-38),
-// and then a zero w_d gives inf * 0 = NaN, whose int conversion is undefined in C++ (x86 gives INT_MIN, the
-// GPU 0) and 256 * INT_MIN overflows. The outputs did not show it (s_w is subnormal there, the scores ~0),
-// but the host emulation had undefined behaviour; test_tiny_q_digits / test_tiny_q_gpu_equals_host run it.
+// Until session 27 S was 32512 / amax (an IEEE division, and amax / 32512 another) and the digits two rint / clamp
+// steps: ~25 instructions a (head, group) and a slice's P V weights more, in the issue-bound refine; a power of two
+// needs no division, s_w is exact, and w * S rounds once, to N.
+// A group whose largest |q_d k_scale_d| is at most 2^-96 gets S = 0 and s_w = 0: all digits 0, its score the bias term
+// alone (off by < 2^-96 * 63 * D * scale). An inf amax gets S = 0 and s_w = inf (the score NaN, as before).
 constexpr float kTinyWeight = 1.2621774483536189e-29f;  // 2^-96
-MLOPS_HD float qhat_inv(float amax) { return amax > kTinyWeight ? 127.0f / amax : 0.0f; }
 
-MLOPS_HD float qhat_sw(float amax) { return amax / 32512.0f; }
+struct DigitScale {
+  float S;     // 2^k, or 0
+  float step;  // 1 / S exactly; 0 (tiny amax), or amax itself (inf or NaN)
+};
+
+// amax = f 2^e (f in [1, 2)): S = 2^(14 - e), or 2^(13 - e) where f 2^14 would round above 32639 (f >= 1 + 0x7EFF00
+// 2^-23); e >= -96 and e <= 127 keep S and 1 / S normal. Integer operations on amax's bits: no division.
+MLOPS_HD DigitScale digit_scale(float amax) {
+  const uint32_t u = f32_bits(amax);
+  if (!(amax > kTinyWeight)) return DigitScale{0.0f, amax == amax ? 0.0f : amax};
+  if (u >= 0x7f800000u) return DigitScale{0.0f, amax};
+  const uint32_t be = (u >> 23) + ((u & 0x7fffffu) >= 0x7eff00u ? 1u : 0u);  // amax's biased exponent, +1 near 2
+  return DigitScale{bits_f32((268u - be) << 23), bits_f32((be - 14u) << 23)};
+}
+
+// N = rint(x) for |x| <= 32639.5 or NaN (0), the GPU's cvt.rni (one F2I) and the host's rint.
+MLOPS_HD int rint_small(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float2int_rn(x);
+#else
+  return x == x ? int(__builtin_rintf(x)) : 0;
+#endif
+}
+
+// The digits of w (|w| <= the amax S came from, or NaN): N = rint(w S) (exact product: S is a power of two), hi =
+// round(N / 256) (half up), lo = N - 256 hi, so hi in [-127, 127], lo in [-128, 127] and 256 hi + lo = N (lo is N's low
+// byte as an int8: the kernels store it without computing it). S = 0 gives 0, 0.
+MLOPS_HD void digits_of(float w, float S, int& hi, int& lo) {
+  const int n = rint_small(w * S);
+  hi = (n + 128) >> 8;
+  lo = n - hi * 256;
+}
 
 MLOPS_HD float qhat_w(float qf, float kscale) { return qf * kscale; }
-
-MLOPS_HD int clamp127(float r) { return int(r < -127.0f ? -127.0f : (r > 127.0f ? 127.0f : r)); }
-
-MLOPS_HD void qhat_digits(float w, float inv, int& hi, int& lo) {
-  const float x = w * inv;
-  hi = clamp127(rint_even(x));
-  lo = clamp127(rint_even((x - float(hi)) * 256.0f));
-}
 
 MLOPS_HD float score_of(float bias, float s_w, int32_t idot, float scale) {
   return (bias + s_w * float(idot)) * scale;
@@ -303,66 +325,44 @@ MLOPS_HD int32_t coarse_err2(int32_t wabs, int fb) { return ((1 << fb) - 1) * wa
 
 // ---- P V in the digits form (MLOPS_FBLA_PV_DIGITS) ------------------------------------------
 // A chunk's tokens split into slices of 32 (4 a group). In a closed slice, the weight of token t for a head
-// is w_t = p_t * v_scale[t] (>= 0); with wmax the slice's largest, w_t ~ s * (256 hi_t + lo_t) by the q-digit
-// rule (qhat_digits with inv = 127 / wmax, s = wmax / 32512), so sum_t w_t code[t][d] ~ s * I[d] with
-// I[d] = sum_t (256 hi_t + lo_t) code[t][d] an exact integer (|.| < 32512 * 63 * 32 < 2^26; the tensor
+// is w_t = p_t * v_scale[t] (>= 0); with wmax the slice's largest, w_t ~ s * N_t by the q-digit rule (digits_of with
+// digit_scale(wmax): N_t = 256 hi_t + lo_t, s = 1 / S), so sum_t w_t code[t][d] ~ s * I[d] with
+// I[d] = sum_t N_t code[t][d] an exact integer (|.| < 32639 * 63 * 32 < 2^26; the tensor
 // core's s8 MMA gives it in any order), and the slice's P V is fmaf(s, float(I[d]), sum_t p_t v_min[t]).
-// A slice whose wmax is below 2^-96 weighs nothing (inv 0, all digits 0): 127 / wmax stays finite.
+// A slice whose wmax is at most 2^-96 weighs nothing (S 0, all digits 0).
 constexpr int kSlice = 32;
 constexpr int kSlicesPerGroup = kGroup / kSlice;  // 4
 constexpr int kSlicesPerChunk = kChunkGroups * kSlicesPerGroup;  // 8
-
-MLOPS_HD float pv_inv(float wmax) { return wmax > kTinyWeight ? 127.0f / wmax : 0.0f; }
-
-// qhat_digits for a weight within the bound its inv came from: |w| <= wmax and inv = pv_inv(wmax) = qhat_inv(wmax) (a
-// slice's P V weights, p >= 0 and v_scale >= 0 as the encoder writes them; since session 25 also the q digits, w = q
-// k_scale with wmax the warp's largest |w|). Then x = w * inv is in (-127.5, 127.5) or NaN (inv = RN(127 / wmax) <= 127
-// / wmax (1 + 2^-24), so |x| <= 127 (1 + 2^-24)^2; inv 0: x = 0 or NaN), so hi's clamp to +-127 changes nothing and
-// float(hi) is rint(x) itself: the same hi / lo as qhat_digits (on the device int(NaN) is 0 either way), four
-// instructions fewer a weight (the clamp's compare / min / select and the int -> float of hi). lo keeps its clamp:
-// (x - hi) * 256 may round to +-128. tests/c/exp_le_check.cpp checks it against qhat_digits for both signs.
-MLOPS_HD int clamp127_nan(float r);
-MLOPS_HD void bounded_digits(float w, float inv, int& hi, int& lo) {
-  const float x = w * inv;
-  const float hf = rint_even(x);
-  hi = int(hf);
-  lo = clamp127_nan(rint_even((x - hf) * 256.0f));
-}
-
-// clamp127 as two NaN-propagating min / max on sm_80+ (min.NaN / max.NaN: r > 127 ? 127 : r and r < -127 ? -127 : r,
-// NaN kept as clamp127 keeps it, and int(NaN) is 0 on the device either way): 2 instructions instead of 3.
-MLOPS_HD int clamp127_nan(float r) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  float y;
-  asm("min.NaN.f32 %0, %1, 0f42FE0000;" : "=f"(y) : "f"(r));
-  asm("max.NaN.f32 %0, %0, 0fC2FE0000;" : "+f"(y));
-  return int(y);
-#else
-  return clamp127(r);
-#endif
-}
 
 // fmax_step(m, s) where m is not NaN and neither is -0 (a slice's largest P V weight: m starts at +0, the weights are
 // p * v_scale >= +0, inf or NaN): one max instruction instead of a compare and a select. fmax_step keeps m for a NaN s,
 // and so does fmaxf; for equal m and s both give the one value (no -0 to tell apart).
 MLOPS_HD float fmax_nonneg(float m, float s) { return fmaxf(m, s); }
 
-// exp_det(x) for x <= 88.5 or NaN (p = exp(s - m) with m the max of the s: x <= 0 or NaN), without branches: the
-// same operations on exp_det's polynomial path; x < -103.5 (and -inf) gives 0, NaN gives x, as exp_det. The input of
-// that path is x where x >= -103.5, else 0 (no int(NaN) / int(-inf) on the host); the result is selected after. The
-// scaling splits ni as h = floor(ni / 2) (a shift) where exp_det takes trunc(ni / 2): for ni in [-150, 128] both
-// p * 2^h are exact (normal) and the second product rounds p * 2^ni once, so the same bits (checked for every float
-// x <= 88.5 and NaN against exp_det: tests/c/exp_le_check.cpp).
-MLOPS_HD float exp_det_le(float x) {
-  const bool in = x >= -103.5f;  // false: x < -103.5 or NaN
+// Attention's softmax exp: e^x for x <= 0 (s - m, m the max of the s; m_i - M in the combine), -inf or NaN, the same
+// bits on the host and every GPU. exp_det's reduction and polynomial (common/exp.h) with a cheaper front and back
+// (session 27; exp_det_le before it was exp_det's bits, ~24 instructions): n = rint(x / ln2) comes out of one fmaf
+// with 1.5 * 2^23 (t's low mantissa bits are n; rounding the exact product, where exp_det rounds x / ln2 first), and
+// 2^n is t's bits shifted into the exponent (one instruction) instead of a float -> int conversion and two scale
+// factors. The price: x < -87 gives 0 (2^n stays normal, n >= -126), where exp_det gave the subnormal results down to
+// x = -103.5; those weigh under 2^-125 of the largest token. NaN gives x, -inf 0. tests/c/exp_att_check.cpp checks
+// every float x in [-87, 0] against the float64 exp (within 2 ulp) and the edge cases.
+MLOPS_HD float exp_att(float x) {
+  const bool in = x >= -87.0f;  // false: x < -87, -inf or NaN
   const float xc = in ? x : 0.0f;
-  float n;
-  const float p = exp_det_reduced(xc, n);
-  const int ni = int(n);
-  const int h = ni >> 1;
-  const float s1 = bits_f32(uint32_t(h + 127) << 23);
-  const float s2 = bits_f32(uint32_t(ni - h + 127) << 23);
-  const float e = (p * s1) * s2;
+  const float t = fmaf(xc, 1.44269504088896341f, 12582912.0f);  // 1.5 * 2^23 + n, exactly (|n| <= 126)
+  const float n = t - 12582912.0f;
+  float r = fmaf(n, -0.693145751953125f, xc);   // ln2 high part (exact product)
+  r = fmaf(n, -1.428606765330187045e-06f, r);   // ln2 low part
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fmaf(p * r, r, r);
+  p = p + 1.0f;
+  const float e = p * bits_f32((f32_bits(t) + 127u) << 23);  // t's bits are 0x4B400000 + n: (n + 127) << 23 mod 2^32
   return in ? e : (x == x ? 0.0f : x);
 }
 

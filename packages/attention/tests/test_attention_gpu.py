@@ -89,7 +89,7 @@ def test_decode_gpu_equals_host(mode, D, G, variant):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_tiny_q_gpu_equals_host(variant):
-    """q ~ 1e-38 (zeros among it): every group's q digits 0 by qhat_inv's 2^-96 guard (before it, inf * 0 gave
+    """q ~ 1e-38 (zeros among it): every group's q digits 0 by digit_scale's 2^-96 guard (before it, inf * 0 gave
     NaN digits, converted to int by undefined behaviour on the host), kernels == host bit for bit."""
     k, v, q = make(2, 2, 3 * GROUP + 5, 128, seed=21, Hq=8)
     q = (q.float() * 1e-38).bfloat16()

@@ -1,0 +1,99 @@
+// The refine's branch-free arithmetic (fbla_math.h, session 27) against what it stands for, over bit patterns:
+//  - exp_att(x) against the float64 exp for every float x in [-87, 0] (stride: every stride-th pattern): within 2 ulp
+//    (the largest error printed), e^0 = 1 exactly, monotone over the checked x; x < -87, -inf give +0, NaN gives x;
+//  - digit_scale(amax) for every positive float amax: S and s_w = 1 / S powers of two with S * s_w = 1, amax * S in
+//    [16319.75, 32639.5) (the digits fit int8: |N| <= 32639), S = 0 and s_w = 0 at or below 2^-96, S = 0 and s_w = inf for
+//    inf; digits_of(w, S) for w = +-amax, +-amax / 2, +- the float below amax, 0: 256 hi + lo = rint(w * S) computed in
+//    float64, hi in [-127, 127], lo in [-128, 127], and |w - s_w N| <= s_w / 2.
+// Prints "exp_att: N checked, M bad (max ulp U); digits: N checked, M bad"; exit 1 if any is bad.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include "fbla_math.h"
+
+using namespace mlops;
+using namespace mlops::fbla;
+
+namespace {
+
+double ulp_of(double v) {  // the float ulp at |v| (v normal or subnormal)
+  int e;
+  std::frexp(v, &e);  // v = f 2^e, f in [0.5, 1)
+  return std::ldexp(1.0, (e - 24 < -149 ? -149 : e - 24));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint32_t stride = argc > 1 ? uint32_t(std::atoi(argv[1])) : 1u;  // 1: every pattern
+  unsigned long long n = 0, bad = 0;
+  double worst = 0.0;
+  float prev = 0.0f;
+  // x from -87 up to -0 (the patterns 0x80000000 .. bits(-87) walked downward in magnitude: increasing x)
+  const uint32_t lo87 = f32_bits(-87.0f);
+  for (int64_t u = lo87; u >= int64_t(0x80000000u); u -= stride) {
+    const float x = bits_f32(uint32_t(u));
+    const float e = exp_att(x);
+    const double ref = std::exp(double(x));
+    const double err = std::fabs(double(e) - ref) / ulp_of(ref);
+    ++n;
+    if (err > worst) worst = err;
+    if (err > 2.0 || e < prev) {
+      if (bad < 10) std::printf("exp_att x=%a: %a, exp %a (%.2f ulp)\n", x, e, ref, err);
+      ++bad;
+    }
+    prev = e;
+  }
+  const float edge[] = {0.0f, -0.0f, -87.0001f, -100.0f, -1e30f, -INFINITY, NAN};
+  const float want[] = {1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, NAN};
+  for (int i = 0; i < 7; ++i) {
+    ++n;
+    const float e = exp_att(edge[i]);
+    if (f32_bits(e) != f32_bits(want[i]) && !(e != e && want[i] != want[i])) {
+      std::printf("exp_att edge x=%a: %a\n", edge[i], e);
+      ++bad;
+    }
+  }
+  unsigned long long nd = 0, badd = 0;
+  auto fail = [&](const char* what, float amax, float w) {
+    if (badd < 10) std::printf("digits %s: amax=%a w=%a\n", what, amax, w);
+    ++badd;
+  };
+  for (uint64_t u = 1; u < 0x7f800000ull; u += stride) {  // amax: every positive finite float
+    const float amax = bits_f32(uint32_t(u));
+    const DigitScale ds = digit_scale(amax);
+    ++nd;
+    if (!(amax > kTinyWeight)) {
+      if (ds.S != 0.0f || ds.step != 0.0f) fail("tiny", amax, 0.0f);
+      continue;
+    }
+    const uint32_t sb = f32_bits(ds.S), tb = f32_bits(ds.step);
+    const double prod = double(amax) * double(ds.S);
+    if ((sb & 0x807fffffu) || (tb & 0x807fffffu) || (sb >> 23) == 0 || (tb >> 23) == 0 ||
+        double(ds.S) * double(ds.step) != 1.0 || prod < 16319.75 || prod >= 32639.5)
+      fail("scale", amax, 0.0f);
+    const float below = bits_f32(uint32_t(u) - 1u);
+    const float ws[7] = {amax, amax * 0.5f, below, 0.0f, -amax, -amax * 0.5f, -below};
+    for (float w : ws) {
+      int hi, lo;
+      digits_of(w, ds.S, hi, lo);
+      ++nd;
+      const double x = double(w) * double(ds.S);
+      const double N = std::nearbyint(x);  // float64, round half to even (the default mode)
+      if (256 * hi + lo != int(N) || hi < -127 || hi > 127 || lo < -128 || lo > 127 ||
+          std::fabs(double(w) - double(ds.step) * N) > 0.5 * double(ds.step))
+        fail("of", amax, w);
+    }
+  }
+  const float inf = INFINITY;
+  const DigitScale di = digit_scale(inf);
+  ++nd;
+  if (di.S != 0.0f || di.step != inf) fail("inf", inf, 0.0f);
+  int hn, ln;
+  digits_of(NAN, 0.0f, hn, ln);
+  ++nd;
+  if (hn != 0 || ln != 0) fail("NaN", 0.0f, NAN);
+  std::printf("exp_att: %llu checked, %llu bad (max %.3f ulp); digits: %llu checked, %llu bad\n", n, bad, worst, nd, badd);
+  return bad || badd ? 1 : 0;
+}
