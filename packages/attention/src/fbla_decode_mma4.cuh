@@ -309,7 +309,15 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // kDyn: thread 0's take and that item decoded (n, b, kh, slot: take_next), read by every thread after the barriers that
   // follow it (read_next). Thread 0 decodes the item anyway for its prefetch; every warp decoding it again at the item's
   // top (item_of: three integer divisions) was ~70 of a warp's ~1,570 instructions an item (session 24).
-  __shared__ int dyn_next[4];
+  // Since session 27 thread 0 also computes the item's length, chunk count and first record (DynItem), which every warp
+  // computed again at the item's top (~1,200 of run 133's 10,473 warp instructions an item were in the item's top lines:
+  // len_of's load and clamp, record_of's 64-bit products, the sink / tail counts). The group count stays computed where
+  // it is used: read from dyn_next too, ptxas 13.0 (sm_90) spilled 18 / 12 bytes.
+  struct DynItem {
+    int n, b, kh, slot, L, nch;
+    const uint8_t* grec0;
+  };
+  __shared__ DynItem dyn_next;
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
   __shared__ uint64_t bars[kSplitV ? 2 : 1];
   uint8_t* const dyn = dyn_smem();
@@ -332,22 +340,30 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // the refine's instructions, GPU run 108)
   const Item step = !kDyn && static_cast<int>(blockIdx.x + gridDim.x) < items ? item_of(gridDim.x, c.batch, c.kv_heads)
                                                                               : Item{0, 0, 0};
-  Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};  // the next item, decoded
+  Item nxt = !kDyn && items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};  // the next item, decoded
   int next = 0;  // kDyn: the item after this one (dyn_next's value)
-  auto take_next = [&] {  // kDyn, thread 0: the next item from the counter, decoded, into dyn_next
-    const int n = next_item_dyn(p);
+  auto fill_next = [&](int n) {  // kDyn, thread 0: item n decoded, with its scalars, into dyn_next
     const Item ni = item_of(n, c.batch, c.kv_heads);
-    dyn_next[0] = n, dyn_next[1] = ni.b, dyn_next[2] = ni.kh, dyn_next[3] = ni.slot;
+    const int L = len_of(p, ni.b), nch = chunks_of(closed_groups(L));
+    dyn_next = DynItem{n, ni.b, ni.kh, ni.slot, L, nch,
+                       ni.slot == 0 || ni.slot > nch ? nullptr : record_of(c, ni.b, ni.kh, (ni.slot - 1) * kChunkGroups)};
   };
-  auto read_next = [&] {  // kDyn, every thread, after a barrier that follows take_next
-    next = dyn_next[0];
-    nxt = Item{dyn_next[1], dyn_next[2], dyn_next[3]};
+  auto take_next = [&] { fill_next(next_item_dyn(p)); };  // kDyn, thread 0: the next item from the counter
+  auto read_next = [&] {  // kDyn, every thread, after a barrier that follows take_next (the scalars: at the item's top)
+    next = dyn_next.n;
+    nxt = Item{dyn_next.b, dyn_next.kh, dyn_next.slot};
   };
+  if constexpr (kDyn) {  // the first item's scalars the same way
+    if (threadIdx.x == 0 && static_cast<int>(blockIdx.x) < items) fill_next(blockIdx.x);
+    __syncthreads();
+    read_next();
+  }
   for (int item = blockIdx.x; item < items; item = kDyn ? next : item + static_cast<int>(gridDim.x)) {
     const Item it = nxt;
     if constexpr (!kDyn) nxt = item_add(it, step, c.batch, c.kv_heads);
-    const int L = len_of(p, it.b);
-    const int nq = closed_groups(L), nch = chunks_of(nq);
+    // kDyn: the item's scalars from dyn_next, which holds this item until thread 0's take_next after the barrier below
+    const int L = kDyn ? dyn_next.L : len_of(p, it.b);
+    const int nq = closed_groups(L), nch = kDyn ? dyn_next.nch : chunks_of(nq);
     if (it.slot > nch) {  // uniform over the CTA
       if constexpr (kDyn) {
         __syncthreads();  // every thread has read dyn_next's last value
@@ -360,7 +376,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const bool bf16 = it.slot == 0;
     const int ch = it.slot - 1;
     const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
-    const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
+    const uint8_t* grec0 = kDyn ? dyn_next.grec0 : (bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups));  // contiguous
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     // kStK: the BF16 item's K rows staged where they fit (sink, then the filling group; rows kRowK bytes apart); its
     // scores then read K from shared memory, not in ~4 dependent rounds of global loads (session 23)
@@ -613,13 +629,19 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       }
       v_due = false;  // (kSplitV: kJ is 1, so every thread waited above)
       __syncthreads();
-      // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums
+      // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums (head i & 3,
+      // channel i / 4: pv_sum_index). The pair's rows (b, hq0 + hi) at slot it.slot: r0 and pacc are uniform, a
+      // position adds hi P D + d (session 27: the row's 64-bit index a position was ~13 instructions, the loop's
+      // runtime bound and pv_channel's decode ~20 more; the partial was ~10 % of B8 L128K's instructions, run 133)
       const int nsl = ng * kSlicesPerGroup;
-      for (int i = tix().tid; i < kWarpHeads * D; i += kN) {  // (kReread) the index again
-        const int hi = i & 3, gi = (i >> 2) & 7, th = i >> 5;  // pv_sum_index(th >> 1, th & 1, gi, hi)
+      const size_t r0 = (static_cast<size_t>(it.b) * p.Hq + hq0) * p.s.P + it.slot;
+      float* const pacc = p.s.pacc + r0 * D;
+#pragma unroll
+      for (int k = 0; k < (kWarpHeads * D + kN - 1) / kN; ++k) {
+        const int i = tix().tid + kN * k;  // (kReread) the index again
+        if ((kWarpHeads * D) % kN != 0 && i >= kWarpHeads * D) break;
+        const int hi = i & 3, d = i >> 2;
         if (hi >= nh) continue;
-        const int d = pv_channel(th >> 1, gi, th & 1);
-        const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
         float a = 0.0f;
         const bool any_tok = sm.m[hi] != neg_inf();
         // D 128: over the chunk's 8 slices, those past nsl skipped, so the same adds in slice order with each slice's
@@ -635,7 +657,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
           }
         }
-        p.s.pacc[(row * p.s.P + it.slot) * D + d] = a;
+        pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = a;
         if (d == 0) {
           float lt = 0.0f;
           if (any_tok) {
@@ -647,8 +669,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
               for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
             }
           }
-          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
-          p.s.pl[row * p.s.P + it.slot] = lt;
+          p.s.pm[r0 + static_cast<size_t>(hi) * p.s.P] = sm.m[hi];
+          p.s.pl[r0 + static_cast<size_t>(hi) * p.s.P] = lt;
         }
       }
     }
