@@ -237,3 +237,14 @@ ncu_prof() {
   ncu -i $R/$n.ncu-rep --page details --print-units base > $R/$n-details.txt 2>&1
   ncu -i $R/$n.ncu-rep --page source --csv --print-source sass > $R/$n-source.csv 2>&1
 }
+# attn_abn PREFIX NAME...: bench_attention.py's planner cases for several wheels interleaved: the quick cases twice
+# (forward, then backward order), the full cases twice (the same).
+attn_abn() {
+  local p=$1 n a; shift
+  local fw=("$@") bw=() i
+  for ((i = ${#fw[@]} - 1; i >= 0; i--)); do bw+=("${fw[$i]}"); done
+  for n in "${fw[@]}"; do attn_bench $p $n $n-q1 40 8 --quick; done
+  for n in "${bw[@]}"; do attn_bench $p $n $n-q2 40 8 --quick; done
+  for n in "${fw[@]}"; do attn_bench $p $n $n-f1 40 8; done
+  for n in "${bw[@]}"; do attn_bench $p $n $n-f2 40 8; done
+}
