@@ -309,15 +309,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // kDyn: thread 0's take and that item decoded (n, b, kh, slot: take_next), read by every thread after the barriers that
   // follow it (read_next). Thread 0 decodes the item anyway for its prefetch; every warp decoding it again at the item's
   // top (item_of: three integer divisions) was ~70 of a warp's ~1,570 instructions an item (session 24).
-  // Since session 27 thread 0 also computes the item's length, chunk count and first record (DynItem), which every warp
-  // computed again at the item's top (~1,200 of run 133's 10,473 warp instructions an item were in the item's top lines:
-  // len_of's load and clamp, record_of's 64-bit products, the sink / tail counts). The group count stays computed where
-  // it is used: read from dyn_next too, ptxas 13.0 (sm_90) spilled 18 / 12 bytes.
-  struct DynItem {
-    int n, b, kh, slot, L, nch;
-    const uint8_t* grec0;
-  };
-  __shared__ DynItem dyn_next;
+  // (Session 27 tried thread 0 computing the item's length, chunk count and first record with its next item, ~280 of
+  // the ~1,200 warp instructions an item of the item's top lines: B8 L128K 3 us faster with the partial's change, but
+  // B8 L4K 2.5 us slower: the length's load after the take's atomic, in thread 0, lengthened every item's front. GPU run
+  // 135.)
+  __shared__ int dyn_next[4];
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
   __shared__ uint64_t bars[kSplitV ? 2 : 1];
   uint8_t* const dyn = dyn_smem();
@@ -340,30 +336,22 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // the refine's instructions, GPU run 108)
   const Item step = !kDyn && static_cast<int>(blockIdx.x + gridDim.x) < items ? item_of(gridDim.x, c.batch, c.kv_heads)
                                                                               : Item{0, 0, 0};
-  Item nxt = !kDyn && items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};  // the next item, decoded
+  Item nxt = items > 0 ? item_of(blockIdx.x, c.batch, c.kv_heads) : Item{0, 0, 0};  // the next item, decoded
   int next = 0;  // kDyn: the item after this one (dyn_next's value)
-  auto fill_next = [&](int n) {  // kDyn, thread 0: item n decoded, with its scalars, into dyn_next
+  auto take_next = [&] {  // kDyn, thread 0: the next item from the counter, decoded, into dyn_next
+    const int n = next_item_dyn(p);
     const Item ni = item_of(n, c.batch, c.kv_heads);
-    const int L = len_of(p, ni.b), nch = chunks_of(closed_groups(L));
-    dyn_next = DynItem{n, ni.b, ni.kh, ni.slot, L, nch,
-                       ni.slot == 0 || ni.slot > nch ? nullptr : record_of(c, ni.b, ni.kh, (ni.slot - 1) * kChunkGroups)};
+    dyn_next[0] = n, dyn_next[1] = ni.b, dyn_next[2] = ni.kh, dyn_next[3] = ni.slot;
   };
-  auto take_next = [&] { fill_next(next_item_dyn(p)); };  // kDyn, thread 0: the next item from the counter
-  auto read_next = [&] {  // kDyn, every thread, after a barrier that follows take_next (the scalars: at the item's top)
-    next = dyn_next.n;
-    nxt = Item{dyn_next.b, dyn_next.kh, dyn_next.slot};
+  auto read_next = [&] {  // kDyn, every thread, after a barrier that follows take_next
+    next = dyn_next[0];
+    nxt = Item{dyn_next[1], dyn_next[2], dyn_next[3]};
   };
-  if constexpr (kDyn) {  // the first item's scalars the same way
-    if (threadIdx.x == 0 && static_cast<int>(blockIdx.x) < items) fill_next(blockIdx.x);
-    __syncthreads();
-    read_next();
-  }
   for (int item = blockIdx.x; item < items; item = kDyn ? next : item + static_cast<int>(gridDim.x)) {
     const Item it = nxt;
     if constexpr (!kDyn) nxt = item_add(it, step, c.batch, c.kv_heads);
-    // kDyn: the item's scalars from dyn_next, which holds this item until thread 0's take_next after the barrier below
-    const int L = kDyn ? dyn_next.L : len_of(p, it.b);
-    const int nq = closed_groups(L), nch = kDyn ? dyn_next.nch : chunks_of(nq);
+    const int L = len_of(p, it.b);
+    const int nq = closed_groups(L), nch = chunks_of(nq);
     if (it.slot > nch) {  // uniform over the CTA
       if constexpr (kDyn) {
         __syncthreads();  // every thread has read dyn_next's last value
@@ -376,7 +364,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
     const bool bf16 = it.slot == 0;
     const int ch = it.slot - 1;
     const int ng = bf16 ? 2 : (nq - ch * kChunkGroups < kChunkGroups ? nq - ch * kChunkGroups : kChunkGroups);
-    const uint8_t* grec0 = kDyn ? dyn_next.grec0 : (bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups));  // contiguous
+    const uint8_t* grec0 = bf16 ? nullptr : record_of(c, it.b, it.kh, ch * kChunkGroups);  // contiguous records
     const size_t kvbase = (static_cast<size_t>(it.b) * c.kv_heads + it.kh) * tile;
     // kStK: the BF16 item's K rows staged where they fit (sink, then the filling group; rows kRowK bytes apart); its
     // scores then read K from shared memory, not in ~4 dependent rounds of global loads (session 23)
@@ -650,9 +638,14 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         // the loop (ptxas 13.0 spilled 8 / 4 bytes of its instance with the unrolled form).
         if (any_tok) {
           if constexpr (D == 128) {
+            if (nsl == kSlicesPerChunk) {  // a full chunk (all but a sequence's last): the adds without the slice tests
 #pragma unroll
-            for (int sl = 0; sl < kSlicesPerChunk; ++sl)
-              if (sl < nsl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+              for (int sl = 0; sl < kSlicesPerChunk; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+            } else {
+#pragma unroll
+              for (int sl = 0; sl < kSlicesPerChunk; ++sl)
+                if (sl < nsl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+            }
           } else {
             for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
           }
