@@ -257,31 +257,40 @@ MLOPS_HD int fo_v_code(const uint32_t* words, int D, int t, int d) {
 // K of a group is k[t][d] = k_min[d] + k_scale[d] * code[t][d], so
 //   q . k[t] = sum_d q_d k_min[d] + sum_d (q_d k_scale[d]) code[t][d].
 // w_d = q_d * k_scale[d] is quantized per (head, group) to a 15-bit integer N_d = rint(w_d * S) held as two int8
-// digits, N_d = 256 hi + lo (digits_of), with S a power of two chosen from amax = max_d |w_d| (digit_scale) so that
-// amax * S lies in [16319.75, 32639.5): |N_d| <= 32639 = 127 * 256 + 127, and w_d ~ s_w * N_d with s_w = 1 / S exactly.
-// The relative error is at most 2^-15 of amax (2^-16 where amax's mantissa is near 2), against one int8's 2^-8. Both
-// digit dots are DP4A / IMMA (exact integers); the combined what . code = 256 (hi . code) + lo . code < 2^31, and
+// digits, N_d = 256 hi + lo (digits_of), with S = c 2^k, c in {1.5, 1, 0.75}, chosen from amax = max_d |w_d|
+// (digit_scale) so that amax * S lies in [21759.6, 32639.5): |N_d| <= 32639 = 127 * 256 + 127, and w_d ~ s_w * N_d with
+// s_w = RN(1 / S) (exact for c = 1). The relative error is at most 2^-15 / 0.67 of amax (the old 32512 / amax scale:
+// 2^-16), against one int8's 2^-8. Both digit dots are DP4A / IMMA (exact integers); the combined
+// what . code = 256 (hi . code) + lo . code < 2^31, and
 //   score[t] = (bias + s_w * float(what . code[t])) * scale.
 // Until session 27 S was 32512 / amax (an IEEE division, and amax / 32512 another) and the digits two rint / clamp
-// steps: ~25 instructions a (head, group) and a slice's P V weights more, in the issue-bound refine; a power of two
-// needs no division, s_w is exact, and w * S rounds once, to N.
+// steps: ~25 instructions a (head, group) and a slice's P V weights more, in the issue-bound refine; S's three forms
+// need no division (a power of two alone lost up to a bit: test_decode_against_float64's D 64 / G 4 case went from
+// 4.0e-5 to 2.2e-4 of max|V|), and w * S rounds once, to N.
 // A group whose largest |q_d k_scale_d| is at most 2^-96 gets S = 0 and s_w = 0: all digits 0, its score the bias term
 // alone (off by < 2^-96 * 63 * D * scale). An inf amax gets S = 0 and s_w = inf (the score NaN, as before).
 constexpr float kTinyWeight = 1.2621774483536189e-29f;  // 2^-96
 
 struct DigitScale {
-  float S;     // 2^k, or 0
-  float step;  // 1 / S exactly; 0 (tiny amax), or amax itself (inf or NaN)
+  float S;     // c 2^k, or 0
+  float step;  // RN(1 / S); 0 (tiny amax), or amax itself (inf or NaN)
 };
 
-// amax = f 2^e (f in [1, 2)): S = 2^(14 - e), or 2^(13 - e) where f 2^14 would round above 32639 (f >= 1 + 0x7EFF00
-// 2^-23); e >= -96 and e <= 127 keep S and 1 / S normal. Integer operations on amax's bits: no division.
+// amax = f 2^e (f in [1, 2), mantissa bits m): S = 1.5 2^(14 - e) where f 24576 <= 32639.49609375 (m <= 2752340: a
+// float, so no |w| S rounds above it; at m = 2752341, f 24576 is a tie that can round to 32639.5), else 2^(14 - e)
+// where f 16384 < 32639.5 (m < 0x7EFF00; w S exact), else 0.75 2^(14 - e); 1 / S is 2^(e - 14) times 2 / 3, 1 or 4 / 3
+// (RN: 0x3F2AAAAB, exact, 0x3FAAAAAB). N = rint(fl(w S)): one rounding of the product where c is not 1, then rint. e >= -96 and e <= 127 keep S and 1 / S normal. Integer operations
+// on amax's bits: no division.
 MLOPS_HD DigitScale digit_scale(float amax) {
   const uint32_t u = f32_bits(amax);
   if (!(amax > kTinyWeight)) return DigitScale{0.0f, amax == amax ? 0.0f : amax};
   if (u >= 0x7f800000u) return DigitScale{0.0f, amax};
-  const uint32_t be = (u >> 23) + ((u & 0x7fffffu) >= 0x7eff00u ? 1u : 0u);  // amax's biased exponent, +1 near 2
-  return DigitScale{bits_f32((268u - be) << 23), bits_f32((be - 14u) << 23)};
+  const uint32_t be = u >> 23, m = u & 0x7fffffu;  // amax's biased exponent and mantissa
+  if (m <= 2752340u)  // c = 1.5
+    return DigitScale{bits_f32(((268u - be) << 23) | 0x400000u), bits_f32(((be - 15u) << 23) | 0x2AAAABu)};
+  if (m < 0x7eff00u)  // c = 1
+    return DigitScale{bits_f32((268u - be) << 23), bits_f32((be - 14u) << 23)};
+  return DigitScale{bits_f32(((267u - be) << 23) | 0x400000u), bits_f32(((be - 14u) << 23) | 0x2AAAABu)};  // 0.75
 }
 
 // N = rint(x) for |x| <= 32639.5 or NaN (0), the GPU's cvt.rni (one F2I) and the host's rint.
@@ -293,7 +302,7 @@ MLOPS_HD int rint_small(float x) {
 #endif
 }
 
-// The digits of w (|w| <= the amax S came from, or NaN): N = rint(w S) (exact product: S is a power of two), hi =
+// The digits of w (|w| <= the amax S came from, or NaN): N = rint(fl(w S)) (|fl(w S)| <= 32639.5), hi =
 // round(N / 256) (half up), lo = N - 256 hi, so hi in [-127, 127], lo in [-128, 127] and 256 hi + lo = N (lo is N's low
 // byte as an int8: the kernels store it without computing it). S = 0 gives 0, 0.
 MLOPS_HD void digits_of(float w, float S, int& hi, int& lo) {

@@ -1,10 +1,11 @@
 // The refine's branch-free arithmetic (fbla_math.h, session 27) against what it stands for, over bit patterns:
 //  - exp_att(x) against the float64 exp for every float x in [-87, 0] (stride: every stride-th pattern): within 2 ulp
 //    (the largest error printed), e^0 = 1 exactly, monotone over the checked x; x < -87, -inf give +0, NaN gives x;
-//  - digit_scale(amax) for every positive float amax: S and s_w = 1 / S powers of two with S * s_w = 1, amax * S in
-//    [16319.75, 32639.5) (the digits fit int8: |N| <= 32639), S = 0 and s_w = 0 at or below 2^-96, S = 0 and s_w = inf for
-//    inf; digits_of(w, S) for w = +-amax, +-amax / 2, +- the float below amax, 0: 256 hi + lo = rint(w * S) computed in
-//    float64, hi in [-127, 127], lo in [-128, 127], and |w - s_w N| <= s_w / 2.
+//  - digit_scale(amax) for every positive float amax: S = c 2^k with c in {1.5, 1, 0.75} and s_w = RN(1 / S) (exact
+//    for c = 1; both normal), amax * S in [21759.6, 32639.5), and fl(amax * S) too (the digits fit int8:
+//    |N| <= 32639), S = 0 and s_w = 0 at or below 2^-96, S = 0 and s_w = inf for inf; digits_of(w, S) for w = +-amax,
+//    +-amax / 2, +- the float below amax, 0: 256 hi + lo = rint(float(w * S)), hi in [-127, 127], lo in [-128, 127], and
+//    |w - N / S| <= 1 / (2 S) + |w| 2^-24 (the product's rounding, where c is not 1).
 // Prints "exp_att: N checked, M bad (max ulp U); digits: N checked, M bad"; exit 1 if any is bad.
 #include <cmath>
 #include <cstdint>
@@ -69,9 +70,11 @@ int main(int argc, char** argv) {
       continue;
     }
     const uint32_t sb = f32_bits(ds.S), tb = f32_bits(ds.step);
-    const double prod = double(amax) * double(ds.S);
-    if ((sb & 0x807fffffu) || (tb & 0x807fffffu) || (sb >> 23) == 0 || (tb >> 23) == 0 ||
-        double(ds.S) * double(ds.step) != 1.0 || prod < 16319.75 || prod >= 32639.5)
+    const uint32_t sm = sb & 0x7fffffu, tm = tb & 0x7fffffu;
+    const double prod = double(amax) * double(ds.S), st = double(ds.S) * double(ds.step);
+    const bool pair_ok = (sm == 0 && tm == 0 && st == 1.0) || (sm == 0x400000u && tm == 0x2AAAABu);
+    if ((sb >> 31) || (tb >> 31) || (sb >> 23) == 0 || (tb >> 23) == 0 || !pair_ok || std::fabs(st - 1.0) > 0x1p-24 ||
+        prod < 21759.6 || prod >= 32639.5 || amax * ds.S >= 32639.5f)
       fail("scale", amax, 0.0f);
     const float below = bits_f32(uint32_t(u) - 1u);
     const float ws[7] = {amax, amax * 0.5f, below, 0.0f, -amax, -amax * 0.5f, -below};
@@ -79,10 +82,9 @@ int main(int argc, char** argv) {
       int hi, lo;
       digits_of(w, ds.S, hi, lo);
       ++nd;
-      const double x = double(w) * double(ds.S);
-      const double N = std::nearbyint(x);  // float64, round half to even (the default mode)
+      const double N = std::nearbyint(double(w * ds.S));  // rint of the float product (round half to even)
       if (256 * hi + lo != int(N) || hi < -127 || hi > 127 || lo < -128 || lo > 127 ||
-          std::fabs(double(w) - double(ds.step) * N) > 0.5 * double(ds.step))
+          std::fabs(double(w) - N / double(ds.S)) > 0.5 / double(ds.S) + std::fabs(double(w)) * 0x1p-24)
         fail("of", amax, w);
     }
   }
