@@ -360,17 +360,7 @@ MLOPS_HD float exp_att(float x) {
   const bool in = x >= -87.0f;  // false: x < -87, -inf or NaN
   const float xc = in ? x : 0.0f;
   const float t = fmaf(xc, 1.44269504088896341f, 12582912.0f);  // 1.5 * 2^23 + n, exactly (|n| <= 126)
-  const float n = t - 12582912.0f;
-  float r = fmaf(n, -0.693145751953125f, xc);   // ln2 high part (exact product)
-  r = fmaf(n, -1.428606765330187045e-06f, r);   // ln2 low part
-  float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
-  p = fmaf(p * r, r, r);
-  p = p + 1.0f;
+  const float p = exp_det_poly(xc, t - 12582912.0f);
   const float e = p * bits_f32((f32_bits(t) + 127u) << 23);  // t's bits are 0x4B400000 + n: (n + 127) << 23 mod 2^32
   return in ? e : (x == x ? 0.0f : x);
 }

@@ -14,8 +14,10 @@ namespace mlops {
 // copy: calling this moved 8 sampler kernels' branch layout (the same FFMA / FMUL counts); GPU run 107 (session 20)
 // passed their tokens (test_vocab_sampler_gpu.py 437 passed) but timed the planned B = 1 top-k kernel ~0.5 us slower
 // (CUPTI 14.05 / 14.40 -> 14.74 / 14.75 us), on a target it already misses.
-MLOPS_HD float exp_det_reduced(float x, float& n) {
-  n = rint_even(x * 1.44269504088896341f);
+// e^(x - n ln2) for an integer-valued float n = rint(x / ln2), |n| <= 150: the Cody-Waite reduction (ln2 in a high part
+// whose products with n are exact and a low part) and the polynomial. Attention's exp_att (fbla_math.h) takes n its own
+// way and shares this.
+MLOPS_HD float exp_det_poly(float x, float n) {
   float r = fmaf(n, -0.693145751953125f, x);          // ln2 high part (exact product)
   r = fmaf(n, -1.428606765330187045e-06f, r);         // ln2 low part
   float p = 1.9875691500e-4f;
@@ -26,6 +28,11 @@ MLOPS_HD float exp_det_reduced(float x, float& n) {
   p = fmaf(p, r, 5.0000001201e-1f);
   p = fmaf(p * r, r, r);                              // r + r^2 * p
   return p + 1.0f;
+}
+
+MLOPS_HD float exp_det_reduced(float x, float& n) {
+  n = rint_even(x * 1.44269504088896341f);
+  return exp_det_poly(x, n);
 }
 
 MLOPS_HD float exp_det(float x) {
