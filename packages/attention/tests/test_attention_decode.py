@@ -2,9 +2,10 @@
 
 Tolerances (against reference_decode: float64 softmax attention over dequantize(cache), i.e. the
 same cached values): the decode's own errors are the 15-bit q digits against the codes (relative
-<= 2^-15 of the largest |q_d k_scale_d| a channel, about 1e-5 of a score here), fp32 sums and exp_att
-(1.02 ulp). 2e-4 x max|V| covers them with a margin of ~5x over the measured worst case; a bf16 output
-adds its own rounding, checked exactly instead (bf16 out == RNE(fp32 out)).
+<= 2^-15.4 of the largest |q_d k_scale_d| a channel, about 1e-5 of a score here), fp32 sums and exp_att
+(1.02 ulp). 2e-4 x max|V| covers them: the worst case of test_decode_against_float64's cases 1.25e-4 (D 64, G 4;
+session 27's digit scale; 1.2e-4 before it, D 128, G 5), over 40 seeds of the D 64 / G 4 shape 1.96e-4 (1.31e-4
+before); a bf16 output adds its own rounding, checked exactly instead (bf16 out == RNE(fp32 out)).
 """
 
 import math
@@ -71,14 +72,17 @@ def test_tiny_q_digits(pv):
 
 @pytest.mark.parametrize("peaked", [0.0, 2.0, 6.0])
 def test_pv_digits_error(peaked):
-    """The digits form's own error: a slice's weights to 14 - 15 bits of its largest (relative <= 2^-15 a weight), so
-    against the chains form the output moves by ~1e-5 of max|V| at most; measured here, bounded at 2e-5."""
+    """The digits form's own error: a slice's weights to ~15 bits of its largest, so against the chains form the output
+    moves by ~1e-5 of max|V|. Where one token dominates (peaked q) the error is that token's rounding: at most
+    0.5 / (wmax S) of its weight, wmax S >= 21759.6 (digit_scale since session 27; 32512 before), so <= 2.3e-5 (was
+    1.54e-5, bounded here at 2e-5). Measured (session 27): 5.6e-6, 2.23e-5, 2.17e-5 (before: 3.9e-6, 1.07e-5, 3.9e-6);
+    bounded at 3e-5."""
     k, v, q = make(2, 2, 2000, 128, seed=11, peaked=peaked, Hq=8)
     c = A.encode(k, v, [2000, 1300])
     d = A.decode(q, c, exact=True, out_dtype=torch.float32, pv="digits")
     ch = A.decode(q, c, exact=True, out_dtype=torch.float32, pv="chains")
     err = (d - ch).abs().max().item() / v.float().abs().max().item()
-    assert 0 < err <= 2e-5, err
+    assert 0 < err <= 3e-5, err
 
 
 @pytest.mark.parametrize("L", [0, 1, 127, 128, 129, 255, 256, 257, 383, 384, 385, 511, 512, 640])
