@@ -250,7 +250,6 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         }
         if (gid == 0) sm.ls[w][tig] = ls;
         const DigitScale ds = digit_scale(wmax);
-        const float s_pv = ds.step;
 #pragma unroll
         for (int m = 0; m < 2; ++m)
 #pragma unroll
@@ -267,7 +266,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, sm.dig[w], [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
+            aw[pv_sum_index(T, h, gid, tig)] = fmaf(ds.step, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
         });
       }
       __syncthreads();

@@ -311,8 +311,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   // top (item_of: three integer divisions) was ~70 of a warp's ~1,570 instructions an item (session 24).
   // (Session 27 tried thread 0 computing the item's length, chunk count and first record with its next item, ~280 of
   // the ~1,200 warp instructions an item of the item's top lines: B8 L128K 3 us faster with the partial's change, but
-  // B8 L4K 2.5 us slower: the length's load after the take's atomic, in thread 0, lengthened every item's front. GPU run
-  // 135.)
+  // B8 L4K 2.5 us slower: the length's load after the take's atomic, in thread 0, lengthened every item's front.
+  // GPU run 135.)
   __shared__ int dyn_next[4];
   static_assert(kJ * kNW == kSlicesPerChunk, "kNW divides the 8 slices");
   __shared__ uint64_t bars[kSplitV ? 2 : 1];
@@ -590,7 +590,6 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           }
           if (gid == 0) sm.ls[sl][tig] = ls;
           const DigitScale ds = digit_scale(wmax);
-          const float s_pv = ds.step;
           // token i = 16 m + gid + 8 r sits at k = i: one address a lane, the 8 stores at immediate offsets
           int8_t* const dg = &dig[2 * tig][gid];
 #pragma unroll
@@ -609,7 +608,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           pv_mma<D>(reinterpret_cast<const uint32_t*>(srec + l.v), t0, dig, [&](int T, const int32_t (&c4)[4]) {
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-              aw[pv_sum_index(T, h, gid, tig)] = fmaf(s_pv, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
+              aw[pv_sum_index(T, h, gid, tig)] =
+                  fmaf(ds.step, static_cast<float>(c4[2 * h] * 256 + c4[2 * h + 1]), bsh);
           });
         } else if (kSplitV && v_due) {
           stage_wait(bars, 1, ph);  // a slice past ng: every thread waits once a completion

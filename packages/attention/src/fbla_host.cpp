@@ -316,7 +316,6 @@ void decode_host(const DecodeParams& p) {
             }
             const float ls = lp[0], bs = bp[0];
             const DigitScale ds = digit_scale(wmax);
-            const float sw = ds.step;
             int wq[kSlice];
             for (int i = 0; i < kSlice; ++i) {
               int hi, lo;
@@ -326,7 +325,7 @@ void decode_host(const DecodeParams& p) {
             for (int d = 0; d < D; ++d) {
               int32_t I = 0;
               for (int i = 0; i < kSlice; ++i) I += wq[i] * v_code(l, rec, t0 + i, d);
-              acc[d] = acc[d] + fmaf(sw, float(I), bs);
+              acc[d] = acc[d] + fmaf(ds.step, float(I), bs);
             }
             lt = lt + ls;
           }

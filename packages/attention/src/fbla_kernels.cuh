@@ -120,7 +120,8 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
   }
   __syncthreads();
   uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one (layout())
-  for (int i = tid; i < fo_k_regions_words(D); i += kCloseThreads) kw[i] = fo_k_pack_regions_word(codes, kLd, D, l.cb, i);
+  for (int i = tid; i < fo_k_regions_words(D); i += kCloseThreads)
+    kw[i] = fo_k_pack_regions_word(codes, kLd, D, l.cb, i);
   __syncthreads();  // the K codes are read: the buffer takes the V codes
   // V: thread t quantizes token t into shared memory; then the codes are packed in fragment order, a thread a
   // word (fo_v_pack_word: consecutive threads, consecutive words)

@@ -279,8 +279,8 @@ struct DigitScale {
 // amax = f 2^e (f in [1, 2), mantissa bits m): S = 1.5 2^(14 - e) where f 24576 <= 32639.49609375 (m <= 2752340: a
 // float, so no |w| S rounds above it; at m = 2752341, f 24576 is a tie that can round to 32639.5), else 2^(14 - e)
 // where f 16384 < 32639.5 (m < 0x7EFF00; w S exact), else 0.75 2^(14 - e); 1 / S is 2^(e - 14) times 2 / 3, 1 or 4 / 3
-// (RN: 0x3F2AAAAB, exact, 0x3FAAAAAB). N = rint(fl(w S)): one rounding of the product where c is not 1, then rint. e >= -96 and e <= 127 keep S and 1 / S normal. Integer operations
-// on amax's bits: no division.
+// (RN: 0x3F2AAAAB, exact, 0x3FAAAAAB). N = rint(fl(w S)): one rounding of the product where c is not 1, then rint.
+// e >= -96 and e <= 127 keep S and 1 / S normal. Integer operations on amax's bits: no division.
 MLOPS_HD DigitScale digit_scale(float amax) {
   // Selects, no branches: a P V slice's wmax differs between the warp's 4 heads (run 137: with the three forms as
   // branches the kEarly refine ran 5 us slower at B8 L128K than with a power of two alone).

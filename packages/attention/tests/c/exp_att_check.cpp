@@ -4,8 +4,8 @@
 //  - digit_scale(amax) for every positive float amax: S = c 2^k with c in {1.5, 1, 0.75} and s_w = RN(1 / S) (exact
 //    for c = 1; both normal), amax * S in [21759.6, 32639.5), and fl(amax * S) too (the digits fit int8:
 //    |N| <= 32639), S = 0 and s_w = 0 at or below 2^-96, S = 0 and s_w = inf for inf; digits_of(w, S) for w = +-amax,
-//    +-amax / 2, +- the float below amax, 0: 256 hi + lo = rint(float(w * S)), hi in [-127, 127], lo in [-128, 127], and
-//    |w - N / S| <= 1 / (2 S) + |w| 2^-24 (the product's rounding, where c is not 1).
+//    +-amax / 2, +- the float below amax, 0: 256 hi + lo = rint(float(w * S)), hi in [-127, 127], lo in [-128, 127],
+//    and |w - N / S| <= 1 / (2 S) + |w| 2^-24 (the product's rounding, where c is not 1).
 // Prints "exp_att: N checked, M bad (max ulp U); digits: N checked, M bad"; exit 1 if any is bad.
 #include <cmath>
 #include <cstdint>
@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   digits_of(NAN, 0.0f, hn, ln);
   ++nd;
   if (hn != 0 || ln != 0) fail("NaN", 0.0f, NAN);
-  std::printf("exp_att: %llu checked, %llu bad (max %.3f ulp); digits: %llu checked, %llu bad\n", n, bad, worst, nd, badd);
+  std::printf("exp_att: %llu checked, %llu bad (max %.3f ulp); digits: %llu checked, %llu bad\n", n, bad, worst, nd,
+              badd);
   return bad || badd ? 1 : 0;
 }
