@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           for (int hi = 0; hi < kWarpHeads; ++hi) {
             float x = s4[j][hi];
 #pragma unroll
-            for (int off = 16; off >= 1; off >>= 1) x = fmax_step(x, __shfl_xor_sync(0xffffffffu, x, off));
+            for (int off = 16; off >= 1; off >>= 1) x = fmax_score(x, __shfl_xor_sync(0xffffffffu, x, off));
             if (lane == 0) sm.red[sl][hi] = x;
           }
         } else {
@@ -493,10 +493,10 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
               imma_scores_regs<D, Mma4Smem, 2, 3>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
             else
               imma_scores_regs<D, Mma4Smem, 2, 4>(l, sm, srec, g, nh, p.scale, sc[j], t0 / kBlock);
-            wm = fmax_step(fmax_step(wm, fmax_step(sc[j][0][0], sc[j][0][1])), fmax_step(sc[j][1][0], sc[j][1][1]));
+            wm = fmax_score(fmax_score(wm, fmax_score(sc[j][0][0], sc[j][0][1])), fmax_score(sc[j][1][0], sc[j][1][1]));
           }
 #pragma unroll
-          for (int off = 4; off <= 16; off <<= 1) wm = fmax_step(wm, __shfl_xor_sync(0xffffffffu, wm, off));
+          for (int off = 4; off <= 16; off <<= 1) wm = fmax_score(wm, __shfl_xor_sync(0xffffffffu, wm, off));
           if (gid == 0) sm.red[sl][tig] = wm;
         }
       }
@@ -509,7 +509,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       {
         const int tg = tix().tig;  // (kReread) read again
 #pragma unroll
-        for (int ww = 0; ww < kSlicesPerChunk; ++ww) mt = fmax_step(mt, sm.red[ww][tg]);
+        for (int ww = 0; ww < kSlicesPerChunk; ++ww) mt = fmax_score(mt, sm.red[ww][tg]);
       }
       if (tid < kWarpHeads) sm.m[tid] = mt;  // tid < 4: tig = tid
 #pragma unroll
@@ -528,7 +528,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           for (int hi = 0; hi < kWarpHeads; ++hi) {
             float x = neg_inf();
 #pragma unroll
-            for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_step(x, sm.red[ww][hi]);
+            for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_score(x, sm.red[ww][hi]);
             mh[hi] = x;
           }
           float pt[kWarpHeads];

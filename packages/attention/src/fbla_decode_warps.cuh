@@ -939,10 +939,10 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
 #pragma unroll
   for (int k = 0; k < 32; ++k) a1[k] = 32 + k < P ? pacc[static_cast<size_t>(32 + k) * D + d] : 0.0f;
 #pragma unroll
-  for (int j = 0; j < kHeld; ++j) Mx = fmax_step(Mx, mh[j]);
-  for (int i = lane + 32 * kHeld; i < P; i += 32) Mx = fmax_step(Mx, pm[i]);  // slots past the held tiles
+  for (int j = 0; j < kHeld; ++j) Mx = fmax_score(Mx, mh[j]);
+  for (int i = lane + 32 * kHeld; i < P; i += 32) Mx = fmax_score(Mx, pm[i]);  // slots past the held tiles
 #pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) Mx = fmax_step(Mx, __shfl_xor_sync(0xffffffffu, Mx, off));
+  for (int off = 16; off >= 1; off >>= 1) Mx = fmax_score(Mx, __shfl_xor_sync(0xffffffffu, Mx, off));
   float lt = 0.0f, acc = 0.0f;
   if (Mx != neg_inf()) {  // uniform over the warp
 #pragma unroll

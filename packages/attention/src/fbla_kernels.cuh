@@ -345,10 +345,10 @@ __device__ __forceinline__ float qhat_warp_digits(Q q, Ks ks, Out out) {
 #pragma unroll
   for (int i = 0; i < per; ++i) {
     w[i] = qhat_w(q(i), ks(i));
-    amax = fmax_step(amax, fabsf(w[i]));
+    amax = fmax_nonneg(amax, fabsf(w[i]));  // from +0, |w| >= +0 or NaN: fmax_step's value (session 28)
   }
 #pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) amax = fmax_step(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  for (int off = 16; off >= 1; off >>= 1) amax = fmax_nonneg(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const DigitScale ds = digit_scale(amax);
 #pragma unroll
   for (int i = 0; i < per; ++i) {

@@ -91,6 +91,9 @@ cudaError_t launch_dependent(int (&mode)[64], void (*kernel)(P...), unsigned gri
   return launch_pdl(true, kernel, dim3(grid), dim3(block), smem, s, args...);
 }
 
+// The slots a row (p.s.P) from which the kEarly refine's combine is an ordinary launch (mma4_launch; session 28).
+constexpr int kCombineOrdinaryP = 256;
+
 // combine_warps_kernel as a programmatic dependent of the refine.
 template <int D>
 cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
@@ -156,6 +159,18 @@ cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int s
   } else {
     kernel<<<grid, 32 * kNW, mma4_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
+  }
+  // The kEarly refine with long rows (kCombineOrdinaryP slots or more, ~64 K tokens): the combine as an ordinary
+  // launch.
+  // GPU runs 141 / 142 (session 28, torch.profiler timelines): as a programmatic dependent its one-warp CTAs were
+  // placed as the refine's CTAs left, onto the SMs that emptied first, and B8 L128K's combine (513 slots a row) ended
+  // 31 - 36 us after the refine, against 25 - 26 us for an ordinary launch (the CTAs spread over the SMs, 1.5 us of
+  // launch gap): B8 L128K 3+3 exact 498.6 -> 489.9 us, B1 L128K 84.1 -> 82.2. With short rows the early launch pays
+  // (B8 L4K 4+2 exact 29.8 against 31.5; B8 L16K, 65 slots, even), so below the threshold it stays.
+  if (kEarly && p.s.P >= kCombineOrdinaryP) {
+    if (e != cudaSuccess) return e;
+    combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
+    return cudaGetLastError();
   }
   return e != cudaSuccess ? e : combine_pdl<D>(p, s);
 }
