@@ -248,3 +248,22 @@ attn_abn() {
   for n in "${fw[@]}"; do attn_bench $p $n $n-f1 40 8; done
   for n in "${bw[@]}"; do attn_bench $p $n $n-f2 40 8; done
 }
+# Session 28. inst_named PREFIX: each wheel of W ("name=folder ...") into PREFIX<name>, the names into the array `names`
+# (attn_abn's arguments). s27ab.sh, s28a.sh, s28b.sh.
+inst_named() {
+  names=()
+  local nw
+  for nw in $W; do
+    inst "${nw#*=}/mlops_attention-*.whl" $1${nw%%=*}
+    names+=("${nw%%=*}")
+  done
+}
+# Session 28. attn_timelines PREFIX: ci/device/s15p.py (torch.profiler: the decodes' kernels in situ, 20 calls after an
+# L2 flush) on each wheel named in TL (installed in PREFIX<name>), into $R/timeline-<name>.txt / .jsonl.
+attn_timelines() {
+  local n
+  for n in $TL; do
+    PYTHONPATH=$1$n timeout 100 python3 ci/device/s15p.py $R/timeline-$n.jsonl attention > $R/timeline-$n.txt 2>&1
+    echo "timeline $n rc=$? at ${SECONDS}s" >> $R/phases.txt
+  done
+}

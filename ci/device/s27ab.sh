@@ -10,11 +10,7 @@ OUT=${OUT:-/tmp}
 R=/tmp/$N
 source ci/device/lib.sh
 call_setup 480 phases.txt tests.txt
-names=()
-for nw in $W; do
-  inst "${nw#*=}/mlops_attention-*.whl" /tmp/$N-${nw%%=*}
-  names+=("${nw%%=*}")
-done
+inst_named /tmp/$N-
 inst "$T_C75S/mlops_attention-*.whl" /tmp/$N-c75s
 gpu_info
 attn_abn /tmp/$N- "${names[@]}"

@@ -9,16 +9,9 @@ OUT=${OUT:-/tmp}
 R=/tmp/$N
 source ci/device/lib.sh
 call_setup 400 phases.txt
-names=()
-for nw in $W; do
-  inst "${nw#*=}/mlops_attention-*.whl" /tmp/$N-${nw%%=*}
-  names+=("${nw%%=*}")
-done
+inst_named /tmp/$N-
 gpu_info
-for n in $TL; do
-  PYTHONPATH=/tmp/$N-$n timeout 100 python3 ci/device/s15p.py $R/timeline-$n.jsonl attention > $R/timeline-$n.txt 2>&1
-  echo "timeline $n rc=$? at ${SECONDS}s" >> $R/phases.txt
-done
+attn_timelines /tmp/$N-
 attn_abn /tmp/$N- "${names[@]}"
 for n in $NCU; do
   # the planner's decode is the script's last: its kernels are the last ones ncu lists

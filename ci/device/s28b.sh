@@ -7,17 +7,10 @@ OUT=${OUT:-/tmp}
 R=/tmp/$N
 source ci/device/lib.sh
 call_setup 480 phases.txt tests.txt
-names=()
-for nw in $W; do
-  inst "${nw#*=}/mlops_attention-*.whl" /tmp/$N-${nw%%=*}
-  names+=("${nw%%=*}")
-done
+inst_named /tmp/$N-
 [ -n "$T_C75S" ] && inst "$T_C75S/mlops_attention-*.whl" /tmp/$N-c75s
 gpu_info
-for n in $TL; do
-  PYTHONPATH=/tmp/$N-$n timeout 100 python3 ci/device/s15p.py $R/timeline-$n.jsonl attention > $R/timeline-$n.txt 2>&1
-  echo "timeline $n rc=$? at ${SECONDS}s" >> $R/phases.txt
-done
+attn_timelines /tmp/$N-
 attn_abn /tmp/$N- "${names[@]}"
 [ -n "$DRY" ] || for n in $TL; do grep -A4 "B8 L128K\|B1 L16K" $R/timeline-$n.txt | sed "s/^/$n: /" >> $R/phases.txt; done
 [ -n "$T_C75S" ] && attn_c75s /tmp/$N-c75s
