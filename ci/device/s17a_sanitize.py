@@ -3,7 +3,9 @@ a2's front, planned on sm_90 at D 128 where the refine's CTAs take more than one
 compute-sanitizer (racecheck / memcheck). Cases: D 128, ~20 K tokens (8 kv heads: ~640 refine items against the H200's
 528 resident CTAs, so more than one round), 32 q heads (one head pass) and 64 q heads (two head passes: the K planes
 copied again), exact and skip (its flags' barrier kept), scratch filled with garbage first; each decode == the host
-emulation of the digits form. Prints the refine items against the resident CTAs it assumed (4 an SM)."""
+emulation of the digits form. Prints the refine items against the resident CTAs it assumed (4 an SM). Session 29: a
+third case of 259 slots a row (16 q / 4 kv heads, ~66 K tokens), whose combine is combine_staged_kernel (bulk copies
+into a ring of shared memory stages)."""
 import torch
 
 import mlops.attention as A
@@ -11,7 +13,7 @@ import mlops.attention as A
 bad = 0
 sms = torch.cuda.get_device_properties(0).multi_processor_count
 g = torch.Generator().manual_seed(17)
-for hq, hk, T, modes in ((32, 8, 20000, (True, False)), (64, 8, 20000, (True,))):
+for hq, hk, T, modes in ((32, 8, 20000, (True, False)), (64, 8, 20000, (True,)), (16, 4, 66100, (True,))):
     k, v = torch.randn(1, hk, T, 128, generator=g).bfloat16(), torch.randn(1, hk, T, 128, generator=g).bfloat16()
     q = torch.randn(1, hq, 128, generator=g).bfloat16()
     gc = A.encode(k.cuda(), v.cuda(), capacity=(T // 128 + 2) * 128)

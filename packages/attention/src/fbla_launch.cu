@@ -1,5 +1,6 @@
 // Launches of the FBLA kernels (the templates are instantiated and launched in this object:
 // nvcc 12.8+ keeps template launch stubs local to the object that instantiates them).
+#include "fbla_combine_staged.cuh"
 #include "fbla_decode_mma4.cuh"
 #include "mlops/common/pdl_launch.h"
 
@@ -91,15 +92,35 @@ cudaError_t launch_dependent(int (&mode)[64], void (*kernel)(P...), unsigned gri
   return launch_pdl(true, kernel, dim3(grid), dim3(block), smem, s, args...);
 }
 
-// The slots a row (p.s.P) from which the kEarly refine's combine is an ordinary launch (mma4_launch; session 28).
-constexpr int kCombineOrdinaryP = 256;
+// The slots a row (p.s.P) from which the kEarly refine's combine is an ordinary launch (mma4_launch; session 28): since
+// session 29 combine_staged_kernel's up to kStagedMaxP (the same threshold, kStagedMinP), past it combine_warps_kernel.
+constexpr int kCombineOrdinaryP = kStagedMinP;
 
-// combine_warps_kernel as a programmatic dependent of the refine.
+// combine_warps_kernel after the refine launched just before it in s: a warp a (row, 32 channels). pdl: as a
+// programmatic dependent of the refine (its CTAs may start during the refine's tail; launch_dependent falls back to an
+// ordinary launch for code without griddepcontrol.wait), else an ordinary launch. One place for the grid.
 template <int D>
-cudaError_t combine_pdl(const DecodeParams& p, cudaStream_t s) {
-  static int mode[64];
-  return launch_dependent(mode, combine_warps_kernel<D, true>, static_cast<unsigned>(p.c.batch * p.Hq * (D / 32)), 32,
-                          0, s, p);
+cudaError_t combine_launch(const DecodeParams& p, cudaStream_t s, bool pdl) {
+  const unsigned grid = static_cast<unsigned>(p.c.batch * p.Hq * (D / 32));
+  if (pdl) {
+    static int mode[64];
+    return launch_dependent(mode, combine_warps_kernel<D, true>, grid, 32, 0, s, p);
+  }
+  combine_warps_kernel<D><<<grid, 32, 0, s>>>(p);
+  return cudaGetLastError();
+}
+
+// combine_staged_kernel<D> on the rows of p (staged_rows(p.s.P)) as an ordinary launch.
+template <int D>
+cudaError_t combine_staged_launch(const DecodeParams& p, cudaStream_t s) {
+  static bool done[64];
+  const cudaError_t e = once_per_device(done, [] {
+    return cudaFuncSetAttribute(combine_staged_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                staged_smem_bytes<D>(kStagedMaxP));
+  });
+  if (e != cudaSuccess) return e;
+  combine_staged_kernel<D><<<p.c.batch * p.Hq, D, staged_smem_bytes<D>(p.s.P), s>>>(p);
+  return cudaGetLastError();
 }
 
 // A refine kernel's dynamic shared memory (past the 48 KB default) and the largest carveout, once a device (done:
@@ -166,13 +187,12 @@ cudaError_t mma4_launch(const DecodeParams& p, int ctas, int refine_items, int s
   // placed as the refine's CTAs left, onto the SMs that emptied first, and B8 L128K's combine (513 slots a row) ended
   // 31 - 36 us after the refine, against 25 - 26 us for an ordinary launch (the CTAs spread over the SMs, 1.5 us of
   // launch gap): B8 L128K 3+3 exact 498.6 -> 489.9 us, B1 L128K 84.1 -> 82.2. With short rows the early launch pays
-  // (B8 L4K 4+2 exact 29.8 against 31.5; B8 L16K, 65 slots, even), so below the threshold it stays.
-  if (kEarly && p.s.P >= kCombineOrdinaryP) {
-    if (e != cudaSuccess) return e;
-    combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
-    return cudaGetLastError();
-  }
-  return e != cudaSuccess ? e : combine_pdl<D>(p, s);
+  // (B8 L4K 4+2 exact 29.8 against 31.5; B8 L16K, 65 slots, even), so below the threshold it stays. Session 29: those
+  // long rows' combine is combine_staged_kernel (its partials by bulk copies; run 147: B8 L128K 3+3 exact 486.4 ->
+  // 480.3 us, in situ 24.7 -> 18.9 us after the refine), rows past its shared memory combine_warps_kernel's.
+  if (e != cudaSuccess) return e;
+  if (kEarly && staged_rows(p.s.P)) return combine_staged_launch<D>(p, s);  // session 29: fbla_combine_staged.cuh
+  return combine_launch<D>(p, s, !(kEarly && p.s.P >= kCombineOrdinaryP));
 }
 
 // mma_pv4f: refine_mma4_kernel<D, 8, true> (the combine folded into the refine: no combine kernel) on `grid` CTAs.
@@ -256,7 +276,7 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     }
     refine_mma_kernel<D><<<grid(refine_items, res), kMmaThreads, mma_smem_bytes(D), s>>>(p, refine_items);
     e = cudaGetLastError();  // the refine's launch
-    return e != cudaSuccess ? e : combine_pdl<D>(p, s);
+    return e != cudaSuccess ? e : combine_launch<D>(p, s, true);
   }
   if (p.variant == kMmaPv4) return mma4_launch<D, 8>(p, ctas, refine_items, kMma4Slot<D>, s);
   if (p.variant == kMmaPv4w) return mma4_launch<D, 4>(p, ctas, refine_items, D == 64 ? 20 : 21, s);
@@ -302,14 +322,13 @@ cudaError_t decode_t(const DecodeParams& p0, int ctas, cudaStream_t s) {
     if (res <= 0) return cudaErrorInvalidDevice;
     refine_kernel<D><<<grid(refine_items, res), kThreads, 0, s>>>(p, refine_items);
   }
-  if (p.variant == kItems)
+  const cudaError_t e = cudaGetLastError();  // the refine's launch
+  if (e != cudaSuccess) return e;
+  if (p.variant == kItems) {  // the block-a-row combine (kItems' own)
     combine_kernel<D><<<p.c.batch * p.Hq, D, 0, s>>>(p);
-  else if (stage_refine(p.variant)) {
-    const cudaError_t e = cudaGetLastError();  // the refine's launch
-    return e != cudaSuccess ? e : combine_pdl<D>(p, s);
-  } else
-    combine_warps_kernel<D><<<p.c.batch * p.Hq * (D / 32), 32, 0, s>>>(p);
-  return cudaGetLastError();
+    return cudaGetLastError();
+  }
+  return combine_launch<D>(p, s, stage_refine(p.variant));
 }
 
 }  // namespace

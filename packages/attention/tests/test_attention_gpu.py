@@ -216,6 +216,21 @@ def test_planner_digits_gpu(work):
             assert_bits_equal(g, c, f"[{variant or 'planner'}] {label} exact={exact} ({gpu_arch_tag()})")
 
 
+def test_planner_long_rows_d128_gpu():
+    """Rows of 256 slots or more (~64 K tokens) on the planner's kEarly refine (sm_90, D 128, more than one round of
+    items): the combine that fbla_launch.cu's mma4_launch picks for them (an ordinary launch; since session 29
+    combine_staged_kernel, its partials staged by bulk copies) against the host emulation, in a batch of two lengths
+    (289 and 259 slots: neither a whole number of the staged combine's tiles of 32)."""
+    lengths = [73800, 66100]
+    k, v, q = make(2, 2, lengths[0], 128, seed=17, Hq=8)
+    gc = A.encode(k.cuda(), v.cuda(), lengths=lengths)
+    cc = A.encode(k, v, lengths=lengths)
+    for exact in (True, False):
+        c = A.decode(q, cc, exact=exact, out_dtype=torch.float32, pv="digits")
+        g = A.decode(q.cuda(), gc, exact=exact, out_dtype=torch.float32)
+        assert_bits_equal(g, c, f"[planner] B2 L72K/65K D128 exact={exact} ({gpu_arch_tag()})")
+
+
 def test_fold_graph_gpu():
     """mma_pv4f (session 13: the combine folded into the refine; fold_zero_kernel or the coarse pass zeroes the
     counters, the CTA counting a (b, kv head)'s last item combines) under CUDA-graph replay at B1 L16K-like work: one

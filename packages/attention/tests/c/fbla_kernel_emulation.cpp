@@ -25,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "fbla_combine_staged.cuh"
 #include "fbla_decode_mma4.cuh"
 #include "mlops/common/testing/fibers.h"
 
@@ -42,6 +43,7 @@ int g_planner_pv4 = 0;  // decodes where the planner (pv digits) ran mma_pv4r's 
 int g_planner_many = 0;  // ... in more than one round (sm_90 only)
 int g_planner_mma_pv = 0;  // ... ran mma_pv's kernel with more than one round of items (below sm_90)
 int g_planner_early = 0;  // ... ran its kEarly instance (D 128, sm_90, more than one round; session 17)
+int g_staged = 0;  // ... and then combine_staged_kernel (rows of kStagedMinP .. kStagedMaxP slots; session 29)
 int g_planner_within = 0;  // ... ran mma_pv4r's kernel within mma_pv's one round of items (sm_90 only)
 int g_planner_one = 0;  // ... ran mma_pv's kernel within its one round of items (below sm_90)
 int g_emu_major = 9;  // the compute capability major that decode_t asks of the device (an H200's)
@@ -126,6 +128,7 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
   // mma_pv4f: the combine folded into the refine where a row's e / l fit (decode_t: p.fold)
   DecodeParams p = p0;
   p.fold = p.variant == kMmaPv4f && 4 * fold_smem_floats(p.s.P) <= kChunkGroups * stage_group_bytes(D);
+  bool early = false;  // the kEarly refine ran (mma4_launch's combine choice)
   if (!p.exact && coarse_items > 0 && imma_coarse(p.variant))
     run_grid(std::min(coarse_items, res), kWarpThreads, [&] { coarse_warps_kernel<D, true>(p, coarse_items); });
   else if (!p.exact && coarse_items > 0 && warps_coarse(p.variant))
@@ -145,6 +148,7 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
     ++(refine_items <= res ? g_planner_within : refine_items <= res * 4 / 3 ? g_planner_pv4 : g_planner_many);
     if (D == 128 && g_emu_major == 9 && refine_items > res * 4 / 3) {  // the kEarly instance (session 17)
       ++g_planner_early;
+      early = true;
       if (p.exact || coarse_items == 0) run_grid(1, 128, [&] { fold_zero_kernel(p); });  // kDyn's counter (session 22)
       run_grid(std::min(refine_items, res * 4 / 3), 256,
                [&] { refine_mma4_kernel<D, 8, false, true, true>(p, refine_items); });
@@ -178,7 +182,10 @@ static void decode_e(const DecodeParams& p0, int ctas) {  // src/fbla_launch.cu 
     run_grid(std::min(refine_items, res), kThreads, [&] { refine_kernel<D>(p, refine_items); });
   if (p.variant == kItems)
     run_grid(p.c.batch * p.Hq, D, [&] { combine_kernel<D>(p); });
-  else if (stage_refine(p.variant) || mma_refine(p.variant))
+  else if (early && staged_rows(p.s.P)) {
+    ++g_staged;
+    run_grid(p.c.batch * p.Hq, D, [&] { combine_staged_kernel<D>(p); });
+  } else if (stage_refine(p.variant) || mma_refine(p.variant))
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D, true>(p); });
   else
     run_grid(p.c.batch * p.Hq * (D / 32), 32, [&] { combine_warps_kernel<D>(p); });
@@ -319,10 +326,11 @@ static void decode_case(const char* what, Cache& gc, Cache& hc, int Hq, unsigned
 }
 
 // a long row of 297 slots (B1, ~76 K tokens): combine_warps_kernel's tiles of 32 slots past its held ones (the first
-// 4 tiles) and the rounds of the 4-warp form tried in session 12 (128 slots a round; GPU run 72, reverted)
-static void long_case() {
+// 4 tiles) and the rounds of the 4-warp form tried in session 12 (128 slots a round; GPU run 72, reverted); with D 128
+// the planner's kEarly refine and then combine_staged_kernel (session 29: 9 whole stages of 32 slots and a part one)
+static void long_case(int D) {
   namespace f = mlops::fbla;
-  const int B = 1, H = 1, D = 64, G = 2, slots = 297;
+  const int B = 1, H = 1, G = 2, slots = 297;
   const int T = (slots - 1) * f::kChunkGroups * f::kGroup + 100;
   const Data d = make_data(B, H, T, D, 500);
   Cache gc(B, H, T, D, MLOPS_FBLA_3_3), hc(B, H, T, D, MLOPS_FBLA_3_3);
@@ -330,7 +338,9 @@ static void long_case() {
   CHECK(mlops_fbla_append(&gc.c, &kv, nullptr) == MLOPS_OK && mlops_fbla_append_host(&hc.c, &kv) == MLOPS_OK,
         "long case: append");
   CHECK(1 + f::chunks_of(f::closed_groups(T)) == slots, "long case: %d slots", 1 + f::chunks_of(f::closed_groups(T)));
-  decode_case("long row", gc, hc, H * G, 500, false, d, true);
+  const int staged = g_staged;
+  decode_case(D == 64 ? "long row" : "long row D 128", gc, hc, H * G, 500, false, d, true);  // seed % 4 == 0: ctas 0
+  if (D == 128) CHECK(g_staged > staged, "long row D 128: combine_staged_kernel ran %d times", g_staged - staged);
 }
 
 // The cases, each self-contained (its own data, cache and seeds), so that they can run in any order and in parallel
@@ -452,7 +462,8 @@ static std::vector<Case> all_cases() {
   static const double kGridCost[24] = {9, 10, 12, 21, 23, 50, 18, 20, 23, 42, 50, 102,
                                        12, 12, 15, 25, 27, 52, 19, 21, 23, 43, 49, 94};
   std::vector<Case> cs;
-  cs.push_back({"long row", 21, long_case});
+  cs.push_back({"long row", 21, [] { long_case(64); }});
+  cs.push_back({"long row D 128", 40, [] { long_case(128); }});
   cs.push_back({"planner", 15, planner_case});
   for (int k = 0; k < 2; ++k)
     cs.push_back({k ? "fold B 2 G 5" : "fold D 64 G 8", k ? 16.0 : 8.0, [k] { fold_case(k); }});
@@ -471,7 +482,8 @@ static std::vector<Case> all_cases() {
 // the kernels) counts as a failure. Each case's time goes to stderr.
 int main(int argc, char** argv) {
   if (std::getenv("MLOPS_EMU_LONG_ONLY")) {  // the long case alone (a quick check of the combine's rounds)
-    long_case();
+    long_case(64);
+    long_case(128);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
   }
