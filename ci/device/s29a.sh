@@ -23,10 +23,14 @@ for n in $TL; do
   echo "timeline $n rc=$? at ${SECONDS}s" >> $R/phases.txt
 done
 eval "orig_$(declare -f attn_bench)"
-attn_bench() { unset MLOPS_FBLA_EXP_PDL; export $(envs $2); orig_attn_bench "$@"; }
+# BENCH_ARGS (e.g. "--lengths 32768,65536 --batches 1,8"): every bench's arguments instead of attn_abn's (--quick)
+attn_bench() {
+  unset MLOPS_FBLA_EXP_PDL MLOPS_FBLA_EXP_MINP; export $(envs $2)
+  if [ -n "$BENCH_ARGS" ]; then orig_attn_bench "${@:1:5}" $BENCH_ARGS; else orig_attn_bench "$@"; fi
+}
 attn_abn /tmp/$N- "${names[@]}"
 for n in $NCU; do
-  unset MLOPS_FBLA_EXP_PDL; export $(envs $n)
+  unset MLOPS_FBLA_EXP_PDL MLOPS_FBLA_EXP_MINP; export $(envs $n)
   k=combine_warps; [ "$MLOPS_FBLA_STAGED_C" = 0 ] || k=combine_staged
   # the planner's decode is profile_decode.py's last: its combine is the last one of that name
   ncu_prof ncu-$n /tmp/$N-$n -k regex:$k --launch-skip $([ $k = combine_warps ] && echo 1 || echo 0) -c 1 \
@@ -41,7 +45,7 @@ for n in $NCU_INSITU; do
   echo "ncu insitu $n rc=$? at ${SECONDS}s" >> $R/phases.txt
   grep -E "passes|gpu__time|dram__bytes|lts__t_sector" $R/ncu-insitu-$n.txt | sed "s/^/insitu $n: /" >> $R/phases.txt
 done
-unset MLOPS_FBLA_STAGED_C MLOPS_FBLA_STAGED_PF MLOPS_FBLA_EXP_PDL
+unset MLOPS_FBLA_STAGED_C MLOPS_FBLA_STAGED_PF MLOPS_FBLA_EXP_PDL MLOPS_FBLA_EXP_MINP
 [ -n "$DRY" ] || for n in $TL; do grep -A4 "B8 L128K\|B1 L16K\|B1 L128K" $R/timeline-$n.txt | sed "s/^/$n: /" >> $R/phases.txt; done
 [ -n "$DRY" ] || for n in $NCU; do grep -E "^    (Duration|DRAM Throughput|Memory Throughput|Registers Per|Achieved Occ|Theoretical Occ|L2 Hit|Mem Busy|Max Bandwidth|Dynamic Shared)" $R/ncu-$n-details.txt | sed "s/^/ncu $n: /" >> $R/phases.txt; done
 [ -n "$T_C75S" ] && attn_c75s /tmp/$N-c75s
