@@ -48,7 +48,8 @@ __global__ void __launch_bounds__(D) combine_staged_kernel(DecodeParams p) {
   float* const sl = se + P;
   const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
   const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
-  const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;  // 256-byte aligned (scratch_floats)
+  // 16-byte aligned, as bulk copies need (the API checks the scratch base; scratch_floats' parts: 256-byte multiples)
+  const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
   // Tile t's partials (contiguous: n slots of D floats) into stage t % S. Every thread calls it, after a barrier that
   // ends every read of the stage (stage_issue's contract).
   auto issue = [&](int t) {
