@@ -110,21 +110,8 @@ cudaError_t combine_launch(const DecodeParams& p, cudaStream_t s, bool pdl) {
   return cudaGetLastError();
 }
 
-// combine_staged_kernel<D> on the rows of p (staged_rows(p.s.P)) as an ordinary launch.
-template <int D>
-cudaError_t combine_staged_launch(const DecodeParams& p, cudaStream_t s) {
-  static bool done[64];
-  const cudaError_t e = once_per_device(done, [] {
-    return cudaFuncSetAttribute(combine_staged_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                staged_smem_bytes<D>(kStagedMaxP));
-  });
-  if (e != cudaSuccess) return e;
-  combine_staged_kernel<D><<<p.c.batch * p.Hq, D, staged_smem_bytes<D>(p.s.P), s>>>(p);
-  return cudaGetLastError();
-}
-
-// A refine kernel's dynamic shared memory (past the 48 KB default) and the largest carveout, once a device (done:
-// the caller's flags, one set a kernel instance).
+// A kernel's dynamic shared memory (past the 48 KB default: the refines', the staged combine's) and the largest
+// carveout, once a device (done: the caller's flags, one set a kernel instance).
 template <typename K>
 cudaError_t smem_attributes(bool (&done)[64], K kernel, int bytes) {
   return once_per_device(done, [&] {
@@ -132,6 +119,16 @@ cudaError_t smem_attributes(bool (&done)[64], K kernel, int bytes) {
     if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     return e;
   });
+}
+
+// combine_staged_kernel<D> on the rows of p (staged_rows(p.s.P)) as an ordinary launch.
+template <int D>
+cudaError_t combine_staged_launch(const DecodeParams& p, cudaStream_t s) {
+  static bool done[64];
+  const cudaError_t e = smem_attributes(done, combine_staged_kernel<D>, staged_smem_bytes<D>(kStagedMaxP));
+  if (e != cudaSuccess) return e;
+  combine_staged_kernel<D><<<p.c.batch * p.Hq, D, staged_smem_bytes<D>(p.s.P), s>>>(p);
+  return cudaGetLastError();
 }
 
 // refine_mma_kernel's, once a device.
