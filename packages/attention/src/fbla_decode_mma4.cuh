@@ -329,7 +329,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   const long long sbytes = stage_group_bytes(D);
   const size_t tile = static_cast<size_t>(kGroup) * D;
   stage_init(bars, kSplitV ? 2 : 1);
-  pdl_launch_dependents();  // every CTA of this grid is resident: the combine's CTAs may queue behind them
+  // every CTA of this grid is resident: the combine's CTAs may queue behind them (kDyn: in take_next, below)
+  if constexpr (!kDyn) pdl_launch_dependents();
   uint32_t ph = 0u;
   // the items blockIdx.x + k gridDim.x, decoded by item_add (two divisions a CTA, not a few an item); the step's
   // divisions only in a CTA with a second item (one item a CTA, as at B1 L16K, never reads it: there they were 4.6 % of
@@ -340,6 +341,11 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
   int next = 0;  // kDyn: the item after this one (dyn_next's value)
   auto take_next = [&] {  // kDyn, thread 0: the next item from the counter, decoded, into dyn_next
     const int n = next_item_dyn(p);
+    // kDyn's trigger (session 30): after the CTA's first take (the first call; later ones are no-ops), not at the
+    // kernel's start. GPU run 154 (events, means of 4 calls): with the PDL combine_warps_kernel after it (rows below
+    // kStagedMinP slots) B8 L4K 3+3 exact 32.5 -> 30.1 us, both skip modes -3.3; B8 L16K 3+3 exact -1.3, skip -2.7; 4+2
+    // exact and B1 within +-0.3; B8 / B1 L128K (an ordinary launch after it) within +-0.5. The same bits.
+    pdl_launch_dependents();
     const Item ni = item_of(n, c.batch, c.kv_heads);
     dyn_next[0] = n, dyn_next[1] = ni.b, dyn_next[2] = ni.kh, dyn_next[3] = ni.slot;
   };
