@@ -17,7 +17,7 @@
 
 namespace mlops::fbla {
 
-constexpr int kStagedTile = 32;    // slots a stage
+constexpr int kStagedTile = 32;    // slots a stage (chain_tile's tile)
 constexpr int kStagedStages = 4;  // stages in flight a CTA
 // The rows (p.s.P slots, ~64 K tokens) from which the kEarly refine's combine is it. GPU run 150 started it at 17, 65
 // and 129 slots too: 1.4 - 2.4 us faster in skip modes below 256, ~1 us slower in 4+2 exact; no lower threshold won
@@ -82,39 +82,13 @@ __global__ void __launch_bounds__(D) combine_staged_kernel(DecodeParams p) {
     const int i0 = kStagedTile * t, n = P - i0 < kStagedTile ? P - i0 : kStagedTile;
     stage_wait(bars, t % S, phases);
     const float* tile = ring + (t % S) * kTileFloats + tid;
-    if (n == kStagedTile) {  // a whole tile: its e / l / partials first, then the chains' 32 steps
-      float ev[kStagedTile], lv[kStagedTile], av[kStagedTile];
-#pragma unroll
-      for (int k = 0; k < kStagedTile; ++k) {
-        ev[k] = se[i0 + k];
-        lv[k] = sl[i0 + k];
-        av[k] = tile[k * D];
-      }
-#pragma unroll
-      for (int k = 0; k < kStagedTile; ++k) {
-        if (ev[k] < 0.0f) continue;
-        lt = fmaf(lv[k], ev[k], lt);
-        acc = fmaf(av[k], ev[k], acc);
-      }
-    } else {
-      for (int k = 0; k < n; ++k) {
-        const float e = se[i0 + k];
-        if (e < 0.0f) continue;
-        lt = fmaf(sl[i0 + k], e, lt);
-        acc = fmaf(tile[k * D], e, acc);
-      }
-    }
+    chain_tile(n, [&](int k, float& e, float& l, float& a) { e = se[i0 + k], l = sl[i0 + k], a = tile[k * D]; }, lt, acc);
     if (t + S < T) {
       __syncthreads();  // every thread's reads of stage t % S, before its next copy
       issue(t + S);
     }
   }
-  const float o = Mx != neg_inf() ? acc / lt : 0.0f;
-  const size_t at = static_cast<size_t>(row) * D + tid;
-  if (p.out_fp32)
-    static_cast<float*>(p.out)[at] = o;
-  else
-    static_cast<uint16_t*>(p.out)[at] = f32_to_bf16(o);
+  store_combined(p, static_cast<size_t>(row) * D + tid, Mx != neg_inf(), acc, lt);
 }
 
 }  // namespace mlops::fbla

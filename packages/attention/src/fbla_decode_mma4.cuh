@@ -190,14 +190,8 @@ __device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int k
           }
         }
       }
-      const float o0 = Mx != neg_inf() ? a0 / lt : 0.0f, o1 = Mx != neg_inf() ? a1 / lt : 0.0f;
-      if (p.out_fp32) {
-        static_cast<float*>(p.out)[row * D + d] = o0;
-        static_cast<float*>(p.out)[row * D + d + H2] = o1;
-      } else {
-        static_cast<uint16_t*>(p.out)[row * D + d] = f32_to_bf16(o0);
-        static_cast<uint16_t*>(p.out)[row * D + d + H2] = f32_to_bf16(o1);
-      }
+      store_combined(p, row * D + d, Mx != neg_inf(), a0, lt);
+      store_combined(p, row * D + d + H2, Mx != neg_inf(), a1, lt);
     }
   }
 }

@@ -968,29 +968,7 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
       }
       mc = mn, lc = ln;
       __syncthreads();
-      if (n == 32) {  // a whole tile: its e / l first, then the chains' 32 steps
-        float ev[32], lv[32];
-#pragma unroll
-        for (int k = 0; k < 32; ++k) {
-          ev[k] = se[base + k];
-          lv[k] = sl[base + k];
-        }
-#pragma unroll
-        for (int k = 0; k < 32; ++k) {
-          if (ev[k] < 0.0f) continue;
-          lt = fmaf(lv[k], ev[k], lt);
-          acc = fmaf(a[k], ev[k], acc);
-        }
-      } else {
-#pragma unroll
-        for (int k = 0; k < 32; ++k) {
-          if (k >= n) break;
-          const float e = se[base + k];
-          if (e < 0.0f) continue;
-          lt = fmaf(sl[base + k], e, lt);
-          acc = fmaf(a[k], e, acc);
-        }
-      }
+      chain_tile(n, [&](int k, float& e, float& l, float& x) { e = se[base + k], l = sl[base + k], x = a[k]; }, lt, acc);
 #pragma unroll
       for (int k = 0; k < 32; ++k) {
         a[k] = a1[k];
@@ -998,11 +976,7 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
       }
     }
   }
-  const float o = Mx != neg_inf() ? acc / lt : 0.0f;
-  if (p.out_fp32)
-    static_cast<float*>(p.out)[static_cast<size_t>(row) * D + d] = o;
-  else
-    static_cast<uint16_t*>(p.out)[static_cast<size_t>(row) * D + d] = f32_to_bf16(o);
+  store_combined(p, static_cast<size_t>(row) * D + d, Mx != neg_inf(), acc, lt);
 }
 
 }  // namespace mlops::fbla

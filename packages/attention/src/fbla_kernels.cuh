@@ -798,6 +798,48 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
   }
 }
 
+// ---- the combines' shared steps (combine_kernel, combine_warps_kernel, combine_staged_kernel, fold_combine) ----
+
+// A row's output value at flat index `at` (row * D + d): o = acc / lt, or 0 where the row has no token (M = -inf); fp32
+// or bf16 by p.out_fp32.
+__device__ __forceinline__ void store_combined(const DecodeParams& p, size_t at, bool any, float acc, float lt) {
+  const float o = any ? acc / lt : 0.0f;
+  if (p.out_fp32)
+    static_cast<float*>(p.out)[at] = o;
+  else
+    static_cast<uint16_t*>(p.out)[at] = f32_to_bf16(o);
+}
+
+// The slot-order chains over a tile of n <= 32 slots (docs/attention.md "Fixed order"): for each slot k with e_k >= 0
+// (-1 marks an empty partial) lt = fmaf(l_k, e_k, lt), acc = fmaf(a_k, e_k, acc). slot(k, e, l, a): slot k's three
+// values. A whole tile loads all 32 first and then runs the 32 steps without a bounds test (no load between two steps of
+// the l chain); a part tile the same steps under k < n. combine_warps_kernel (a[] in registers) and
+// combine_staged_kernel (the staged tile): the same operations, hence the same bits, in both.
+template <class Slot>
+__device__ __forceinline__ void chain_tile(int n, Slot slot, float& lt, float& acc) {
+  if (n == 32) {
+    float ev[32], lv[32], av[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) slot(k, ev[k], lv[k], av[k]);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+      if (ev[k] < 0.0f) continue;
+      lt = fmaf(lv[k], ev[k], lt);
+      acc = fmaf(av[k], ev[k], acc);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+      if (k >= n) break;
+      float e, l, a;
+      slot(k, e, l, a);
+      if (e < 0.0f) continue;
+      lt = fmaf(l, e, lt);
+      acc = fmaf(a, e, acc);
+    }
+  }
+}
+
 // Combine: CTA (b, q head), thread d; partials in slot order. m / l of a tile of D partials are
 // staged in smem by one coalesced load, the acc loads are issued kStep at a time (independent), and
 // every thread runs the same sequential loops as before (same order, same bits).
@@ -844,11 +886,7 @@ __global__ void __launch_bounds__(D) combine_kernel(DecodeParams p) {
       }
     }
   }
-  const float o = Mx != neg_inf() ? acc / lt : 0.0f;
-  if (p.out_fp32)
-    static_cast<float*>(p.out)[static_cast<size_t>(row) * D + d] = o;
-  else
-    static_cast<uint16_t*>(p.out)[static_cast<size_t>(row) * D + d] = f32_to_bf16(o);
+  store_combined(p, static_cast<size_t>(row) * D + d, Mx != neg_inf(), acc, lt);
 }
 
 }  // namespace mlops::fbla
