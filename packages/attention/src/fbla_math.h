@@ -161,6 +161,18 @@ MLOPS_HD uint32_t fo_k_field(const uint32_t* w, int n) {
   return ((h[1] >> 7) & 0x01010101u) | ((h[2] >> 5) & 0x06060606u);
 }
 
+// fo_k_field<3> for the refine's score MMAs (fo_k_block_dots<D, 3>), the odd registers (n & 1: token gid + 8) as 8 x
+// their field: those fields sit at bits 3 - 5 of their bytes (r = 1, 3, 5 above), so h & 0x38383838 is 8 x the field
+// in one instruction instead of a shift and a mask (session 30); field 7 (its bits in h[1] and h[2]) shifted into bits
+// 3 - 5. The even registers as fo_k_field<3>. 8 x 7 = 56: still an s8 operand.
+MLOPS_HD uint32_t fo_k_field3_x8odd(const uint32_t* w, int n) {
+  if ((n & 1) == 0) return fo_k_field<3>(w, n);
+  const uint32_t* h = w + 3 * (n >> 3);
+  const int r = n & 7;
+  if (r < 6) return h[r >> 1] & 0x38383838u;
+  return ((h[1] >> 4) & 0x08080808u) | ((h[2] >> 2) & 0x30303030u);
+}
+
 // fo_k_field with the field width a run-time value (host readers and the chains forms' per-token reads).
 MLOPS_HD uint32_t fo_k_field_n(const uint32_t* w, int bits, int n) {
   return bits == 4 ? fo_k_field<4>(w, n) : (bits == 3 ? fo_k_field<3>(w, n) : fo_k_field<2>(w, n));
