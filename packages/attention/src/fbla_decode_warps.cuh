@@ -195,17 +195,42 @@ __device__ __forceinline__ void bf16_dot8_all(const U4& kx, const float (&qf)[kW
   }
 }
 
+// __dp4a(a, b, c) with a's bytes unsigned where kUA (dp4a.u32.s32; the kernel-on-host runner: the same sums).
+template <bool kUA>
+__device__ __forceinline__ int dp4a_a(int a, int b, int c) {
+  if constexpr (!kUA) {
+    return __dp4a(a, b, c);
+  } else {
+#if defined(__CUDA_ARCH__)
+    int r;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+#else
+    for (int i = 0; i < 4; ++i)
+      c += static_cast<int>((static_cast<uint32_t>(a) >> (8 * i)) & 0xffu) * static_cast<int>(static_cast<int8_t>(b >> (8 * i)));
+    return c;
+#endif
+  }
+}
+
 // D (16 x 8, s32) += A (16 x 32, s8, row) B (32 x 8, s8, col) by a warp, in the PTX fragments of
 // mma.m16n8k32 (gid = lane / 4, tig = lane % 4): a[0] row gid, k 4tig .. 4tig+3; a[1] row gid + 8, the
 // same k; a[2] / a[3] the same rows, k + 16; b[0] column gid, k 4tig .. 4tig+3; b[1] k + 16; c[0] / c[1]
 // row gid, columns 2tig / 2tig+1; c[2] / c[3] row gid + 8. Integer sums (no overflow here): the same
 // integers in any order. sm_80+: the tensor core; compute_61 / 70 / 75 (PTX) and the kernel-on-host
 // runner: the same sums by shuffles and DP4A (every lane of the warp must call it).
+// kUA (session 30, fo_k_block_dots' 4+2 coarse plane): A unsigned (u8, B still s8).
+template <bool kUA = false>
 __device__ __forceinline__ void mma_s8_16x8x32(const uint32_t (&a)[4], const uint32_t (&b)[2], int32_t (&c)[4]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  if constexpr (kUA)
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
 #pragma unroll
@@ -220,8 +245,8 @@ __device__ __forceinline__ void mma_s8_16x8x32(const uint32_t (&a)[4], const uin
       const int sb = 4 * (2 * tig + j) + t;  // the lane holding column 2tig + j, the same k
       const int b0 = __shfl_sync(0xffffffffu, static_cast<int>(b[0]), sb);
       const int b1 = __shfl_sync(0xffffffffu, static_cast<int>(b[1]), sb);
-      c[j] = __dp4a(a2, b1, __dp4a(a0, b0, c[j]));
-      c[2 + j] = __dp4a(a3, b1, __dp4a(a1, b0, c[2 + j]));
+      c[j] = dp4a_a<kUA>(a2, b1, dp4a_a<kUA>(a0, b0, c[j]));
+      c[2 + j] = dp4a_a<kUA>(a3, b1, dp4a_a<kUA>(a1, b0, c[2 + j]));
     }
   }
 #endif
@@ -230,10 +255,10 @@ __device__ __forceinline__ void mma_s8_16x8x32(const uint32_t (&a)[4], const uin
 // The 4 S A-fragment field registers (fo_k_field: register n = 4 s + a, k-step s, fragment register a) of lane `lane`
 // in 16-token block b of a K field region (coarse: bits = cb, fine: bits = fb; fbla_math.h "The K codes' order"): the
 // lane's words by its parts' lane-contiguous vector loads (D 128: 4 + 4, 4 + 2, 4 words; D 64: 4, 2 + 1, 2).
-// kX8Odd (bits 3 only): the odd registers as 8 x their fields (fo_k_field3_x8odd).
-template <int D, int bits, bool kX8Odd = false>
+// kScaleOdd: the odd registers (token gid + 8) scaled, by 8 (bits 3: fo_k_field3_x8odd), 16 (bits 4:
+// fo_k_field4_x16odd) or 4 (bits 2: fo_k_field2_x4odd).
+template <int D, int bits, bool kScaleOdd = false>
 __device__ __forceinline__ void fo_k_block_regs(const uint32_t* region, int b, int lane, uint32_t (&r)[D / 8]) {
-  static_assert(!kX8Odd || bits == 3, "fo_k_field3_x8odd: 3-bit fields");
   constexpr int nw = fo_k_lane_words(D, bits), n4 = nw & ~3, n2 = (nw - n4) & ~1;  // the parts' sizes (fo_k_word)
   uint32_t w[nw];
 #pragma unroll
@@ -247,37 +272,48 @@ __device__ __forceinline__ void fo_k_block_regs(const uint32_t* region, int b, i
   }
   if constexpr (nw > n4 + n2) w[nw - 1] = region[fo_k_word(D, bits, b, lane, nw - 1)];
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n) r[n] = kX8Odd ? fo_k_field3_x8odd(w, n) : fo_k_field<bits>(w, n);
+  for (int n = 0; n < D / 8; ++n)
+    r[n] = !kScaleOdd  ? fo_k_field<bits>(w, n)
+           : bits == 3 ? fo_k_field3_x8odd(w, n)
+           : bits == 4 ? fo_k_field4_x16odd(w, n)
+                       : fo_k_field2_x4odd(w, n);
 }
 
 // The integer dots of block b (tokens 16 b + gid, + 8) with the q digits' B fragments (bf[s]): c[0] / c[1] (token gid)
 // and c[2] / c[3] (token gid + 8) as the columns of mma_s8_16x8x32, from the coarse and the fine fields in two
 // accumulators, c = (coarse . q << fb) + fine . q (exact: |c| < 2^31). kc / kf: the group's K regions.
-// Mode 3+3 (session 30): token gid + 8's fields (the odd A registers) enter both MMAs as 8 x themselves
-// (fo_k_field3_x8odd: one instruction less each of 12 of a lane's 32 registers), so c[2] / c[3] come out 8 x theirs,
-// an exact multiple of 8 (|8 c| < 2^24), and an arithmetic shift right by 3 gives the same integers. The kEarly
-// refine's static SASS 4,189 -> 4,161 instructions (ptxas 13.0 sm_90: 32 shifts fewer), 64 registers, no spills; GPU
-// run 158 (events, means of 4 calls): B8 L128K 3+3 exact 487.2 -> 476.0 us (the refine in situ 457.3 -> 445.7), B1
-// L128K 81.4 -> 79.0, 4+2 unchanged. (4+2's odd coarse fields as 16 x themselves would pass s8's 127.)
+// Session 30: token gid + 8's fields (the odd A registers) enter the MMAs scaled, so that most of them take one mask
+// instead of a shift and a mask (fo_k_field3_x8odd / fo_k_field4_x16odd / fo_k_field2_x4odd): 3+3 both planes x 8
+// (c[2] / c[3] come out 8 x c); 4+2 the coarse plane x 16 (up to 240: an unsigned A operand, mma_s8_16x8x32<true>)
+// and the fine x 4 (c[2] / c[3] = 16 cc + 4 cf = 4 c). Exact multiples (|8 c| < 2^24), so an arithmetic shift right
+// gives the same integers. 3+3: the kEarly refine's static SASS 4,189 -> 4,161 instructions (ptxas 13.0 sm_90: 32
+// shifts fewer), 64 registers, no spills; GPU run 158 (events, means of 4 calls): B8 L128K 3+3 exact 487.2 -> 476.0 us
+// (the refine in situ 457.3 -> 445.7), B1 L128K 81.4 -> 79.0; 4+2 (4,161 -> 4,133 instructions), run 159: B8 L128K 4+2
+// exact 465.3 -> 455.1 us (the refine in situ 440.5 with both), B8 L16K 72.3 -> 70.3, B1 L128K 77.4 -> 75.5.
 template <int D, int kCB>
 __device__ __forceinline__ void fo_k_block_dots(const uint32_t* kc, const uint32_t* kf, int b, int lane,
                                                 const uint32_t (&bf)[D / 32][2], int32_t (&c)[4]) {
   constexpr int S = D / 32, kFB = 6 - kCB;
-  constexpr bool kX8 = kCB == 3;
   uint32_t rc[D / 8], rf[D / 8];
-  fo_k_block_regs<D, kCB, kX8>(kc, b, lane, rc);
-  fo_k_block_regs<D, kFB, kX8>(kf, b, lane, rf);
+  fo_k_block_regs<D, kCB, true>(kc, b, lane, rc);
+  fo_k_block_regs<D, kFB, true>(kf, b, lane, rf);
   int32_t cc[4] = {0, 0, 0, 0}, cf[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int s = 0; s < S; ++s) {
     const uint32_t ac[4] = {rc[4 * s], rc[4 * s + 1], rc[4 * s + 2], rc[4 * s + 3]};
     const uint32_t af[4] = {rf[4 * s], rf[4 * s + 1], rf[4 * s + 2], rf[4 * s + 3]};
-    mma_s8_16x8x32(ac, bf[s], cc);
+    mma_s8_16x8x32<kCB == 4>(ac, bf[s], cc);  // 4+2: the coarse A unsigned (16 x 15)
     mma_s8_16x8x32(af, bf[s], cf);
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) c[i] = (cc[i] << kFB) + cf[i];
-  if constexpr (kX8) c[2] >>= 3, c[3] >>= 3;  // token gid + 8's: 8 x c, exactly
+  c[0] = (cc[0] << kFB) + cf[0];
+  c[1] = (cc[1] << kFB) + cf[1];
+  if constexpr (kCB == 3) {  // token gid + 8's: 8 x c, exactly
+    c[2] = ((cc[2] << kFB) + cf[2]) >> 3;
+    c[3] = ((cc[3] << kFB) + cf[3]) >> 3;
+  } else {  // 16 cc + 4 cf = 4 c
+    c[2] = (cc[2] + cf[2]) >> 2;
+    c[3] = (cc[3] + cf[3]) >> 2;
+  }
 }
 
 // fo_k_block_dots with the mode's coarse width read at run time (cb: 3 or 4, uniform over the warp).

@@ -173,6 +173,17 @@ MLOPS_HD uint32_t fo_k_field3_x8odd(const uint32_t* w, int n) {
   return ((h[1] >> 4) & 0x08080808u) | ((h[2] >> 2) & 0x30303030u);
 }
 
+// The same for mode 4+2 (fo_k_block_dots<D, 4>): the odd registers of the 4-bit coarse fields as 16 x their field
+// (bits 4 - 7: w & 0xF0F0F0F0, up to 240: a u8 operand) and of the 2-bit fine fields as 4 x theirs (u = 1: bits 2 - 3,
+// one mask; u = 3: bits 6 - 7, a shift by 4 and a mask, as before).
+MLOPS_HD uint32_t fo_k_field4_x16odd(const uint32_t* w, int n) {
+  return (n & 1) == 0 ? fo_k_field<4>(w, n) : w[n >> 1] & 0xF0F0F0F0u;
+}
+MLOPS_HD uint32_t fo_k_field2_x4odd(const uint32_t* w, int n) {
+  if ((n & 1) == 0) return fo_k_field<2>(w, n);
+  return (n & 2) == 0 ? w[n >> 2] & 0x0C0C0C0Cu : (w[n >> 2] >> 4) & 0x0C0C0C0Cu;
+}
+
 // fo_k_field with the field width a run-time value (host readers and the chains forms' per-token reads).
 MLOPS_HD uint32_t fo_k_field_n(const uint32_t* w, int bits, int n) {
   return bits == 4 ? fo_k_field<4>(w, n) : (bits == 3 ? fo_k_field<3>(w, n) : fo_k_field<2>(w, n));
