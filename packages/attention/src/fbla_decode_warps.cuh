@@ -289,7 +289,7 @@ __device__ __forceinline__ void fo_k_block_regs(const uint32_t* region, int b, i
 // gives the same integers. 3+3: the kEarly refine's static SASS 4,189 -> 4,161 instructions (ptxas 13.0 sm_90: 32
 // shifts fewer), 64 registers, no spills; GPU run 158 (events, means of 4 calls): B8 L128K 3+3 exact 487.2 -> 476.0 us
 // (the refine in situ 457.3 -> 445.7), B1 L128K 81.4 -> 79.0; 4+2 (4,161 -> 4,133 instructions), run 159: B8 L128K 4+2
-// exact 465.3 -> 455.1 us (the refine in situ 440.5 with both), B8 L16K 72.3 -> 70.3, B1 L128K 77.4 -> 75.5.
+// exact 465.3 -> 455.1 us, B8 L16K 72.3 -> 70.3, B1 L128K 77.4 -> 75.5 (3+3's refine in situ 440.5 on that machine).
 template <int D, int kCB>
 __device__ __forceinline__ void fo_k_block_dots(const uint32_t* kc, const uint32_t* kf, int b, int lane,
                                                 const uint32_t (&bf)[D / 32][2], int32_t (&c)[4]) {
