@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 29's device call: s28b.sh's benches / timelines / tests for wheels that differ only in the environment:
 # a name cN[pM] runs its wheel with MLOPS_FBLA_STAGED_C=N and MLOPS_FBLA_STAGED_PF=M (the experiment builds' choice of
-# staged combine, 0 = the warps combine as before; M its L2 prefetch distance in tiles). W, TL (timelines), NCU (ncu --set full of the B8 L128K planner decode's last combine), T (the
+# staged combine, 0 = the warps combine as before; M its L2 prefetch distance in tiles). W, TL (timelines), NCU (ncu --set full of the B8 L128K planner decode's last combine), NCU_REF (its refine's), T (the
 # name whose wheel runs test_attention_gpu.py + the sanitizers; unset: none), T_C75S (a c75s wheel's folder: its subset
 # of the GPU tests), NCU_INSITU (names: the staged combine's counters with the refine's L2), E_<name> (more environment
 # for that name's runs), N. Results: $OUT/$N.tgz, $OUT/summary.txt.
@@ -35,6 +35,16 @@ for n in $NCU; do
   # the planner's decode is profile_decode.py's last: its combine is the last one of that name
   ncu_prof ncu-$n /tmp/$N-$n -k regex:$k --launch-skip $([ $k = combine_warps ] && echo 1 || echo 0) -c 1 \
     python3 packages/attention/bench/profile_decode.py --B 8 --L 131072 --variant planner --exact
+done
+# NCU_REF (session 31): names whose B8 L128K planner decode's kEarly refine ncu profiles (--set full, its source page for
+# ci/device/ncu_lines.py against a local -lineinfo compile of the same sources)
+for n in $NCU_REF; do
+  unset MLOPS_FBLA_EXP_PDL MLOPS_FBLA_EXP_MINP; export $(envs $n)
+  ncu_prof ncu-ref-$n /tmp/$N-$n -k regex:refine_mma4_kernel -c 1 \
+    python3 packages/attention/bench/profile_decode.py --B 8 --L 131072 --variant planner --exact
+  grep -E "^    (Duration|DRAM Throughput|Issue Slots Busy|Executed Ipc Active|Registers Per)" $R/ncu-ref-$n-details.txt \
+    | sed "s/^/ncu-ref $n: /" >> $R/phases.txt
+  rm -f $R/ncu-ref-$n.ncu-rep  # (the details and source pages are kept)
 done
 # NCU_INSITU: the planner's B8 L128K combine (staged) with the L2 as the refine left it (--cache-control none), a few
 # counters (their first pass sees the real L2)

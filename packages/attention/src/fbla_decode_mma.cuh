@@ -40,7 +40,7 @@ struct alignas(16) MmaSmem {
   float ls[kMmaWarps][kWarpHeads];                 // a slice's l
   F4 pt[kMmaWarps][kSlice];                        // BF16 slices: p of a token, 4 heads
   int8_t dig[kMmaWarps][2 * kWarpHeads][kSlice];   // P V digits: column 2 head + digit, k position
-  unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
+  RefFlags ref;
 };
 constexpr int kMmaFront = (static_cast<int>(sizeof(MmaSmem)) + 127) / 128 * 128;
 
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly
 #pragma unroll
         for (int m = 0; m < 2; ++m) {
-          const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + t0 / kBlock + m];
+          const bool valid = tig < nh && sm.ref.on(tig, g * kBlocksPerGroup + t0 / kBlock + m);
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int i = kBlock * m + gid + 8 * r;

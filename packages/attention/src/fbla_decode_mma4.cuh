@@ -26,7 +26,7 @@ struct alignas(16) Mma4Smem {  // MmaSmem without pt / dig (over the staged code
   int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
   float red[kSlicesPerChunk][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
   float ls[kSlicesPerChunk][kWarpHeads];  // a slice's l
-  unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
+  RefFlags ref;
 };
 constexpr int kMma4Front = (static_cast<int>(sizeof(Mma4Smem)) + 127) / 128 * 128;
 
@@ -571,7 +571,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly
 #pragma unroll
           for (int m = 0; m < 2; ++m) {
-            const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + t0 / kBlock + m];
+            const bool valid = tig < nh && sm.ref.on(tig, g * kBlocksPerGroup + t0 / kBlock + m);
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
               const int i = kBlock * m + gid + 8 * r;

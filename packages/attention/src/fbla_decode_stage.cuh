@@ -158,7 +158,7 @@ struct alignas(16) StageSmem {
   int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
   float red[kChunkGroups][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
   float lg[kChunkGroups][kWarpHeads], bs[kChunkGroups][kWarpHeads];
-  unsigned char ref[kWarpHeads][kChunkGroups * kBlocksPerGroup];
+  RefFlags ref;
 };
 constexpr int kStageFront = (static_cast<int>(sizeof(StageSmem)) + 127) / 128 * 128;
 static_assert(kStageFront >= 8 * 128, "a staged group's record pointer (srec, 8 D before its copy) stays in the buffer");
@@ -189,10 +189,8 @@ __device__ __forceinline__ void imma_scores_regs(const Layout& l, const Smem& sm
   const uint32_t* kf = reinterpret_cast<const uint32_t*>(rec + (kCB ? l.kc + int64_t(kGroup) * kCB * (D / 8) : l.kf));
 #pragma unroll
   for (int m = 0; m < kNB; ++m) {
-    bool any = false;
-#pragma unroll
-    for (int hi = 0; hi < kWarpHeads; ++hi) any = any || (hi < nh && sm.ref[hi][g * kBlocksPerGroup + m0 + m]);
-    const bool mine = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m0 + m];
+    const bool any = sm.ref.any(g * kBlocksPerGroup + m0 + m);  // (heads >= nh: 0)
+    const bool mine = tig < nh && sm.ref.on(tig, g * kBlocksPerGroup + m0 + m);
     sc[m][0] = neg_inf();
     sc[m][1] = neg_inf();
     if (!any) continue;  // uniform over the warp
@@ -225,10 +223,8 @@ __device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm
       const int hi = i / D, d = i % D;
       sm.qf[hi][d] = bf16_to_f32(p.q[it.b * p.qbs + static_cast<long long>(hq0 + hi) * p.qhs + d]);
     }
-  for (int i = tid; i < kWarpHeads * kRef; i += kN) {
-    const int hi = i / kRef, rb = i % kRef;
-    sm.ref[hi][rb] = all && hi < nh && rb / kBlocksPerGroup < ng;  // !all: set below from the bounds
-  }
+  for (int rb = tid; rb < kRef; rb += kN)  // !all: set below from the bounds
+    sm.ref.set_block(rb, nh, all && rb / kBlocksPerGroup < ng);
   if (!all && tid < 32) {
     for (int hi = 0; hi < nh; ++hi) {
       const float M = row_lbmax(p, it.b, hq0, hi, nch, tid);
@@ -241,7 +237,7 @@ __device__ __forceinline__ void pass_q_and_flags(const DecodeParams& p, Smem& sm
       const int hi = i / kRef, rb = i % kRef;
       if (rb / kBlocksPerGroup < ng) {
         const size_t row = static_cast<size_t>(it.b) * p.Hq + hq0 + hi;
-        sm.ref[hi][rb] = p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi];
+        sm.ref.set(hi, rb, p.s.ub[row * p.s.nblk + (ch * kChunkGroups) * kBlocksPerGroup + rb] >= sm.thr[hi]);
       }
     }
   }
@@ -326,7 +322,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
         const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
 #pragma unroll
         for (int m = 0; m < kBlocksPerGroup; ++m) {
-          const bool valid = tig < nh && sm.ref[tig][g * kBlocksPerGroup + m];
+          const bool valid = tig < nh && sm.ref.on(tig, g * kBlocksPerGroup + m);
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int t = kBlock * m + gid + 8 * r;
@@ -359,12 +355,12 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
           bool any = false;
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi) {
-            rf[hi] = hi < nh && sm.ref[hi][g * kBlocksPerGroup + blk];
+            rf[hi] = hi < nh && sm.ref.on(hi, g * kBlocksPerGroup + blk);
             any = any || rf[hi];
           }
           if (h0 == 0 && blk % kBlkPart == 0) stage_wait(bars, 1 + blk / kBlkPart, ph);
           if (!any) continue;  // uniform over the warp
-          const bool chain = lane < nh && sm.ref[hc][g * kBlocksPerGroup + blk];
+          const bool chain = lane < nh && sm.ref.on(hc, g * kBlocksPerGroup + blk);
 #pragma unroll
           for (int u0 = blk * kBlock; u0 < (blk + 1) * kBlock; u0 += 4) {
             uint32_t codes4[4] = {0u, 0u, 0u, 0u};  // [q]: token u0 + q, byte i: channel 32 w + 8 i + k
