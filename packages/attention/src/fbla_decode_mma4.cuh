@@ -24,11 +24,13 @@ struct alignas(16) Mma4Smem {  // MmaSmem without pt / dig (over the staged code
   float qf[kWarpHeads][128];
   float sw[kWarpHeads][kChunkGroups], bias[kWarpHeads][kChunkGroups];
   int32_t wsum[kWarpHeads][kChunkGroups], wabs[kWarpHeads][kChunkGroups];
-  float red[kSlicesPerChunk][kWarpHeads], m[kWarpHeads], thr[kWarpHeads];
+  float red[kWarpHeads][kSlicesPerChunk];  // a slice's max a head: [head][slice] (the chunk max: 2 16-byte loads)
+  float m[kWarpHeads], thr[kWarpHeads];
   float ls[kSlicesPerChunk][kWarpHeads];  // a slice's l
   RefFlags ref;
 };
 constexpr int kMma4Front = (static_cast<int>(sizeof(Mma4Smem)) + 127) / 128 * 128;
+static_assert(offsetof(Mma4Smem, m) % 16 == 0, "the partial reads sm.m as one 16-byte load");
 
 MLOPS_HD constexpr int mma4_smem_bytes(int D) { return kMma4Front + kChunkGroups * stage_group_bytes(D); }
 static_assert(kMma4Front >= 8 * 128, "a staged record pointer (8 D before its copy) stays in the buffer");
@@ -481,7 +483,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             float x = s4[j][hi];
 #pragma unroll
             for (int off = 16; off >= 1; off >>= 1) x = fmax_score(x, __shfl_xor_sync(0xffffffffu, x, off));
-            if (lane == 0) sm.red[sl][hi] = x;
+            if (lane == 0) sm.red[hi][sl] = x;
           }
         } else {
           float wm = neg_inf();
@@ -497,7 +499,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           }
 #pragma unroll
           for (int off = 4; off <= 16; off <<= 1) wm = fmax_score(wm, __shfl_xor_sync(0xffffffffu, wm, off));
-          if (gid == 0) sm.red[sl][tig] = wm;
+          if (gid == 0) sm.red[tig][sl] = wm;
         }
       }
       __syncthreads();
@@ -509,7 +511,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       {
         const int tg = tix().tig;  // (kReread) read again
 #pragma unroll
-        for (int ww = 0; ww < kSlicesPerChunk; ++ww) mt = fmax_score(mt, sm.red[ww][tg]);
+        for (int ww = 0; ww < kSlicesPerChunk; ++ww) mt = fmax_score(mt, sm.red[tg][ww]);
       }
       if (tid < kWarpHeads) sm.m[tid] = mt;  // tid < 4: tig = tid
 #pragma unroll
@@ -528,7 +530,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           for (int hi = 0; hi < kWarpHeads; ++hi) {
             float x = neg_inf();
 #pragma unroll
-            for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_score(x, sm.red[ww][hi]);
+            for (int ww = 0; ww < kSlicesPerChunk; ++ww) x = fmax_score(x, sm.red[hi][ww]);
             mh[hi] = x;
           }
           float pt[kWarpHeads];
@@ -617,53 +619,72 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       }
       v_due = false;  // (kSplitV: kJ is 1, so every thread waited above)
       __syncthreads();
-      // ---- the partial: the slices in order (fbla_host.cpp, pv digits); thread i: position i of the sums (head i & 3,
-      // channel i / 4: pv_sum_index). The pair's rows (b, hq0 + hi) at slot it.slot: r0 and pacc are uniform, a
-      // position adds hi P D + d (session 27: the row's 64-bit index a position was ~13 instructions, the loop's
-      // runtime bound and pv_channel's decode ~20 more; the partial was ~10 % of B8 L128K's instructions, run 133)
+      // ---- the partial: the slices in order (fbla_host.cpp, pv digits)
       const int nsl = ng * kSlicesPerGroup;
       const size_t r0 = (static_cast<size_t>(it.b) * p.Hq + hq0) * p.s.P + it.slot;
       float* const pacc = p.s.pacc + r0 * D;
+      if constexpr (D == 128) {
+        // D 128 (session 31): thread d < D takes channel d's 4 heads, positions 4 d .. 4 d + 3 of every slice's sums,
+        // one 16-byte load a slice (the other kN - D threads go on to the next item): the same adds in slice order a
+        // position, where each of the kN threads took 2 positions by 2 scalar loads a slice (16 loads and 16 adds a
+        // thread; ~9 % of the refine's warp instructions went to the partial, GPU run 160). A head without a token in
+        // the chunk (m = -inf) stores 0 (its sums are formed and dropped: the select, not a product, so a NaN there
+        // changes nothing).
+        const int d = tix().tid;  // (kReread) the index again
+        if (d < D) {
+          const F4 m4 = *reinterpret_cast<const F4*>(sm.m);
+          const float mh[kWarpHeads] = {m4.x, m4.y, m4.z, m4.w};
+          float a[kWarpHeads] = {0.0f, 0.0f, 0.0f, 0.0f};
+          auto add = [&](int sl) {
+            const F4 x = reinterpret_cast<const F4*>(slice_sums(stage0, sbytes, l, sl))[d];
+            a[0] = a[0] + x.x, a[1] = a[1] + x.y, a[2] = a[2] + x.z, a[3] = a[3] + x.w;
+          };
+          if (nsl == kSlicesPerChunk) {  // a full chunk (all but a sequence's last): the adds without the slice tests
 #pragma unroll
-      for (int k = 0; k < (kWarpHeads * D + kN - 1) / kN; ++k) {
-        const int i = tix().tid + kN * k;  // (kReread) the index again
-        if ((kWarpHeads * D) % kN != 0 && i >= kWarpHeads * D) break;
-        const int hi = i & 3, d = i >> 2;
-        if (hi >= nh) continue;
-        float a = 0.0f;
-        const bool any_tok = sm.m[hi] != neg_inf();
-        // D 128: over the chunk's 8 slices, those past nsl skipped, so the same adds in slice order with each slice's
-        // sums at an immediate offset (session 23: run 123's SASS had the runtime-bounded loop unrolled by 8 with its
-        // remainder branches, ~80 instructions a position; the partial was 14 % of B8 L128K's instructions). D 64 keeps
-        // the loop (ptxas 13.0 spilled 8 / 4 bytes of its instance with the unrolled form).
-        if (any_tok) {
-          if constexpr (D == 128) {
-            if (nsl == kSlicesPerChunk) {  // a full chunk (all but a sequence's last): the adds without the slice tests
+            for (int sl = 0; sl < kSlicesPerChunk; ++sl) add(sl);
+          } else {
 #pragma unroll
-              for (int sl = 0; sl < kSlicesPerChunk; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
-            } else {
+            for (int sl = 0; sl < kSlicesPerChunk; ++sl)
+              if (sl < nsl) add(sl);
+          }
+#pragma unroll
+          for (int hi = 0; hi < kWarpHeads; ++hi)
+            if (hi < nh) pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = mh[hi] != neg_inf() ? a[hi] : 0.0f;
+          if (d < nh) {  // head d's m and l (threads 0 .. nh - 1)
+            float lt = 0.0f;
+            if (sm.m[d] != neg_inf()) {
 #pragma unroll
               for (int sl = 0; sl < kSlicesPerChunk; ++sl)
-                if (sl < nsl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+                if (sl < nsl) lt = lt + sm.ls[sl][d];
             }
-          } else {
-            for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+            p.s.pm[r0 + static_cast<size_t>(d) * p.s.P] = sm.m[d];
+            p.s.pl[r0 + static_cast<size_t>(d) * p.s.P] = lt;
           }
         }
-        pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = a;
-        if (d == 0) {
-          float lt = 0.0f;
-          if (any_tok) {
-            if constexpr (D == 128) {
+      } else {
+        // D 64: thread i, position i of the sums (head i & 3, channel i / 4: pv_sum_index). The pair's rows (b, hq0 +
+        // hi) at slot it.slot: r0 and pacc are uniform, a position adds hi P D + d (session 27: the row's 64-bit index a
+        // position was ~13 instructions, the loop's runtime bound and pv_channel's decode ~20 more; the partial was ~10 %
+        // of B8 L128K's instructions, run 133). The loop over the slices kept (ptxas 13.0 spilled 8 / 4 bytes of the
+        // D 64 instance with the unrolled form).
 #pragma unroll
-              for (int sl = 0; sl < kSlicesPerChunk; ++sl)
-                if (sl < nsl) lt = lt + sm.ls[sl][hi];
-            } else {
+        for (int k = 0; k < (kWarpHeads * D + kN - 1) / kN; ++k) {
+          const int i = tix().tid + kN * k;  // (kReread) the index again
+          if ((kWarpHeads * D) % kN != 0 && i >= kWarpHeads * D) break;
+          const int hi = i & 3, d = i >> 2;
+          if (hi >= nh) continue;
+          float a = 0.0f;
+          const bool any_tok = sm.m[hi] != neg_inf();
+          if (any_tok)
+            for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
+          pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = a;
+          if (d == 0) {
+            float lt = 0.0f;
+            if (any_tok)
               for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
-            }
+            p.s.pm[r0 + static_cast<size_t>(hi) * p.s.P] = sm.m[hi];
+            p.s.pl[r0 + static_cast<size_t>(hi) * p.s.P] = lt;
           }
-          p.s.pm[r0 + static_cast<size_t>(hi) * p.s.P] = sm.m[hi];
-          p.s.pl[r0 + static_cast<size_t>(hi) * p.s.P] = lt;
         }
       }
     }
