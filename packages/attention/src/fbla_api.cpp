@@ -39,6 +39,10 @@ mlops_status check_cache(const mlops_fbla_cache* c) {
   if (c->record_bytes != rb)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "record_bytes: expected %lld for head_dim %d, got %lld", (long long)rb,
                       c->head_dim, (long long)c->record_bytes);
+  // the kernels index records as an int (record_of)
+  if (static_cast<long long>(c->batch) * c->kv_heads * slots >= (1LL << 31))
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "batch: %d x kv_heads %d x %d slots reach 2^31 records", c->batch,
+                      c->kv_heads, slots);
   if (slots > 0 && !c->records) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "records: NULL with %d slots", slots);
   if (c->records && (reinterpret_cast<uintptr_t>(c->records) & 15u))
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "records: expected a 16-byte aligned pointer");
@@ -76,6 +80,10 @@ mlops_status check_decode(const mlops_fbla_cache* c, const mlops_fbla_decode_arg
   if (!a->q) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: NULL");
   if (a->q_batch_stride < 0 || a->q_head_stride < 0)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q: negative stride");
+  // the kernels index the partials' rows (b, q head, slot) as an int
+  if (static_cast<long long>(c->batch) * a->q_heads * (1 + chunks_of(c->slots)) >= (1LL << 31))
+    return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "q_heads: batch %d x q_heads %d x %d partial slots reach 2^31 (the decode's "
+                      "int32 partial index)", c->batch, a->q_heads, 1 + chunks_of(c->slots));
   if (!a->out) return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out: NULL");
   if (a->out_dtype != MLOPS_DTYPE_BF16 && a->out_dtype != MLOPS_DTYPE_FP32)
     return g_err.fail(MLOPS_ERR_INVALID_ARGUMENT, "out_dtype: expected bfloat16 or float32, got %s", mlops_dtype_name(a->out_dtype));

@@ -621,8 +621,9 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       __syncthreads();
       // ---- the partial: the slices in order (fbla_host.cpp, pv digits)
       const int nsl = ng * kSlicesPerGroup;
-      const size_t r0 = (static_cast<size_t>(it.b) * p.Hq + hq0) * p.s.P + it.slot;
-      float* const pacc = p.s.pacc + r0 * D;
+      // the rows' first partial: an int (check_decode: B Hq P < 2^31), its floats at r0 D by one 32 x 32 -> 64-bit product
+      const int r0 = (it.b * p.Hq + hq0) * p.s.P + it.slot;
+      float* const pacc = p.s.pacc + static_cast<size_t>(static_cast<unsigned>(r0)) * D;
       if constexpr (D == 128) {
         // D 128 (session 31): thread d < D takes channel d's 4 heads, positions 4 d .. 4 d + 3 of every slice's sums,
         // one 16-byte load a slice (the other kN - D threads go on to the next item): the same adds in slice order a
@@ -657,8 +658,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
               for (int sl = 0; sl < kSlicesPerChunk; ++sl)
                 if (sl < nsl) lt = lt + sm.ls[sl][d];
             }
-            p.s.pm[r0 + static_cast<size_t>(d) * p.s.P] = sm.m[d];
-            p.s.pl[r0 + static_cast<size_t>(d) * p.s.P] = lt;
+            p.s.pm[r0 + d * p.s.P] = sm.m[d];
+            p.s.pl[r0 + d * p.s.P] = lt;
           }
         }
       } else {
@@ -682,8 +683,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
             float lt = 0.0f;
             if (any_tok)
               for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
-            p.s.pm[r0 + static_cast<size_t>(hi) * p.s.P] = sm.m[hi];
-            p.s.pl[r0 + static_cast<size_t>(hi) * p.s.P] = lt;
+            p.s.pm[r0 + hi * p.s.P] = sm.m[hi];
+            p.s.pl[r0 + hi * p.s.P] = lt;
           }
         }
       }

@@ -239,8 +239,12 @@ __device__ __forceinline__ Item item_add(Item it, const Item& st, int B, int Hkv
   return it;
 }
 
+// A record's address. Its index ((b Hkv + h) slots + slot) is an int: 2^31 records would take more than 25 TB (a record
+// is >= 12.8 KB at D 64), and record_bytes < 2^32, so one 32 x 32 -> 64-bit product (session 31: the 64-bit chain
+// was ~25 uniform instructions a warp an item at the kEarly refine's top, GPU run 162's ncu).
 __device__ __forceinline__ const uint8_t* record_of(const mlops_fbla_cache& c, int b, int h, int slot) {
-  return c.records + ((static_cast<long long>(b) * c.kv_heads + h) * c.slots + slot) * c.record_bytes;
+  const unsigned idx = static_cast<unsigned>((b * c.kv_heads + h) * c.slots + slot);
+  return c.records + static_cast<size_t>(idx) * static_cast<unsigned>(c.record_bytes);
 }
 
 // Prefetch hints: no effect on any value (no-ops where the kernels are compiled as host C++).

@@ -172,6 +172,9 @@ int main(void) {
   a.q_heads = 3;
   CHECK(mlops_fbla_decode_host(&c, &a, scratch, sb) == MLOPS_ERR_INVALID_ARGUMENT && strstr(mlops_fbla_last_error(), "q_heads"),
         "q_heads 3: %s", mlops_fbla_last_error());
+  a.q_heads = HK * (int)((1LL << 31) / ((long long)HK * c.batch * (1 + (c.slots + 1) / 2)) + 1);  /* int32 partial rows */
+  CHECK(mlops_fbla_decode_host(&c, &a, scratch, sb) == MLOPS_ERR_INVALID_ARGUMENT && strstr(mlops_fbla_last_error(), "2^31"),
+        "q_heads %d: %s", a.q_heads, mlops_fbla_last_error());
   a.q_heads = HQ;
   CHECK(mlops_fbla_decode_host(&c, &a, scratch, sb - 4) == MLOPS_ERR_INVALID_ARGUMENT &&
             strstr(mlops_fbla_last_error(), "scratch_bytes"), "small scratch: %s", mlops_fbla_last_error());
