@@ -624,6 +624,16 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       // the rows' first partial: an int (check_decode: B Hq P < 2^31), its floats at r0 D by one 32 x 32 -> 64-bit product
       const int r0 = (it.b * p.Hq + hq0) * p.s.P + it.slot;
       float* const pacc = p.s.pacc + static_cast<size_t>(static_cast<unsigned>(r0)) * D;
+      auto store_ml = [&](int hi) {  // head hi's m and l (the slices' l in slice order; 0 without a token)
+        float lt = 0.0f;
+        if (sm.m[hi] != neg_inf()) {
+#pragma unroll
+          for (int sl = 0; sl < kSlicesPerChunk; ++sl)
+            if (sl < nsl) lt = lt + sm.ls[sl][hi];
+        }
+        p.s.pm[r0 + hi * p.s.P] = sm.m[hi];
+        p.s.pl[r0 + hi * p.s.P] = lt;
+      };
       if constexpr (D == 128) {
         // D 128 (session 31): thread d < D takes channel d's 4 heads, positions 4 d .. 4 d + 3 of every slice's sums,
         // one 16-byte load a slice (the other kN - D threads go on to the next item): the same adds in slice order a
@@ -651,16 +661,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi)
             if (hi < nh) pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = mh[hi] != neg_inf() ? a[hi] : 0.0f;
-          if (d < nh) {  // head d's m and l (threads 0 .. nh - 1)
-            float lt = 0.0f;
-            if (sm.m[d] != neg_inf()) {
-#pragma unroll
-              for (int sl = 0; sl < kSlicesPerChunk; ++sl)
-                if (sl < nsl) lt = lt + sm.ls[sl][d];
-            }
-            p.s.pm[r0 + d * p.s.P] = sm.m[d];
-            p.s.pl[r0 + d * p.s.P] = lt;
-          }
+          if (d < nh) store_ml(d);  // threads 0 .. nh - 1
         }
       } else {
         // D 64: thread i, position i of the sums (head i & 3, channel i / 4: pv_sum_index). The pair's rows (b, hq0 +
@@ -679,13 +680,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           if (any_tok)
             for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
           pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = a;
-          if (d == 0) {
-            float lt = 0.0f;
-            if (any_tok)
-              for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
-            p.s.pm[r0 + hi * p.s.P] = sm.m[hi];
-            p.s.pl[r0 + hi * p.s.P] = lt;
-          }
+          if (d == 0) store_ml(hi);
         }
       }
     }
