@@ -224,8 +224,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
         }
       } else if (srec) {
         // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)
-        const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
-        const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
+        const RecVals vsc(srec, l.vscale);
+        const RecVals vmn(srec, l.vmin);
         const float mt = tig == 0 ? mh[0] : tig == 1 ? mh[1] : tig == 2 ? mh[2] : mh[3];
         float wt[2][2];
         float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly

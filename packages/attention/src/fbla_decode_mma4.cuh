@@ -82,15 +82,16 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
                                                    int hi, int g) {
   constexpr int per = D / 32;
   const int lane = threadIdx.x & 31;
-  const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
-  const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
+  const RecVals kmin(rec, l.kmin);
+  const RecVals kscale(rec, l.kscale);
   uint16_t qv[per];
   float ks[per], km[per];
   if constexpr (kVec && per == 4) {  // refine_mma4_kernel's kEarly (session 16 a2's 3bf71d2, session 17): 3 vector
-    // loads, k_min / k_scale 16 bytes (a record is 16-byte aligned: the API checks it, the chunk's bulk copy relies on
-    // it; k_min at 0, k_scale at 4 D), q 8 bytes where its address allows (a warp-uniform test), else 4 u16 loads
-    const F4 s4 = *reinterpret_cast<const F4*>(kscale + lane * 4);
-    const F4 m4 = *reinterpret_cast<const F4*>(kmin + lane * 4);
+    // loads, k_min / k_scale 8 bytes (4 bf16; a record is 16-byte aligned: the API checks it, the chunk's bulk copy
+    // relies on it; k_min at 0, k_scale at 2 D), q 8 bytes where its address allows (a warp-uniform test), else 4 u16
+    // loads
+    const U2 s4 = *reinterpret_cast<const U2*>(kscale.p + lane * 4);
+    const U2 m4 = *reinterpret_cast<const U2*>(kmin.p + lane * 4);
     const uint16_t* qa = qr + lane * 4;
     if ((reinterpret_cast<uintptr_t>(qr) & 7u) == 0u) {
       const U2 q2 = *reinterpret_cast<const U2*>(qa);
@@ -102,8 +103,10 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
 #pragma unroll
       for (int i = 0; i < 4; ++i) qv[i] = qa[i];
     }
-    ks[0] = s4.x, ks[1] = s4.y, ks[2] = s4.z, ks[3] = s4.w;
-    km[0] = m4.x, km[1] = m4.y, km[2] = m4.z, km[3] = m4.w;
+    ks[0] = bits_f32(s4.x << 16), ks[1] = bits_f32(s4.x & 0xffff0000u);  // bf16 pairs: value 2 i low, 2 i + 1 high
+    ks[2] = bits_f32(s4.y << 16), ks[3] = bits_f32(s4.y & 0xffff0000u);
+    km[0] = bits_f32(m4.x << 16), km[1] = bits_f32(m4.x & 0xffff0000u);
+    km[2] = bits_f32(m4.y << 16), km[3] = bits_f32(m4.y & 0xffff0000u);
   } else {
 #pragma unroll
     for (int i = 0; i < per; ++i) {
@@ -566,8 +569,8 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
         } else if (g < ng) {
           // ---- p, the weights p * v_scale and their digits (lane (gid, tig): 4 tokens of head tig)
           const uint8_t* srec = stage0 + g * sbytes - l.vmin;
-          const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
-          const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
+          const RecVals vsc(srec, l.vscale);
+          const RecVals vmn(srec, l.vmin);
           Mma4Dig& dig = mma4_dig(stage0, sbytes, l, sl);
           float wt[2][2];
           float wmax = 0.0f, ls = 0.0f, bs = 0.0f;  // l and the V-min term: the lane's 4 tokens, then a butterfly

@@ -161,10 +161,10 @@ struct alignas(16) StageSmem {
   RefFlags ref;
 };
 constexpr int kStageFront = (static_cast<int>(sizeof(StageSmem)) + 127) / 128 * 128;
-static_assert(kStageFront >= 8 * 128, "a staged group's record pointer (srec, 8 D before its copy) stays in the buffer");
+static_assert(kStageFront >= 2 * kScaleBytes * 128, "a staged group's record pointer (srec, l.vmin = 2 kScaleBytes D before its copy) stays in the buffer");
 
 // Bytes staged a group (from v_min on) and the dynamic shared memory of refine_stage_kernel.
-MLOPS_HD constexpr int stage_group_bytes(int D) { return 200 * D + 1024 - 8 * D; }
+MLOPS_HD constexpr int stage_group_bytes(int D) { return 192 * D + 2 * kScaleBytes * kGroup; }  // layout(): bytes - vmin
 MLOPS_HD constexpr int stage_smem_bytes(int D) { return kStageFront + kChunkGroups * stage_group_bytes(D); }
 static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && stage_smem_bytes(64) >= static_cast<int>(sizeof(WarpSmem)),
               "the BF16 item's WarpSmem fits the buffer");
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
       if (tid < kWarpHeads) sm.m[tid] = mh;
       // ---- p and the P V weight of (token, head tig), over the K fields
       if (srec) {
-        const float* vsc = reinterpret_cast<const float*>(srec + l.vscale);
+        const RecVals vsc(srec, l.vscale);
 #pragma unroll
         for (int m = 0; m < kBlocksPerGroup; ++m) {
           const bool valid = tig < nh && sm.ref.on(tig, g * kBlocksPerGroup + m);
@@ -341,7 +341,7 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
       if (srec) {
         const int w = lane / 8, k = lane % 8;
         const uint32_t* vp = reinterpret_cast<const uint32_t*>(srec + l.v);
-        const float* vmn = reinterpret_cast<const float*>(srec + l.vmin);
+        const RecVals vmn(srec, l.vmin);
         const int hc = lane & (kWarpHeads - 1);  // the chain's head on lanes 0 .. nh - 1
         float acc[kWarpHeads][4];
 #pragma unroll

@@ -97,8 +97,8 @@ template <int D, class Smem, bool kSums = true>
 __device__ void setup_group_warp(const Layout& l, Smem& sm, const uint8_t* rec, int hi, int g) {
   constexpr int per = D / 32;
   const int lane = threadIdx.x & 31;
-  const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
-  const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
+  const RecVals kmin(rec, l.kmin);
+  const RecVals kscale(rec, l.kscale);
   int ws = 0, wa = 0;  // integers: exact in any order
   const float s_w = qhat_warp_digits<per>(
       [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
@@ -587,9 +587,9 @@ __device__ __forceinline__ void refine_warps_item(const DecodeParams& p, WarpSme
       }
       sm.pw[g][t] = F4{pt[0], pt[1], pt[2], pt[3]};
       if (rec) {
-        const float vs = reinterpret_cast<const float*>(rec + l.vscale)[t];
+        const float vs = RecVals(rec, l.vscale)[t];
         sm.aw[g][t] = F4{pt[0] * vs, pt[1] * vs, pt[2] * vs, pt[3] * vs};
-        sm.vmn[g][t] = reinterpret_cast<const float*>(rec + l.vmin)[t];
+        sm.vmn[g][t] = RecVals(rec, l.vmin)[t];
       }
     }
     __syncwarp();
@@ -748,9 +748,9 @@ __global__ void __launch_bounds__(kWarpThreads, kMinCtas) refine_warps_kernel(De
         }
         sm.pw[g][t] = F4{pt[0], pt[1], pt[2], pt[3]};
         if (rec) {
-          const float vs = reinterpret_cast<const float*>(rec + l.vscale)[t];
+          const float vs = RecVals(rec, l.vscale)[t];
           sm.aw[g][t] = F4{pt[0] * vs, pt[1] * vs, pt[2] * vs, pt[3] * vs};
-          sm.vmn[g][t] = reinterpret_cast<const float*>(rec + l.vmin)[t];
+          sm.vmn[g][t] = RecVals(rec, l.vmin)[t];
         }
       }
       __syncwarp();

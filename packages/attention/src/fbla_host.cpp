@@ -18,19 +18,20 @@ const uint16_t* row_of(const uint16_t* base, long long bs, long long hs, long lo
 void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* const* vrow, uint8_t* rec) {
   const int D = l.D;
   std::memset(rec, 0, size_t(l.bytes));
-  float* kmin = reinterpret_cast<float*>(rec + l.kmin);
-  float* kscale = reinterpret_cast<float*>(rec + l.kscale);
-  float* vmin = reinterpret_cast<float*>(rec + l.vmin);
-  float* vscale = reinterpret_cast<float*>(rec + l.vscale);
+  uint16_t* kmin = reinterpret_cast<uint16_t*>(rec + l.kmin);  // bf16 (record version 4: quant_range, min_bits)
+  uint16_t* kscale = reinterpret_cast<uint16_t*>(rec + l.kscale);
+  uint16_t* vmin = reinterpret_cast<uint16_t*>(rec + l.vmin);
+  uint16_t* vscale = reinterpret_cast<uint16_t*>(rec + l.vscale);
   // K: per channel over the group's tokens, in token order; the codes then packed as fragment-ordered coarse and fine
   // fields (fo_k_pack_word)
   std::vector<uint8_t> kcodes(size_t(kGroup) * D);
   for (int d = 0; d < D; ++d) {
     float mn = bf16_to_f32(krow[0][d]), mx = mn;
     for (int t = 1; t < kGroup; ++t) minmax_step(bf16_to_f32(krow[t][d]), mn, mx);
-    float scale, inv;
+    uint16_t scale;
+    float inv;
     quant_range(mn, mx, scale, inv);
-    kmin[d] = mn;
+    kmin[d] = min_bits(mn);
     kscale[d] = scale;
     for (int t = 0; t < kGroup; ++t) kcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(krow[t][d]), mn, inv));
   }
@@ -41,9 +42,10 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
   for (int t = 0; t < kGroup; ++t) {
     float mn = bf16_to_f32(vrow[t][0]), mx = mn;
     for (int d = 1; d < D; ++d) minmax_step(bf16_to_f32(vrow[t][d]), mn, mx);
-    float scale, inv;
+    uint16_t scale;
+    float inv;
     quant_range(mn, mx, scale, inv);
-    vmin[t] = mn;
+    vmin[t] = min_bits(mn);
     vscale[t] = scale;
     for (int d = 0; d < D; ++d) {
       vcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(vrow[t][d]), mn, inv));
@@ -72,8 +74,8 @@ struct QGroup {
 
 void qgroup(const Layout& l, const float* qf, const uint8_t* rec, QGroup& g) {
   const int D = l.D, per = D / 32;
-  const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
-  const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
+  const RecVals kmin(rec, l.kmin);
+  const RecVals kscale(rec, l.kscale);
   float amax = 0.0f;
   for (int d = 0; d < D; ++d) amax = fmax_step(amax, fabsf(qhat_w(qf[d], kscale[d])));
   const DigitScale ds = digit_scale(amax);
@@ -288,8 +290,8 @@ void decode_host(const DecodeParams& p) {
           for (int sl = 0; sl < ng * kSlicesPerGroup; ++sl) {
             const int gi = sl / kSlicesPerGroup, t0 = kSlice * (sl % kSlicesPerGroup);
             const uint8_t* rec = record(c, b, kh, ch * kChunkGroups + gi);
-            const float* vmin = reinterpret_cast<const float*>(rec + l.vmin);
-            const float* vscale = reinterpret_cast<const float*>(rec + l.vscale);
+            const RecVals vmin(rec, l.vmin);
+            const RecVals vscale(rec, l.vscale);
             float wmax = 0.0f, wt[kSlice], lp[8], bp[8];
             for (int g8 = 0; g8 < 8; ++g8) {  // l and the V-min term: 8 lane sums, then a butterfly (the kernel's)
               lp[g8] = 0.0f;
@@ -332,8 +334,8 @@ void decode_host(const DecodeParams& p) {
         } else if (m != neg_inf()) {
           for (int gi = 0; gi < ng; ++gi) {
             const uint8_t* rec = record(c, b, kh, ch * kChunkGroups + gi);
-            const float* vmin = reinterpret_cast<const float*>(rec + l.vmin);
-            const float* vscale = reinterpret_cast<const float*>(rec + l.vscale);
+            const RecVals vmin(rec, l.vmin);
+            const RecVals vscale(rec, l.vscale);
             float lg = 0.0f, bs = 0.0f;
             for (int d = 0; d < D; ++d) val[d] = 0.0f;
             for (int t = 0; t < kGroup; ++t) {

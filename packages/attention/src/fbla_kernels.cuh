@@ -112,10 +112,11 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
     const int d = tid;
     float mn = bf16_to_f32(krow(0)[d]), mx = mn;
     for (int t = 1; t < kGroup; ++t) minmax_step(bf16_to_f32(krow(t)[d]), mn, mx);
-    float scale, inv;
+    uint16_t scale;
+    float inv;
     quant_range(mn, mx, scale, inv);
-    reinterpret_cast<float*>(rec + l.kmin)[d] = mn;
-    reinterpret_cast<float*>(rec + l.kscale)[d] = scale;
+    reinterpret_cast<uint16_t*>(rec + l.kmin)[d] = min_bits(mn);
+    reinterpret_cast<uint16_t*>(rec + l.kscale)[d] = scale;
     for (int t = 0; t < kGroup; ++t) codes[t * kLd + d] = static_cast<uint8_t>(quant_code(bf16_to_f32(krow(t)[d]), mn, inv));
   }
   __syncthreads();
@@ -130,10 +131,11 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
     const uint16_t* x = vrow(t);
     float mn = bf16_to_f32(x[0]), mx = mn;
     for (int d = 1; d < D; ++d) minmax_step(bf16_to_f32(x[d]), mn, mx);
-    float scale, inv;
+    uint16_t scale;
+    float inv;
     quant_range(mn, mx, scale, inv);
-    reinterpret_cast<float*>(rec + l.vmin)[t] = mn;
-    reinterpret_cast<float*>(rec + l.vscale)[t] = scale;
+    reinterpret_cast<uint16_t*>(rec + l.vmin)[t] = min_bits(mn);
+    reinterpret_cast<uint16_t*>(rec + l.vscale)[t] = scale;
     for (int d = 0; d < D; d += 4) {
       uint32_t w4 = 0;
 #pragma unroll
@@ -272,7 +274,7 @@ __device__ __forceinline__ void prefetch_range(const uint8_t* base, long long by
 // request to the TMA engine (cp.async.bulk.prefetch.L2) by one thread, instead of one prefetch.global.L2 a 128-byte
 // line spread over the CTA (a D 128 chunk: 400 lines, ~2 prefetches and their loop a thread of 256, and every thread's
 // item arithmetic before them). Needs a 16-byte aligned base and a multiple of 16 bytes: records are both (the API
-// checks the base; layout() makes a record 200 D + 1024 bytes).
+// checks the base; layout() makes a record 196 D + 512 bytes).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && __CUDACC_VER_MAJOR__ >= 12
 #define MLOPS_FBLA_BULK_PREFETCH 1
 #else
@@ -372,8 +374,8 @@ __device__ void setup_groups(const Layout& l, DecodeSmem& sm, const mlops_fbla_c
   for (int pr = warp; pr < nh * ng; pr += kThreads / 32) {
     const int hi = pr / ng, gi = pr % ng;
     const uint8_t* rec = record_of(c, b, kh, slot0 + gi);
-    const float* kmin = reinterpret_cast<const float*>(rec + l.kmin);
-    const float* kscale = reinterpret_cast<const float*>(rec + l.kscale);
+    const RecVals kmin(rec, l.kmin);
+    const RecVals kscale(rec, l.kscale);
     int ws = 0, wa = 0;
     const float s_w = qhat_warp_digits<per>(
         [&](int i) { return sm.qf[hi][lane * per + i]; }, [&](int i) { return kscale[lane * per + i]; },
@@ -644,8 +646,8 @@ __global__ void __launch_bounds__(kThreads, 3) refine_kernel(DecodeParams p, int
         // the chunk's V min / scale into smem (one coalesced load a thread; read by the l / b and P V loops)
         for (int i = tid; i < ng * kGroup; i += kThreads) {
           const uint8_t* r = record_of(c, it.b, it.kh, ch * kChunkGroups + i / kGroup);
-          sm.vmn[i / kGroup][i % kGroup] = reinterpret_cast<const float*>(r + l.vmin)[i % kGroup];
-          sm.vsc[i / kGroup][i % kGroup] = reinterpret_cast<const float*>(r + l.vscale)[i % kGroup];
+          sm.vmn[i / kGroup][i % kGroup] = RecVals(r, l.vmin)[i % kGroup];
+          sm.vsc[i / kGroup][i % kGroup] = RecVals(r, l.vscale)[i % kGroup];
         }
         if (p.exact) {  // uniform: every block of the chunk's groups refined, no bounds to read (two barriers fewer)
           for (int i = tid; i < nh * kChunkGroups * kBlocksPerGroup; i += kThreads)

@@ -9,16 +9,24 @@ import torch
 GROUP = 128
 
 
+def bf16_up(x: torch.Tensor) -> torch.Tensor:
+    """float32 x >= 0 rounded toward +inf to bf16, as float32 (fbla_math.h bf16_up, by its integer steps)."""
+    u = x.contiguous().view(torch.int32)
+    hi = (u >> 16) + ((u & 0xFFFF) != 0).to(torch.int32)
+    return (hi << 16).view(torch.float32)
+
+
 def quantize_axis(x: torch.Tensor, dim: int):
-    """6-bit min/max quantization of fp32 x along dim, the encoder's arithmetic in torch fp32:
-    scale = (max - min) / 63, inv = 63 / (max - min) (0 for a flat range), code = clamp(rne((x - min) * inv))."""
+    """6-bit min/max quantization of fp32 x (bf16 values) along dim, the encoder's arithmetic in torch fp32 (record
+    version 4): min (a bf16 value, stored exactly), scale = (max - min) / 63 rounded up to bf16, inv = 1 / scale (0
+    for a zero scale), code = clamp(rne((x - min) * inv))."""
     mn = x.amin(dim=dim, keepdim=True)
     mx = x.amax(dim=dim, keepdim=True)
     rng = mx - mn
     # tensor / tensor: torch turns `scalar / tensor` into reciprocal * scalar, a different rounding
-    c63 = torch.full_like(rng, 63.0)
-    scale = rng / c63
-    inv = torch.where(rng > 0, c63 / torch.where(rng > 0, rng, torch.ones_like(rng)), torch.zeros_like(rng))
+    scale = bf16_up(rng / torch.full_like(rng, 63.0))
+    inv = torch.where(scale > 0, torch.ones_like(scale) / torch.where(scale > 0, scale, torch.ones_like(scale)),
+                      torch.zeros_like(scale))
     code = torch.round((x - mn) * inv).clamp(0, 63)
     return code.to(torch.int64), mn, scale
 

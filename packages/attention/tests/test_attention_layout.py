@@ -45,7 +45,7 @@ def test_struct_matches_doc_and_mirror():
     assert compiled["sizeof(mlops_fbla_cache)"] == ctypes.sizeof(CacheMirror) == 88
     assert compiled["MLOPS_FBLA_GROUP"] == A.GROUP == 128
     assert compiled["MLOPS_FBLA_BLOCK"] == A.BLOCK == 16
-    assert compiled["MLOPS_FBLA_RECORD_VERSION"] == 3  # K fields and V codes fragment-ordered (docs: "The K codes")
+    assert compiled["MLOPS_FBLA_RECORD_VERSION"] == 4  # K fields and V codes fragment-ordered, bf16 scale arrays
 
 
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
@@ -61,15 +61,15 @@ def test_record_matches_doc(mode, D):
         assert lay[part] == ev(off), (part, off)
         assert lay[part] % 16 == 0, part
         end = max(end, ev(off) + ev(size))
-    assert lay["bytes"] == end == 200 * D + 1024
+    assert lay["bytes"] == end == 196 * D + 512
     assert lay["bytes"] % 256 == 0
-    assert lay["bytes"] == {64: 13824, 128: 26624}[D]
+    assert lay["bytes"] == {64: 13056, 128: 25600}[D]
 
 
 def test_cache_tensors():
     c = A.empty(3, 2, 1000, 64, "4+2", device="cpu")
     assert c.slots == 1000 // 128 - 1
-    assert tuple(c.records.shape) == (3, 2, c.slots, 13824) and c.records.data_ptr() % 256 == 0
+    assert tuple(c.records.shape) == (3, 2, c.slots, 13056) and c.records.data_ptr() % 256 == 0
     for t in (c.sink_k, c.sink_v, c.tail_k, c.tail_v):
         assert tuple(t.shape) == (3, 2, 128, 64) and str(t.dtype) == "torch.bfloat16"
     assert str(c.lengths.dtype) == "torch.int32" and c.lengths.tolist() == [0, 0, 0]

@@ -114,22 +114,24 @@ def test_kivi_hand_values_and_residual():
 
 def test_fbla_codes_and_planes():
     k = torch.zeros(1, 1, 256, 64)
-    k[0, 0, 128:, 0] = torch.linspace(-1, 1, 128)  # min -1, max 1: scale 2/63
-    k[0, 0, 128, 1], k[0, 0, 129, 1] = -1.0, 1.0
-    k[0, 0, 130, 1] = 0.0  # (0 + 1) * 63 / 2 = 31.5 -> 32 (round half to even)
+    k[0, 0, 128:, 0] = torch.linspace(-1, 1, 128)  # min -1, max 1: scale 2/63 rounded up to bf16
+    k[0, 0, 128, 1], k[0, 0, 129, 1] = 0.0, 63.0 / 32  # min 0, max 63/32: scale 1/32 (a bf16 value)
+    k[0, 0, 130, 1] = 31.5 / 32  # 31.5 steps -> 32 (round half to even)
     v = torch.zeros_like(k)
     f = kvq.fbla_fake(k, v, sink=128, fine_bits=3)
     assert f.n_groups == 1
     assert torch.equal(f.k[0, 0, :128], k[0, 0, :128])  # the sink: BF16 as is
-    assert math.isclose(float(f.k[0, 0, 130, 1]), -1.0 + 32 * (2.0 / 63.0), abs_tol=1e-6)
-    assert math.isclose(float(f.k_scale[0, 0, 0, 0]), 2.0 / 63.0, rel_tol=1e-6)
+    assert float(f.k[0, 0, 130, 1]) == 1.0
+    assert float(f.k_scale[0, 0, 0, 1]) == 1.0 / 32
+    # record version 4: (max - min) / 63 rounded up to bf16 (7 stored mantissa bits): 2/63 = 130.03 / 128 * 2^-5
+    assert float(f.k_scale[0, 0, 0, 0]) == 131.0 / 128 * 2.0**-5
     # coarse centre: code 32 = 0b100_000 -> 3+3: (4 << 3) + 3.5 = 35.5; 4+2: (8 << 2) + 1.5 = 33.5
-    assert math.isclose(float(f.kc[0, 0, 130, 1]), -1.0 + 35.5 * (2.0 / 63.0), abs_tol=1e-6)
+    assert float(f.kc[0, 0, 130, 1]) == 35.5 / 32
     f42 = kvq.fbla_fake(k, v, sink=128, fine_bits=2)
-    assert math.isclose(float(f42.kc[0, 0, 130, 1]), -1.0 + 33.5 * (2.0 / 63.0), abs_tol=1e-6)
+    assert float(f42.kc[0, 0, 130, 1]) == 33.5 / 32
     assert torch.equal(f42.k, f.k)  # the full codes do not depend on the mode
-    # the error of a full code is at most half a step
-    assert (f.k - k).abs().max() <= (1.0 / 63.0) * (1 + 1e-5)
+    # the error of a full code is at most half a (stored) step
+    assert ((f.k - k)[0, 0, 128:].abs() <= f.k_scale[0, 0, 0] * 0.5 * (1 + 1e-5)).all()
 
 
 def test_fbla_axes_alternatives(qkv):

@@ -131,16 +131,26 @@ def kivi_v(x: torch.Tensor, bits: int, group: int = 128) -> torch.Tensor:
     return (mn + scale * code).reshape(x.shape)
 
 
+def _bf16_round(x: torch.Tensor, up: bool) -> torch.Tensor:
+    """float32 x rounded to bf16 toward +inf (up) or -inf, as float32 (integer steps on the bits; finite x)."""
+    u = x.contiguous().view(torch.int32)
+    inexact = (u & 0xFFFF) != 0
+    away = inexact & ((u >= 0) if up else (u < 0))  # truncation rounds toward 0: one step away where that is wrong
+    return (((u >> 16) + away.to(torch.int32)) << 16).view(torch.float32)
+
+
 def fbla_quantize(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """FBLA's encoder (src/fbla_math.h quant_range / quant_code) in float32: (codes, mn, scale) along `dim`,
-    scale = (max - min) / 63, code = clamp(rint_even((x - min) * (63 / (max - min))), 0, 63); 0 for a flat range."""
+    """FBLA's encoder (src/fbla_math.h quant_range / quant_code, record version 4) in float32: (codes, mn, scale)
+    along `dim`: mn the min (bf16 inputs: a bf16 value, stored exactly; float32 inputs rounded down to bf16 here, as
+    the format stores it), scale = (max - mn) / 63 rounded up to bf16, code = clamp(rint_even((x - mn) / scale), 0,
+    63) by the float reciprocal as the encoder (0 for a zero scale)."""
     x = x.float()
-    mn = x.amin(dim, keepdim=True)
+    mn = _bf16_round(x.amin(dim, keepdim=True), up=False)
     rng = x.amax(dim, keepdim=True) - mn
-    scale = rng / 63.0
     # a tensor / tensor division: torch computes `scalar / tensor` as scalar * reciprocal, not correctly rounded
-    inv = torch.where(rng > 0, torch.full_like(rng, 63.0) / torch.where(rng > 0, rng, torch.ones_like(rng)),
-                      torch.zeros_like(rng))
+    scale = _bf16_round(rng / torch.full_like(rng, 63.0), up=True)
+    inv = torch.where(scale > 0, torch.ones_like(scale) / torch.where(scale > 0, scale, torch.ones_like(scale)),
+                      torch.zeros_like(scale))
     code = torch.round((x - mn) * inv).clamp(0, 63)
     return code, mn, scale
 

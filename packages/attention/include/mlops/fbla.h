@@ -14,15 +14,17 @@
  *   - the group still filling (g >= 1, not closed) stays in BF16 in tail_k / tail_v at row t % 128;
  *   - lengths[b] (device memory) is the number of tokens of sequence b.
  * A record (all offsets multiples of 16 bytes, records 256-byte multiples, D = head_dim):
- *   [0, 4D)               k_min   fp32 [D]     K is quantized per channel within the group
- *   [4D, 8D)              k_scale fp32 [D]     k = k_min[d] + k_scale[d] * code
- *   [8D, 8D+512)          v_min   fp32 [128]   V is quantized per token
- *   [8D+512, 8D+1024)     v_scale fp32 [128]   v = v_min[t] + v_scale[t] * code
- *   [8D+1024, +16 cb D)   K coarse fields: code >> fb of every (token, channel), fragment-ordered
+ *   [0, 2D)               k_min   bf16 [D]     K is quantized per channel within the group
+ *   [2D, 4D)              k_scale bf16 [D]     k = k_min[d] + k_scale[d] * code (in float)
+ *   [4D, 4D+256)          v_min   bf16 [128]   V is quantized per token
+ *   [4D+256, 4D+512)      v_scale bf16 [128]   v = v_min[t] + v_scale[t] * code (in float)
+ *   (record version 4: the mins are the smallest bf16 input, exact; a scale is (max - min) / 63 rounded
+ *   up to bf16 and the codes are picked against it; versions 1 - 3 held the four arrays in fp32)
+ *   [4D+512, +16 cb D)    K coarse fields: code >> fb of every (token, channel), fragment-ordered
  *   [.., +16 fb D)        K fine fields:   code & (2^fb - 1), the same order
  *   [.., +96 D)           V codes:         fragment-ordered 6-bit codes (record version 2 on, below)
  * A 6-bit code c = coarse << fb | fine. Mode 3+3: cb = fb = 3; mode 4+2: cb = 4, fb = 2.
- * K (MLOPS_FBLA_RECORD_VERSION 3; versions 1, 2 held bit planes [128 tokens][bits][D/8 bytes]): in a
+ * K (MLOPS_FBLA_RECORD_VERSION 3 on; versions 1, 2 held bit planes [128 tokens][bits][D/8 bytes]): in a
  * region of field width `bits` (cb or fb), token t, channel d = 32w + 8i + k sit in block t / 16,
  * lane L = 4 (t % 8) + tig, field register n = 4 s + 2 j + (t / 8) % 2, byte i, where code word
  * 8w + k = 2 S tig + 2 s + j (S = D / 32; an mma.m16n8k32 A fragment: rows = tokens, k = channels).
@@ -39,7 +41,7 @@
  * rows = channels, k = tokens); a tile's 4 registers are 3 uint32 words: byte i of word v (0..2) =
  * register v's byte-i code in bits 0-5, bits 2v, 2v+1 of register 3's byte-i code in bits 6-7; word
  * 3T + v of lane L in slice s is the uint32 at s*6D + ((3T+v)/4)*128 + 4L + (3T+v)%4 of the region
- * (docs/attention.md, "The V codes"). Record bytes: 200 D + 1024 (D = 64: 13824, D = 128: 26624). */
+ * (docs/attention.md, "The V codes"). Record bytes: 196 D + 512 (D = 64: 13056, D = 128: 25600). */
 #ifndef MLOPS_FBLA_H
 #define MLOPS_FBLA_H
 
@@ -54,7 +56,8 @@ extern "C" {
 #define MLOPS_FBLA_ABI_VERSION 3 /* 2: mlops_fbla_decode_args.variant; 3: .pv and mlops_fbla_decode_variant.pv */
 #define MLOPS_FBLA_GROUP 128       /* tokens a group */
 #define MLOPS_FBLA_BLOCK 16        /* tokens a refine block (the unit of the skip decision) */
-#define MLOPS_FBLA_RECORD_VERSION 3 /* the records' byte order: 2 = V codes fragment-ordered (session 21), 3 = K too */
+#define MLOPS_FBLA_RECORD_VERSION 4 /* the records' byte order: 2 = V codes fragment-ordered (session 21), 3 = K too,
+                                       4 = the scale arrays bf16 (session 32) */
 #define MLOPS_FBLA_CHUNK_GROUPS 2  /* closed groups a decode work item (fixed: results never depend on the grid) */
 #define MLOPS_FBLA_FLAG_FULL 1     /* flags[0] bit: an append was refused, the cache was full */
 /* The decode's P V numerics (docs/attention.md, "Two P V forms"): each fixes every bit of the output. */

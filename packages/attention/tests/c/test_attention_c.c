@@ -34,8 +34,8 @@ static float f32(uint16_t h) {
   return f;
 }
 
-#if MLOPS_FBLA_RECORD_VERSION != 3
-#error "kv_value below reads record version 3 (K fields and V codes fragment-ordered)"
+#if MLOPS_FBLA_RECORD_VERSION != 4
+#error "kv_value below reads record version 4 (K fields and V codes fragment-ordered, bf16 scale arrays)"
 #endif
 
 /* field (bits wide) of token r, channel d from a fragment-ordered K region (the map in fbla.h) */
@@ -69,12 +69,12 @@ static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d)
   if (g == 0) return f32((is_v ? c->sink_v : c->sink_k)[h * tile + t * D + d]);
   if ((g + 1) * G > len) return f32((is_v ? c->tail_v : c->tail_k)[h * tile + (t % G) * D + d]);
   const uint8_t* rec = c->records + ((size_t)h * c->slots + g - 1) * c->record_bytes;
-  const float* kmin = (const float*)rec;
-  const float* kscale = (const float*)(rec + 4 * D);
-  const float* vmin = (const float*)(rec + 8 * D);
-  const float* vscale = (const float*)(rec + 8 * D + 512);
+  const uint16_t* kmin = (const uint16_t*)rec; /* bf16 arrays (record version 4) */
+  const uint16_t* kscale = (const uint16_t*)(rec + 2 * D);
+  const uint16_t* vmin = (const uint16_t*)(rec + 4 * D);
+  const uint16_t* vscale = (const uint16_t*)(rec + 4 * D + 256);
   const int fb = c->mode == MLOPS_FBLA_4_2 ? 2 : 3, cb = 6 - fb, r = t % G;
-  const uint8_t* kc = rec + 8 * D + 1024;
+  const uint8_t* kc = rec + 4 * D + 512;
   const uint8_t* kf = kc + 16 * cb * D;
   const uint8_t* vc = kf + 16 * fb * D;
   int code = 0;
@@ -88,15 +88,15 @@ static double kv_value(const mlops_fbla_cache* c, int is_v, int h, int t, int d)
       if (v == j) code |= byte & 63;
       if (j == 3) code |= ((byte >> 6) & 3) << (2 * v);
     }
-    return (double)vmin[r] + (double)vscale[r] * code;
+    return (double)f32(vmin[r]) + (double)f32(vscale[r]) * code;
   }
   code = k_field(kc, cb, r, d) << fb | k_field(kf, fb, r, d);
-  return (double)kmin[d] + (double)kscale[d] * code;
+  return (double)f32(kmin[d]) + (double)f32(kscale[d]) * code;
 }
 
 int main(void) {
   const int64_t rb = mlops_fbla_record_bytes(D);
-  CHECK(rb == 200 * D + 1024, "record bytes %lld", (long long)rb);
+  CHECK(rb == 196 * D + 512, "record bytes %lld", (long long)rb);
   CHECK(mlops_fbla_record_bytes(80) == 0, "head_dim 80 has no record");
   const int slots = CAP / 128 - 1;
   const size_t tile = (size_t)128 * D * HK;

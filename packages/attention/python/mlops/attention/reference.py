@@ -83,15 +83,16 @@ def _fo_v_codes(region: torch.Tensor, D: int) -> torch.Tensor:
 
 
 def unpack_codes(cache: FBLACache) -> dict:
-    """The parts of every record: k_min / k_scale float32 [B, H, S, D], v_min / v_scale [B, H, S, 128],
-    k_codes / v_codes int64 [B, H, S, 128, D] (6-bit), k_coarse [B, H, S, 128, D] (code >> fine_bits)."""
+    """The parts of every record: k_min / k_scale float32 [B, H, S, D], v_min / v_scale [B, H, S, 128] (stored as
+    bf16 since record version 4, exact as float32), k_codes / v_codes int64 [B, H, S, 128, D] (6-bit), k_coarse
+    [B, H, S, 128, D] (code >> fine_bits)."""
     lay = record_layout(cache.head_dim, cache.mode)
     D, cb, fb = cache.head_dim, lay["coarse_bits"], lay["fine_bits"]
     r = cache.records
     B, H, S, _ = r.shape
 
-    def f32(off, n):
-        return r[..., off:off + 4 * n].contiguous().view(torch.float32)
+    def f32(off, n):  # a bf16 array of the record, as float32
+        return r[..., off:off + 2 * n].contiguous().view(torch.bfloat16).float()
 
     coarse = _fo_k_fields(r[..., lay["k_coarse"]:lay["k_coarse"] + 16 * cb * D], D, cb)
     fine = _fo_k_fields(r[..., lay["k_fine"]:lay["k_fine"] + 16 * fb * D], D, fb)
