@@ -161,10 +161,12 @@ struct alignas(16) StageSmem {
   RefFlags ref;
 };
 constexpr int kStageFront = (static_cast<int>(sizeof(StageSmem)) + 127) / 128 * 128;
-static_assert(kStageFront >= 2 * kScaleBytes * 128, "a staged group's record pointer (srec, l.vmin = 2 kScaleBytes D before its copy) stays in the buffer");
+static_assert(kStageFront >= 2 * kScaleBytes * 128,
+              "a staged group's record pointer (srec, l.vmin = 2 kScaleBytes D before its copy) stays in the buffer");
 
 // Bytes staged a group (from v_min on) and the dynamic shared memory of refine_stage_kernel.
-MLOPS_HD constexpr int stage_group_bytes(int D) { return 192 * D + 2 * kScaleBytes * kGroup; }  // layout(): bytes - vmin
+// (layout(): bytes - vmin, the V min / scale arrays and the codes)
+MLOPS_HD constexpr int stage_group_bytes(int D) { return 192 * D + 2 * kScaleBytes * kGroup; }
 MLOPS_HD constexpr int stage_smem_bytes(int D) { return kStageFront + kChunkGroups * stage_group_bytes(D); }
 static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && stage_smem_bytes(64) >= static_cast<int>(sizeof(WarpSmem)),
               "the BF16 item's WarpSmem fits the buffer");
