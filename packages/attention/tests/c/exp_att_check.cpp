@@ -6,7 +6,9 @@
 //    |N| <= 32639), S = 0 and s_w = 0 at or below 2^-96, S = 0 and s_w = inf for inf; digits_of(w, S) for w = +-amax,
 //    +-amax / 2, +- the float below amax, 0: 256 hi + lo = rint(float(w * S)), hi in [-127, 127], lo in [-128, 127],
 //    and |w - N / S| <= 1 / (2 S) + |w| 2^-24 (the product's rounding, where c is not 1).
-// Prints "exp_att: N checked, M bad (max ulp U); digits: N checked, M bad"; exit 1 if any is bad.
+//  - the encoder's scale arithmetic (record version 4): bf16_up, quant_range / quant_code (below, before the summary).
+// Prints "exp_att: N checked, M bad (max ulp U); digits: N checked, M bad; encoder: N checked, M bad"; exit 1 if any is
+// bad.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -96,7 +98,54 @@ int main(int argc, char** argv) {
   digits_of(NAN, 0.0f, hn, ln);
   ++nd;
   if (hn != 0 || ln != 0) fail("NaN", 0.0f, NAN);
-  std::printf("exp_att: %llu checked, %llu bad (max %.3f ulp); digits: %llu checked, %llu bad\n", n, bad, worst, nd,
-              badd);
-  return bad || badd ? 1 : 0;
+  // The encoder's arithmetic of record version 4 (quant_range / quant_code / min_bits, session 32):
+  //  - bf16_up(x) for every non-negative float x (stride): the smallest bf16 value >= x (x itself where x is a bf16),
+  //    +inf for +inf and for x above the largest bf16, a NaN for a NaN;
+  //  - for pairs of bf16 values mn <= mx (mn every stride-th bf16 pattern, mx = mn + a spread of ranges): every value
+  //    between them (128 a pair) is within half a stored step of its code's value (+ the float arithmetic's rounding),
+  //    the codes lie in [0, 63] with mx's code 63 (or 0 for a zero scale), and min_bits(mn) is mn's bf16 exactly.
+  unsigned long long ne = 0, bade = 0;
+  auto faile = [&](const char* what, float a, float b) {
+    if (bade < 10) std::printf("encoder %s: %a %a\n", what, a, b);
+    ++bade;
+  };
+  for (uint64_t u = 0; u <= 0x7f800000ull; u += stride) {
+    const float x = bits_f32(uint32_t(u));
+    const float up = bf16_to_f32(bf16_up(x));
+    const float below = bits_f32((f32_bits(up) & 0xffff0000u) - 0x10000u);  // the bf16 below up (up > 0)
+    ++ne;
+    if (up < x || (up > 0.0f && !(below < x)) || ((u & 0xffffu) == 0 && up != x)) faile("bf16_up", x, up);
+  }
+  ++ne;
+  if (bf16_to_f32(bf16_up(INFINITY)) != INFINITY || !(bf16_to_f32(bf16_up(NAN)) != bf16_to_f32(bf16_up(NAN))))
+    faile("bf16_up inf / NaN", INFINITY, NAN);
+  const float spans[] = {0.0f, 1e-30f, 3e-8f, 1e-3f, 0.02f, 1.0f, 3.7f, 100.0f, 6e4f, 1e30f};
+  for (uint64_t hb = 0; hb < 0x10000ull; hb += (stride > 1 ? 7 : 1)) {
+    const float mn = bf16_to_f32(uint16_t(hb));
+    if (!(std::fabs(mn) < 1e36f)) continue;  // finite, and mn + the largest span stays finite
+    for (float sp : spans) {
+      const float mx = bf16_to_f32(f32_to_bf16_int(mn + sp * (std::fabs(mn) + 1.0f)));
+      if (!(mx >= mn) || !(mx - mn < 3e38f)) continue;
+      uint16_t sc;
+      float inv;
+      quant_range(mn, mx, sc, inv);
+      const float step = bf16_to_f32(sc);
+      ++ne;
+      const int top = quant_code(mx, mn, inv);
+      if (bf16_to_f32(min_bits(mn)) != mn || !(step >= (mx - mn) / 63.0f) || top != (step > 0 ? 63 : 0))
+        faile("range", mn, mx);
+      for (int i = 0; i <= 128; ++i) {  // values between mn and mx, rounded to bf16 as the inputs are
+        const float x = bf16_to_f32(f32_to_bf16_int(mn + (mx - mn) * (float(i) / 128.0f)));
+        if (x < mn || x > mx) continue;
+        const int c = quant_code(x, mn, inv);
+        const double err = std::fabs(double(mn) + double(step) * c - double(x));
+        ++ne;
+        if (c < 0 || c > 63 || err > 0.5 * double(step) * (1.0 + 0x1p-20) + std::fabs(double(x)) * 0x1p-23)
+          faile("code", x, float(err));
+      }
+    }
+  }
+  std::printf("exp_att: %llu checked, %llu bad (max %.3f ulp); digits: %llu checked, %llu bad; encoder: %llu checked, "
+              "%llu bad\n", n, bad, worst, nd, badd, ne, bade);
+  return bad || badd || bade ? 1 : 0;
 }
