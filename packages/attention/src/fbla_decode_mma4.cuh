@@ -103,10 +103,12 @@ __device__ __forceinline__ void setup_group_warp_g(const Layout& l, Smem& sm, co
 #pragma unroll
       for (int i = 0; i < 4; ++i) qv[i] = qa[i];
     }
-    ks[0] = bits_f32(s4.x << 16), ks[1] = bits_f32(s4.x & 0xffff0000u);  // bf16 pairs: value 2 i low, 2 i + 1 high
-    ks[2] = bits_f32(s4.y << 16), ks[3] = bits_f32(s4.y & 0xffff0000u);
-    km[0] = bits_f32(m4.x << 16), km[1] = bits_f32(m4.x & 0xffff0000u);
-    km[2] = bits_f32(m4.y << 16), km[3] = bits_f32(m4.y & 0xffff0000u);
+    const uint32_t sw[2] = {s4.x, s4.y}, mw[2] = {m4.x, m4.y};  // bf16 pairs: value 2 i low, 2 i + 1 high
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      ks[i] = bf16_to_f32(static_cast<uint16_t>(sw[i / 2] >> (16 * (i % 2))));
+      km[i] = bf16_to_f32(static_cast<uint16_t>(mw[i / 2] >> (16 * (i % 2))));
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < per; ++i) {

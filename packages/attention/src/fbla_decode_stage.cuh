@@ -165,8 +165,10 @@ static_assert(kStageFront >= 2 * kScaleBytes * 128,
               "a staged group's record pointer (srec, l.vmin = 2 kScaleBytes D before its copy) stays in the buffer");
 
 // Bytes staged a group (from v_min on) and the dynamic shared memory of refine_stage_kernel.
-// (layout(): bytes - vmin, the V min / scale arrays and the codes)
-MLOPS_HD constexpr int stage_group_bytes(int D) { return 192 * D + 2 * kScaleBytes * kGroup; }
+// (the V min / scale arrays and the codes: the same in both modes)
+MLOPS_HD constexpr int stage_group_bytes(int D) {
+  return static_cast<int>(layout(D, MLOPS_FBLA_3_3).bytes - layout(D, MLOPS_FBLA_3_3).vmin);
+}
 MLOPS_HD constexpr int stage_smem_bytes(int D) { return kStageFront + kChunkGroups * stage_group_bytes(D); }
 static_assert(stage_smem_bytes(128) >= static_cast<int>(sizeof(WarpSmem)) && stage_smem_bytes(64) >= static_cast<int>(sizeof(WarpSmem)),
               "the BF16 item's WarpSmem fits the buffer");

@@ -26,8 +26,8 @@ struct Layout {
   int64_t row;                                           // D / 8: bytes of one bit of every channel (region sizes)
 };
 
-MLOPS_HD Layout layout(int D, int mode) {
-  Layout l;
+MLOPS_HD constexpr Layout layout(int D, int mode) {  // (constexpr: stage_group_bytes derives from it)
+  Layout l{};
   l.D = D;
   l.cb = mode == MLOPS_FBLA_4_2 ? 4 : 3;
   l.fb = 6 - l.cb;

@@ -91,13 +91,13 @@ def unpack_codes(cache: FBLACache) -> dict:
     r = cache.records
     B, H, S, _ = r.shape
 
-    def f32(off, n):  # a bf16 array of the record, as float32
+    def bf16_array(off, n):  # a bf16 array of the record, as float32
         return r[..., off:off + 2 * n].contiguous().view(torch.bfloat16).float()
 
     coarse = _fo_k_fields(r[..., lay["k_coarse"]:lay["k_coarse"] + 16 * cb * D], D, cb)
     fine = _fo_k_fields(r[..., lay["k_fine"]:lay["k_fine"] + 16 * fb * D], D, fb)
-    return {"k_min": f32(lay["k_min"], D), "k_scale": f32(lay["k_scale"], D), "v_min": f32(lay["v_min"], GROUP),
-            "v_scale": f32(lay["v_scale"], GROUP), "k_coarse": coarse, "k_codes": (coarse << fb) | fine,
+    return {"k_min": bf16_array(lay["k_min"], D), "k_scale": bf16_array(lay["k_scale"], D),
+            "v_min": bf16_array(lay["v_min"], GROUP), "v_scale": bf16_array(lay["v_scale"], GROUP), "k_coarse": coarse, "k_codes": (coarse << fb) | fine,
             "v_codes": _fo_v_codes(r[..., lay["v_codes"]:lay["v_codes"] + 96 * D], D)}
 
 
