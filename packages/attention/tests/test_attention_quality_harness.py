@@ -4,7 +4,6 @@ mlops.attention is installed) its FBLA fake quant against the package's encoder 
 the model-dependent test skips when the GGUF is not on this machine (CI has none)."""
 
 import importlib.util
-import math
 import pathlib
 import sys
 

@@ -101,6 +101,12 @@ const mlops_norm_variant kVariants[] = {
     // ln4wp: ln4w with w and b loaded with x, before the two sums (few rows: the weight's DRAM round trip off the
     // chain after the reductions), at 8 / 4 / 2 CTAs an SM for H = 2048 / 4096 / 8192 (the preloaded registers).
     {42, 4, 1, 8, "ln4wp"},
+    // Session 33 candidates (issue 2: quantized outputs at few rows, where a CTA holds the only row of its SM and the
+    // epilogue's chain a warp sets the time): RMSNorm rows of 2048 / 4096 / 8192 (leanq_call, w as stored) on
+    // units / 2 warps a row, 2 units a warp ("lu2m"; warps_per_row 0: hidden / (256 * units_in_registers)), the same
+    // with w loaded with x ("lu2mp"), or on units / 4 warps, w loaded with x ("lu4mp"); INT8 by the unit-pair
+    // epilogue, FP8 by e's, NVFP4 by g's (r32lx4we / r32lx4wg's choices); other calls run r32lx4we / r16lx4we.
+    {43, 0, 1, 2, "lu2m"}, {44, 0, 1, 2, "lu2mp"}, {45, 0, 1, 4, "lu4mp"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -364,11 +370,9 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     int64_t hidden;
     int y, q, nvfp4_g, nvfp4;
   };
-  static constexpr LeanPick kLeanPicks[] = {  // below 2 rows an SM at each H; H 8192 at every row count
-      {2048, 11, 18, 18, 18},  // r16l, r16lw
-      {4096, 23, 23, 31, 26},  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf
-      {8192, 36, 36, 38, 37},  // r32lx4we, NVFP4 r32lx4wg / r32lx4wf
-  };
+  // Until session 33 the few-rows picks were (y, INT8 / FP8, NVFP4 sm_80+ / below): H 2048 r16l, r16lw; H 4096
+  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf; H 8192 the 8192 row below, which stays the pick at 2 rows an SM and more.
+  static constexpr LeanPick kLean8192 = {8192, 36, 36, 38, 37};  // r32lx4we, NVFP4 r32lx4wg / r32lx4wf
   // Session 16, GPU run 92 (bench_norm.py --variants, bf16, events, L2 flushed, us): at H = 8192 the 32-unit lean
   // kernels beat the shape planner's w8 (y) / w4c2 (quantized) at every row count measured, not only below 2 rows an
   // SM: 2048x8192 y 37.4 vs r32lx4we 19.4 (r32lx4wf 19.0), INT8 74.0 vs 19.3, NVFP4 96.7 vs r32lx4wg 21.1, FP8 dynamic
@@ -376,14 +380,31 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // 636.0 vs r32lx4wg 120.4, FP8 dynamic 826.5 vs 100.1, static 558.5 vs 100.4; 256x8192 y 6.85 (r32lx4we, planned
   // there since run 91) vs w8 8.96. So H = 8192 takes the table's row at every row count (add + norm keeps w8: 314.4
   // vs r32lx4we 313.2 at 16384, 46.0 vs 46.0 at 2048: residual calls do not reach this function's lean paths).
-  if (lean_call && (few_rows || a.hidden == 8192)) {
-    for (const LeanPick& f : kLeanPicks) {
-      if (a.hidden != f.hidden) continue;
-      if (a.quant == MLOPS_QUANT_NONE) return f.y;
-      if (a.quant == MLOPS_QUANT_NVFP4) return sm >= 80 ? f.nvfp4_g : f.nvfp4;
-      return f.q;
-    }
+  // Session 33, GPU run 178 (bench_norm.py --variants, bf16, events, L2 flushed, two processes, means, us; T 1 / 8 / 128,
+  // the plan above first): below 2 rows an SM the "u" kernels (a CTA a row, 2 or 4 units a warp, w loaded with x) beat
+  // every pick of the table above, y included: y 1x2048 r16l 5.36 -> lu2mp 4.19, 1x4096 r16lx4we 5.09 -> 4.33, 1x8192
+  // r32lx4we 5.43 -> 4.71, 128x8192 6.02 -> 5.48; INT8 1x2048 r16lw 5.84 -> lu2mp 4.57, 1x4096 5.48 -> 4.58, 1x8192
+  // 6.67 -> lu4mp 5.00; NVFP4 1x2048 r16lw 6.48 -> lu2mp 4.80, 1x4096 r16lx4wg 6.08 -> lu2m 5.12 (lu2mp 5.38), 1x8192
+  // r32lx4wg 7.62 -> lu2m 5.67, 128x8192 7.47 -> 6.00; FP8 dynamic 1x8192 5.71 -> lu2mp 5.07 / lu4mp 5.32, static 6.18
+  // -> lu4mp 5.07. The quantized outputs' picks by H: 2 units a warp with w preloaded (lu2mp) at H 2048 / 4096, 4 at
+  // 8192 (lu4mp: INT8 1x / 8x / 128x 5.00 / 5.00 / 5.58 vs lu2mp 5.12 / 5.31 / 5.82), NVFP4 lu2m above H 2048 (its g
+  // epilogue at 80 registers with w preloaded lost 0.1-0.4 us). Measured on sm_90 only; NVFP4 below sm_80 keeps the
+  // "f" kernels (g's packed NaN amax is sm_80+), the rest takes the same picks on every arch.
+  static constexpr LeanPick kFewRowsPicks[] = {
+      {2048, 44, 44, 44, 18},  // lu2mp; NVFP4 below sm_80 r16lw
+      {4096, 44, 44, 43, 26},  // lu2mp, NVFP4 lu2m / r16lx4wf
+      {8192, 44, 45, 43, 37},  // lu2mp, INT8 / FP8 lu4mp, NVFP4 lu2m / r32lx4wf
+  };
+  auto pick = [&](const LeanPick& f) {
+    if (a.quant == MLOPS_QUANT_NONE) return f.y;
+    if (a.quant == MLOPS_QUANT_NVFP4) return sm >= 80 ? f.nvfp4_g : f.nvfp4;
+    return f.q;
+  };
+  if (lean_call && few_rows) {
+    for (const LeanPick& f : kFewRowsPicks)
+      if (a.hidden == f.hidden) return pick(f);
   }
+  if (lean_call && a.hidden == 8192) return pick(kLean8192);
   if (few_rows) return base;
   // Session 5 round B, from GPU run 27 (bf16 2048 / 16384 x 4096, events [CUPTI], us; the
   // old pick first): "few" rows (<= 4 waves of 16 rows an SM, the y rule's split; measured at

@@ -146,6 +146,33 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // warps a row (8 units a warp, CTAs of 1 row) at MINB CTAs an SM, the E instances of the 16-unit
 // twins; other 32-unit calls run w8 (the shape planner's pick at H 8192), everything else the
 // 16-unit twin (r16lx4we / wf / wg: nothing more to compile).
+// The instances of one (U, MINB, N, E, PF, PRE) for x's type, by p.quant (launch_lx2, launch_u). E = 5 (the "u"
+// variants' mix, session 33): INT8 by the plain instance (the unit-pair epilogue of a CTA a row), NVFP4 by g's (3),
+// FP8 by e's (1).
+template <class XT, int U, int MINB, int N, int E, int PF = 0, bool PRE = false>
+cudaError_t launch_lx2_quant(const Params& p, cudaStream_t s, dim3 grid) {
+  constexpr int kT = kLx2Threads<N>;
+#define MLOPS_NORM_LX2E(Q, EQ)                                                                     \
+  if (p.quant == Q) {                                                                             \
+    norm_row_leanq2_kernel<XT, U, MINB, Q, N, EQ, false, PF, PRE><<<grid, kT, 0, s>>>(p);          \
+    return cudaGetLastError();                                                                    \
+  }
+  MLOPS_NORM_LX2E(MLOPS_QUANT_NONE, 0)
+  if constexpr ((E == 3 || E == 4) && std::is_same_v<XT, bf16>) MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, E)
+  MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, 0)
+  MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4, (E == 4 || E == 5 ? 3 : E))
+  MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC, (E > 0 ? 1 : 0))
+  MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_DYNAMIC, (E > 0 ? 1 : 0))
+#undef MLOPS_NORM_LX2E
+  return cudaErrorInvalidValue;  // not reached: check() admits these five kinds only
+}
+
+// CTAs an SM of the 32-unit lx4w instances (r32lx4we / wf / wg): 4, i.e. <= 128 registers, so that
+// x's 64 fp32 values a lane fit from the sum to the epilogue (kAgain false) with no spill. Planned
+// at H 8192 for every row count since GPU runs 92 / 94 (16384x8192 y 134 us, 94 % of copy bandwidth,
+// at this occupancy).
+constexpr int kLx8kCtas = 4;
+
 template <class XT, int MINB, int N = 2, int E = 0, bool B = false, int PF = 0, int U = 16>
 cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   static_assert(U == 16 || (U == 32 && N == 4 && !B && PF == 0), "lx2: 16 units, or 32 on four warps");
@@ -153,17 +180,6 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
     if (leanq_call<XT>(p) && w_as_stored(p) && p.units == U) {
       constexpr int kSlots = kRowWarps / N;
       const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));
-#define MLOPS_NORM_LX2(Q)                                                        \
-  if (p.quant == Q) {                                                           \
-    norm_row_leanq2_kernel<XT, U, MINB, Q, N, 0, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
-    return cudaGetLastError();                                                  \
-  }
-#define MLOPS_NORM_LX2E(Q, EQ)                                                       \
-  if (p.quant == Q) {                                                               \
-    norm_row_leanq2_kernel<XT, U, MINB, Q, N, EQ, false, PF><<<grid, kRowThreads, 0, s>>>(p);  \
-    return cudaGetLastError();                                                      \
-  }
-      MLOPS_NORM_LX2(MLOPS_QUANT_NONE)
       // 8 CTAs an SM, not MINB's 10: at 10 (48 registers) ptxas 13.0 spilled 48 bytes of the
       // phased epilogue's live values (sm_90 bf16) onto the main path; 8 gives it 64.
       if constexpr (B) {
@@ -172,14 +188,7 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
           return cudaGetLastError();
         }
       }
-      if constexpr (E == 3 && std::is_same_v<XT, bf16>) MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, 3)
-      if constexpr (E == 4 && std::is_same_v<XT, bf16>) MLOPS_NORM_LX2E(MLOPS_QUANT_INT8, 4)
-      MLOPS_NORM_LX2(MLOPS_QUANT_INT8)
-      MLOPS_NORM_LX2E(MLOPS_QUANT_NVFP4, (E == 4 ? 3 : E))
-      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_STATIC, (E > 0 ? 1 : 0))
-      MLOPS_NORM_LX2E(MLOPS_QUANT_FP8_DYNAMIC, (E > 0 ? 1 : 0))
-#undef MLOPS_NORM_LX2E
-#undef MLOPS_NORM_LX2
+      return launch_lx2_quant<XT, U, MINB, N, E, PF>(p, s, grid);
     }
   }
   if constexpr (U == 32) {
@@ -188,6 +197,33 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
   } else {
     return launch_lx<XT, 3, 6>(p, s);
   }
+}
+
+// "u" variants (session 33: issue 2's quantized outputs at few rows, where a CTA a row runs its epilogue's chain
+// alone): rows of 8, 16 or 32 units (H 2048 / 4096 / 8192) of leanq_call with w as stored, on N = units / UW warps a
+// row, UW units a warp (2: "lu2m" / "lu2mp", 4: "lu4mp"), CTAs of one row (N >= 4; N = 2 at UW 4 and H 2048: two rows
+// of two warps), the E = 5 mix of epilogues; PRE: w loaded with x. CTAs an SM: as many as keep x's fp32 values in
+// registers from the sum to the epilogue (kAgain false: 64 registers at UW 2, 128 at UW 4). Other calls run r32lx4we
+// (32 units) or r16lx4we.
+template <class XT, int UW, bool PRE>
+cudaError_t launch_u(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if (leanq_call<XT>(p) && w_as_stored(p) && (p.units == 8 || p.units == 16 || p.units == 32)) {
+      constexpr int kM = UW == 2 ? 1024 : 512;  // registers' threads: 64 / 128 registers a thread
+#define MLOPS_NORM_U(U)                                                                                   \
+  if (p.units == U) {                                                                                    \
+    constexpr int N = U / UW, kSlots = N >= 4 ? 1 : kRowWarps / N;                                       \
+    const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));                              \
+    return launch_lx2_quant<XT, U, kM / kLx2Threads<N>, N, 5, 0, PRE>(p, s, grid);                     \
+  }
+      MLOPS_NORM_U(8)
+      MLOPS_NORM_U(16)
+      MLOPS_NORM_U(32)
+#undef MLOPS_NORM_U
+    }
+  }
+  if (p.units == 32) return launch_lx2<XT, kLx8kCtas, 4, 1, false, 0, 32>(p, s);  // r32lx4we (w8 past it)
+  return launch_lx2<XT, 10, 4, 1>(p, s);                                          // r16lx4we
 }
 
 // "lxp" (norm_row_leanp_kernel, session 12): 16-unit rows of leanq_call with w as stored on four
@@ -246,11 +282,6 @@ cudaError_t launch_ln(const Params& p, cudaStream_t s) {
   return launch_v<XT, 8, 4, 2>(p, s);                     // w8
 }
 
-// CTAs an SM of the 32-unit lx4w instances (r32lx4we / wf / wg): 4, i.e. <= 128 registers, so that
-// x's 64 fp32 values a lane fit from the sum to the epilogue (kAgain false) with no spill. Planned
-// at H 8192 for every row count since GPU runs 92 / 94 (16384x8192 y 134 us, 94 % of copy bandwidth,
-// at this occupancy).
-constexpr int kLx8kCtas = 4;
 
 // The variant table of norm_api.cpp, as instances: keep the two in the same order.
 template <class XT>
@@ -299,6 +330,9 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 40: return launch_ln<XT, 2, 8, 8, 4>(p, s);
     case 41: return launch_ln<XT, 4, 10, 8, 4>(p, s);
     case 42: return launch_ln<XT, 4, 8, 4, 2, true>(p, s);
+    case 43: return launch_u<XT, 2, false>(p, s);
+    case 44: return launch_u<XT, 2, true>(p, s);
+    case 45: return launch_u<XT, 4, true>(p, s);
   }
   return cudaErrorInvalidValue;
 }

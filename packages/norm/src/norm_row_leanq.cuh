@@ -58,12 +58,33 @@ struct WeightEff {
       w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
     } else {
       Raw8<XT> wq;
-      wq.q[0] = ld_const16(wr + k * kUnit);  // L1-cached: every row re-reads w
+      wq.q[0] = raw16(k);
       unpack8_pairs(wq, w);
 #pragma unroll
       for (int i = 0; i < 8; ++i) w[i] = w[i] + off;
     }
   }
+  // The lane's 8 stored values of unit k (the packed multiply's operand: w as stored).
+  __device__ __forceinline__ uint4 raw16(int k) const { return ld_const16(wr + k * kUnit); }  // L1: rows re-read w
+};
+
+// The same lane's w, loaded with the row's x before the sum of squares (kPre of norm_row_leanq2_kernel, session 33):
+// the weight's DRAM round trip leaves the chain after the row fold, where WeightEff's loads sit (few rows, L2 cold:
+// ~1 us a call). Registers: 4 a unit. Same values, same operations: the same bits.
+template <class XT, int U>
+struct WeightPre {
+  Raw8<XT> w[U];
+  float off;
+  __device__ __forceinline__ void load(const XT* wr) {
+#pragma unroll
+    for (int k = 0; k < U; ++k) w[k].q[0] = ld_const16(wr + k * kUnit);
+  }
+  __device__ __forceinline__ void get(int k, float v[8]) const {
+    unpack8_pairs(w[k], v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = v[i] + off;
+  }
+  __device__ __forceinline__ uint4 raw16(int k) const { return w[k].q[0]; }
 };
 
 // The CTA's copy of w + weight_offset in fp32 (U units, 4 KB each), laid out so that a lane's
@@ -360,9 +381,11 @@ __device__ __forceinline__ float amax_max8_value(uint32_t a) {
 // 1.0f): the same division, so the same bits (codes 0-7 and 127 are never a block scale).
 // Why: the division of each pair of blocks (pair_div2: div.rn's ~10 instructions, its slow-path
 // region, a SHFL and two selects a lane) becomes two LDS.
+// kThreads: the CTA's, 128 or more (the "u" kernels' 256 / 512: the first 128 write it).
+template <int kThreads = kRowThreads>
 __device__ __forceinline__ void nvfp4_rtab(float* t) {
-  static_assert(kRowThreads == 128, "one E4M3 code a thread");
-  t[threadIdx.x] = 1.0f / e4m3_normal_to_f32(threadIdx.x);
+  static_assert(kRowThreads == 128 && kThreads >= 128, "one E4M3 code a thread");
+  if (kThreads == 128 || threadIdx.x < 128) t[threadIdx.x] = 1.0f / e4m3_normal_to_f32(threadIdx.x);
 }
 
 // The "h" INT8 epilogue's table (r16lx4wh, session 14b), staged once a CTA: the 128 pairs of
@@ -387,13 +410,13 @@ __device__ __forceinline__ bool int8_tab_s(float a, const uint2* tab, float& inv
 
 template <int H, int N>
 struct PartRow;
-// Four warps a row (PartRow<H, 4>: the lx4w kernels r16lx4we / r32lx4we, ...): the INT8 unit-pair
-// epilogue of session 16 (n2) is theirs only; the other callers keep the old form (in r16lx2's bf16
-// INT8 instances, 64 registers, the new form left 8 bytes of stack: ptxas 13.0, sm_90).
+// A CTA a row (PartRow<H, N>, N >= 4: the lx4w kernels r16lx4we / r32lx4we, ..., and session 33's "u" kernels
+// of 2 or 4 units a warp): the INT8 unit-pair epilogue of session 16 (n2) is theirs only; the other callers keep
+// the old form (in r16lx2's bf16 INT8 instances, 64 registers, the new form left 8 bytes of stack: ptxas 13.0, sm_90).
 template <class Red>
-struct RowOfFour : std::false_type {};
-template <int H>
-struct RowOfFour<PartRow<H, 4>> : std::true_type {};
+struct RowOfCta : std::false_type {};
+template <int H, int N>
+struct RowOfCta<PartRow<H, N>> : std::bool_constant<(N >= 4)> {};
 
 // The row reductions of a warp that holds a whole row: the unit values folded in order from
 // +0, the amax over the warp.
@@ -417,9 +440,10 @@ struct WholeRow {
 // e2m1_word_finite), FP8 codes with one clamp (same bits); g's bf16 INT8 takes its block
 // inverses and scales from int8_tab. kB (r16lx4wb): INT8 in phases (see there).
 // rtab ("f" / "g", NVFP4): the CTA's table of 1 / e4m3 value by scale code (nvfp4_rtab).
-template <class XT, int U, bool kAgain, int kQuant, bool kWs, int kE, bool kB = false, class Red>
+// wf: WeightEff<XT, U, kWs> (read in the epilogue) or WeightPre<XT, U> (loaded with x, not kWs).
+template <class XT, int U, bool kAgain, int kQuant, bool kWs, int kE, bool kB = false, class Red, class W>
 __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k0, Raw8<XT> (&raw)[U],
-                                             const WeightEff<XT, U, kWs>& wf, const Red& red,
+                                             const W& wf, const Red& red,
                                              const float* rtab = nullptr) {
   const int lane = threadIdx.x & 31;
   const bool odd = lane & 1;
@@ -450,7 +474,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
     if constexpr (kPackW) {
       const Raw8<XT> t = lean_t8<XT, kAgain>(raw[k], r);
       Raw8<XT> wq, o;
-      wq.q[0] = ld_const16(wf.wr + k * kUnit);
+      wq.q[0] = wf.raw16(k);
       mul_packed8(t, wq, o);
       return o;
     } else {
@@ -604,7 +628,7 @@ __device__ __forceinline__ void leanq_finish(const Params& p, int64_t row, int k
         *reinterpret_cast<uint2*>(qr + k * kUnit) = c0;
         *reinterpret_cast<uint2*>(qr + (k + 1) * kUnit) = c1;
         sr8[k * 16] = odd ? sc1 : sc0;
-      } else if constexpr (kQuant == MLOPS_QUANT_INT8 && RowOfFour<Red>::value) {
+      } else if constexpr (kQuant == MLOPS_QUANT_INT8 && RowOfCta<Red>::value) {
         // Session 16 (n2): one inf-inverse check for the unit pair (int8_codes8_finite for both
         // blocks, int8_codes8_clamped for both where either inverse is inf: int8_codes8's codes
         // either way), and each lane of the pair
@@ -741,7 +765,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq_kernel(P
 }
 
 // A row held by N warps of a CTA (U / N units each): N = 2, the warps 2j, 2j + 1 (CTAs of 2
-// rows), or N = 4, the whole CTA (CTAs of 1 row). The unit values meet in shared memory and
+// rows), or N = 4, 8, 16, the whole CTA (CTAs of 1 row: 32 N threads). The unit values meet in shared memory and
 // every warp folds all U of them in unit order, so the sum has the one-warp order's bits; the
 // FP8 row amax meets the same way (fmaxf of non-negative numbers: any order). N = 2: the two
 // warps sync by a named barrier of their own (id 1 + j, 64 threads), so a pair past the last
@@ -756,7 +780,7 @@ struct PartRow {
   float (*am)[N];      // [row slot][part]
   int slot, part;
   __device__ __forceinline__ void sync() const {
-    if constexpr (N == 4) {
+    if constexpr (N >= 4) {  // the CTA is the row
       __syncthreads();
     } else {  // ids as immediates: a register id makes ptxas 13.0 reserve all 16 barriers
       if (slot == 0) asm volatile("bar.sync 1, 64;" ::: "memory");
@@ -839,13 +863,21 @@ __device__ __forceinline__ int leanq2_prefetch(const Params& p, bool valid, int 
 // 3 with int8_tab staged in shared memory (r16lx4wh, N = 4 only). kB: INT8 in phases (r16lx4wb).
 // kPf ("k" variants, session 15): the epilogue's other global reads prefetched with the x
 // loads (leanq2_prefetch): 1 into L1 (prefetch.global.L1), 2 into L2 only.
-template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false, int kPf = 0>
-__global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(Params p) {
+// N = 8 / 16 and kPre (the "u" variants, session 33, for few rows): CTAs of 32 N threads, one row each, so that a
+// warp's share of the row (and its epilogue's chain) is 2 or 4 units; kPre: the lane's w loaded with x (WeightPre).
+template <int N>
+constexpr int kLx2Threads = N >= 4 ? 32 * N : kRowThreads;  // a CTA's threads
+template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false, int kPf = 0,
+          bool kPre = false>
+__global__ void __launch_bounds__(kLx2Threads<N>, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
-  static_assert(kRowWarps == 4 && (N == 2 || N == 4), "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
+  static_assert(kRowWarps == 4 && (N == 2 || N == 4 || N == 8 || N == 16),
+                "lx2 rows: 2 row slots a CTA (named barriers 1, 2) or 1");
+  static_assert(!kPre || (kPf == 0 && !kB), "kPre: w in registers, nothing to prefetch");
   constexpr int H = U / N;
-  constexpr int kSlots = kRowWarps / N;
-  constexpr bool kAgain = H * 8 + 40 > 65536 / (kRowThreads * kMinCtas);
+  constexpr int kSlots = N >= 4 ? 1 : kRowWarps / N;
+  constexpr int kThreads = kLx2Threads<N>;
+  constexpr bool kAgain = H * (kPre ? 12 : 8) + 40 > 65536 / (kThreads * kMinCtas);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int slot = warp / N, part = warp % N;
   const int64_t row = int64_t(blockIdx.x) * kSlots + slot;
@@ -859,27 +891,34 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtas) norm_row_leanq2_kernel(
   if constexpr (kPf != 0) z = leanq2_prefetch<XT, H, kQuant, kE, kPf>(p, valid, k0, lane);
   const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8 + z;
   Raw8<XT> raw[H];
+  WeightPre<XT, kPre ? H : 1> wp;
   if (valid) {
 #pragma unroll
     for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+    if constexpr (kPre) wp.load(static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8);
   }
   __shared__ float us[kSlots][N * H];
   __shared__ float am[kSlots][N];
   __shared__ float rtab[kTab ? 128 : 1];
   if constexpr (kTab) {
-    nvfp4_rtab(rtab);
+    nvfp4_rtab<kThreads>(rtab);
     __syncthreads();
     if (!valid) return;
+  }
+  const PartRow<H, N> red{us, am, slot, part};
+  if constexpr (kPre) {
+    wp.off = p.weight_offset;
+    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wp, red, rtab);
+    return;
   }
   const WeightEff<XT, H, false> wf{static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8, nullptr, p.weight_offset};
   if constexpr (kE == 4) {  // "h": bf16 INT8 only (the launch sends the rest to the g / e / plain instances)
     static_assert(N == 4 && kQuant == MLOPS_QUANT_INT8 && std::is_same_v<XT, bf16>, "h: r16lx4wh's bf16 INT8");
     __shared__ uint2 itab[128];
     int8_tab_stage(itab);  // ordered before the lookups by the row fold's __syncthreads (N = 4)
-    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part},
-                                                        reinterpret_cast<const float*>(itab));
+    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, red, reinterpret_cast<const float*>(itab));
   } else {
-    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, PartRow<H, N>{us, am, slot, part}, rtab);
+    leanq_finish<XT, H, kAgain, kQuant, false, kE, kB>(p, row, k0, raw, wf, red, rtab);
   }
 }
 

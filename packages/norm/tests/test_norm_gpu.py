@@ -161,7 +161,9 @@ def test_row_variants_many_rows_and_in_place(variant):
     assert_bits_equal(x, expect, f"{variant} out=x")
 
 
-LEAN_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith("r16l")]  # norm_row_lean*.cuh
+# norm_row_lean*.cuh; "lu": session 33's few-rows kernels (2 or 4 units a warp at H 2048 / 4096 / 8192, held to the same
+# tests at each width: R32_VARIANTS below)
+LEAN_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith(("r16l", "lu"))]
 _HOST = {}  # host emulation results shared by the variants (the CPU side is the slow one)
 
 
@@ -212,7 +214,7 @@ def _every_pattern(xdt, H=4096):
     return list(pats.reshape(-1, H)) + list(pats[::16].repeat_interleave(16).reshape(-1, H))
 
 
-@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith(("r16lx", "r16lw"))])
+@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith(("r16lx", "r16lw", "lu"))])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 def test_lean_quant_every_value(xdt, variant, H=4096):
     """The lx / lw kernels' quantizers (int8_code_bits, e4m3x2's cvt.rn.satfinite on sm_89+,
@@ -235,7 +237,7 @@ def test_lean_quant_every_value(xdt, variant, H=4096):
             check(g, c, f"{variant} {xdt} every value, w row {j}, {kw} [{gpu_arch_tag()}]")
 
 
-@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
+@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith(("r16lx", "lu"))])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 def test_lean_nvfp4_nonfinite(xdt, variant, H=4096):
     """NVFP4 codes and scales of the lx kernels where y holds NaN or inf, or blocks whose scale is
@@ -260,7 +262,7 @@ def test_lean_nvfp4_nonfinite(xdt, variant, H=4096):
         check(mn.rms_norm(xc, wc, variant=variant, **kwc), c, f"{variant} {xdt} non-finite y, {kw} [{gpu_arch_tag()}]")
 
 
-@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith("r16lx")])
+@pytest.mark.parametrize("variant", [n for n in LEAN_VARIANTS if n.startswith(("r16lx", "lu"))])
 @pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
 def test_lean_int8_fp8_nonfinite(xdt, variant, H=4096):
     """INT8 and dynamic FP8 codes and scales of the lx kernels where y holds NaN or inf: the packed FP8 row
@@ -318,7 +320,7 @@ def test_lean_tiny_products(H, variant):
 # Session 16: the 32-unit lx4w kernels (r32lx4we / wf / wg: 8192-wide rows, four warps of 8 units) on the tests
 # above at H = 8192 (at 4096 / 2048 they run their twins r16lx4we / wf / wg, tested there through test_dtypes_and_shapes
 # and test_features), and the planned call below 2 rows an SM at H = 8192 (plan_call: these kernels).
-R32_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith("r32l")]
+R32_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith(("r32l", "lu"))]
 
 
 @pytest.mark.parametrize("variant", R32_VARIANTS)
@@ -357,6 +359,40 @@ def test_lean8k_planned_few_rows(T, xdt):
         c = mn.rms_norm(x, w, **kw)
         kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
         check(mn.rms_norm(xc, wc, **kwc), c, f"planned {xdt} {T}x8192 {kw} [{gpu_arch_tag()}]")
+
+
+@pytest.mark.parametrize("H", (2048, 4096, 8192))
+def test_few_rows_planned_graph_and_compile(H):
+    """Session 33: the planned calls below 2 rows an SM are the "u" kernels (lu2mp / lu4mp / lu2m: CTAs of up to 512
+    threads). Captured in a CUDA graph (replayed on new x: every output the host emulation's bits) and compiled by
+    torch.compile(fullgraph=True) (the eager bits)."""
+    T = 3
+    x = randn((T, H), torch.bfloat16, 90).cuda()
+    w = randn(H, torch.bfloat16, 91).cuda()
+    calls = ({}, {"quant": "int8"}, {"quant": "nvfp4", "return_y": True}, {"quant": "fp8"})
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for kw in calls:  # warm up on the capture stream
+            mn.rms_norm(x, w, **kw)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        outs = [mn.rms_norm(x, w, **kw) for kw in calls]
+    for seed in (92, 93):
+        x.copy_(randn((T, H), torch.bfloat16, seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        for kw, out in zip(calls, outs):
+            check(out, mn.rms_norm(x.cpu(), w.cpu(), **kw), f"graph replay {T}x{H} {kw} [{gpu_arch_tag()}]")
+
+    def block(x, w):
+        a = mn.rms_norm(x, w, quant="int8", return_y=True)
+        b = mn.rms_norm(x, w, quant="nvfp4")
+        return a.y, a.q, a.scale, b.q, b.scale
+
+    eager = block(x, w)
+    for a, b in zip(eager, torch.compile(block, fullgraph=True)(x, w)):
+        assert_bits_equal(a, b, f"compiled {T}x{H}")
 
 
 # Session 17: the lean LayerNorm kernels (norm_row_leanln.cuh: ln1 / ln2 / ln4w, one, two or four warps a row at

@@ -288,30 +288,28 @@ def test_call_planner_follows_round_a():
         assert plan(T, 8192, nvfp4) == "r32lx4wg" and plan(T, 8192, nvfp4, sm=75) == "r32lx4wf"
         assert plan(T, 8192, xdt=fp32) == "w8" and plan(T, 8192, int8, fp32) == "w8"
         assert plan(T, 8192, residual=True) == "w8"
-    # few rows (below 2 an SM), run 88 (session 15): the lean kernels, four warps a row at H = 4096 (w8c2's quantized
-    # outputs ran ~3x slower: 128x4096 INT8 17.7 vs r16lx4we 6.18 us); H = 2048 r16l / r16lw; other calls the shape
-    # planner
+    # few rows (below 2 an SM): since session 33 (run 178) the "u" kernels, a CTA a row of 2 units a warp with w loaded
+    # with x (lu2mp: y 1x4096 r16lx4we 5.09 -> 4.33 us, INT8 5.48 -> 4.58), INT8 / FP8 at H 8192 4 units a warp (lu4mp:
+    # 1x8192 INT8 r32lx4we 6.67 -> 5.00), NVFP4 lu2m above H 2048 on sm_80+ (1x8192 r32lx4wg 7.62 -> 5.67) and the "f"
+    # kernels below sm_80 as before (r16lw / r16lx4wf / r32lx4wf); fp32 x, a residual, LayerNorm and the single order
+    # keep the shape planner (w8c2 / w8). Before: run 88 (session 15, H 2048 / 4096) and run 91 (session 16, H 8192).
     for T in (1, 8, 128, 263):
         for dt in (bf16, fp16):
-            for q in (none, int8, fp8s, fp8d):
-                assert plan(T, 4096, q, dt) == "r16lx4we"
-            assert plan(T, 4096, nvfp4, dt) == "r16lx4wg" and plan(T, 4096, nvfp4, dt, sm=75) == "r16lx4wf"
-            assert plan(T, 2048, xdt=dt) == "r16l" and plan(T, 2048, int8, dt) == "r16lw"
+            for sm in (90, 80, 75, 61):
+                for q in (none, int8, fp8s, fp8d):
+                    assert plan(T, 2048, q, dt, sm=sm) == "lu2mp" and plan(T, 4096, q, dt, sm=sm) == "lu2mp"
+                    assert plan(T, 8192, q, dt, sm=sm) == ("lu2mp" if q == none else "lu4mp")
+            for sm in (90, 80):
+                assert plan(T, 2048, nvfp4, dt, sm=sm) == "lu2mp"
+                assert plan(T, 4096, nvfp4, dt, sm=sm) == "lu2m" and plan(T, 8192, nvfp4, dt, sm=sm) == "lu2m"
+            for sm in (75, 61):
+                assert plan(T, 2048, nvfp4, dt, sm=sm) == "r16lw" and plan(T, 4096, nvfp4, dt, sm=sm) == "r16lx4wf"
+                assert plan(T, 8192, nvfp4, dt, sm=sm) == "r32lx4wf"
         assert plan(T, 4096, int8, fp32) == "w8c2"
         assert plan(T, 4096, residual=True) == "w8c2" and plan(T, 3072) == "w8c2"
-    assert plan(264, 4096, int8) == "r16lx4we" and plan(264, 4096) == "r16lx2"  # 2 rows an SM: the rules above
-    # session 16 (issue 2 at H = 8192; run 89: w8's quantized outputs ~3x y there, 128x8192 INT8 24.10 vs y 8.51 us): the
-    # 32-unit twins of the H = 4096 picks below 2 rows an SM (r32lx4we; NVFP4 r32lx4wg on sm_80+, r32lx4wf below); fp32
-    # x, a residual, LayerNorm and the single order keep the shape planner (w8; w4c2 quantized); since run 92 the same
-    # picks at 2 rows an SM and more (above)
-    for T in (1, 8, 128, 263):
-        for dt in (bf16, fp16):
-            for q in (none, int8, fp8s, fp8d):
-                assert plan(T, 8192, q, dt) == "r32lx4we" and plan(T, 8192, q, dt, sm=75) == "r32lx4we"
-            assert plan(T, 8192, nvfp4, dt) == "r32lx4wg" and plan(T, 8192, nvfp4, dt, sm=80) == "r32lx4wg"
-            assert plan(T, 8192, nvfp4, dt, sm=75) == "r32lx4wf" and plan(T, 8192, nvfp4, dt, sm=61) == "r32lx4wf"
         assert plan(T, 8192, int8, fp32) == "w8" and plan(T, 8192, residual=True) == "w8"
         assert plan(T, 16384, int8) == "w8" and plan(T, 6144, int8) == "w8"
+    assert plan(264, 4096, int8) == "r16lx4we" and plan(264, 4096) == "r16lx2"  # 2 rows an SM: the rules above
 
 
 def test_call_planner_layer_norm():

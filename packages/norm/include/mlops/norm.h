@@ -72,7 +72,7 @@ typedef struct mlops_norm_args {
 
 typedef struct mlops_norm_variant {
   int index;
-  int warps_per_row;   /* 1, 2, 4, 8 */
+  int warps_per_row;   /* 1, 2, 4, 8 (16 at most); 0: hidden / (256 * units_in_registers) */
   int rows_per_cta;    /* 8 / warps_per_row: a CTA is 256 threads */
   int units_in_registers; /* units of 256 a warp keeps in registers; longer rows re-read x */
   const char* name;    /* "w1", "w2", "w4", "w8" */

@@ -97,7 +97,8 @@ def unpack_codes(cache: FBLACache) -> dict:
     coarse = _fo_k_fields(r[..., lay["k_coarse"]:lay["k_coarse"] + 16 * cb * D], D, cb)
     fine = _fo_k_fields(r[..., lay["k_fine"]:lay["k_fine"] + 16 * fb * D], D, fb)
     return {"k_min": bf16_array(lay["k_min"], D), "k_scale": bf16_array(lay["k_scale"], D),
-            "v_min": bf16_array(lay["v_min"], GROUP), "v_scale": bf16_array(lay["v_scale"], GROUP), "k_coarse": coarse, "k_codes": (coarse << fb) | fine,
+            "v_min": bf16_array(lay["v_min"], GROUP), "v_scale": bf16_array(lay["v_scale"], GROUP), "k_coarse": coarse,
+            "k_codes": (coarse << fb) | fine,
             "v_codes": _fo_v_codes(r[..., lay["v_codes"]:lay["v_codes"] + 96 * D], D)}
 
 
