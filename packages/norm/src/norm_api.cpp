@@ -105,7 +105,8 @@ const mlops_norm_variant kVariants[] = {
     // epilogue's chain a warp sets the time): RMSNorm rows of 2048 / 4096 / 8192 (leanq_call, w as stored) on
     // units / 2 warps a row, 2 units a warp ("lu2m"; warps_per_row 0: hidden / (256 * units_in_registers)), the same
     // with w loaded with x ("lu2mp"), or on units / 4 warps, w loaded with x ("lu4mp"); INT8 by the unit-pair
-    // epilogue, FP8 by e's, NVFP4 by g's (r32lx4we / r32lx4wg's choices); other calls run r32lx4we / r16lx4we.
+    // epilogue, FP8 by e's, NVFP4 by g's (r32lx4we / r32lx4wg's choices); lu2mp takes add + norm too (the residual
+    // loaded with x); other calls run r32lx4we / r16lx4we.
     {43, 0, 1, 2, "lu2m"}, {44, 0, 1, 2, "lu2mp"}, {45, 0, 1, 4, "lu4mp"},
 };
 constexpr int kFirstRowVariant = 7;
@@ -336,6 +337,13 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     if (few_rows) return a.hidden == 2048 ? 41 : 42;  // ln4w : ln4wp
     return a.hidden == 2048 ? 39 : 40;       // ln1 : ln2
   }
+  // Session 33 (GPU run 180): add + norm below 2 rows an SM on lu2mp, whose kernels add the residual loaded with x
+  // (the lean RMSNorm call otherwise: HF order, w in x's dtype, no bias, one group, H 2048 / 4096 / 8192; y and every
+  // quantized output), where the shape planner's w8c2 / w8 ran it.
+  if (few_rows && x16 && a.kind == MLOPS_NORM_RMS && a.residual && a.gate_mode == MLOPS_GATE_NONE && one_group &&
+      a.order == MLOPS_ORDER_HF && a.weight && a.w_dtype == a.x_dtype && !a.bias && a.weight_offset == 0.0f &&
+      (a.hidden == 2048 || a.hidden == 4096 || a.hidden == 8192))
+    return 44;  // lu2mp
   if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group ||
       a.hidden % kUnit != 0)
     return base;

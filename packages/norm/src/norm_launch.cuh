@@ -149,12 +149,12 @@ cudaError_t launch_lx(const Params& p, cudaStream_t s) {
 // The instances of one (U, MINB, N, E, PF, PRE) for x's type, by p.quant (launch_lx2, launch_u). E = 5 (the "u"
 // variants' mix, session 33): INT8 by the plain instance (the unit-pair epilogue of a CTA a row), NVFP4 by g's (3),
 // FP8 by e's (1).
-template <class XT, int U, int MINB, int N, int E, int PF = 0, bool PRE = false>
+template <class XT, int U, int MINB, int N, int E, int PF = 0, bool PRE = false, bool RES = false>
 cudaError_t launch_lx2_quant(const Params& p, cudaStream_t s, dim3 grid) {
   constexpr int kT = kLx2Threads<N>;
 #define MLOPS_NORM_LX2E(Q, EQ)                                                                     \
   if (p.quant == Q) {                                                                             \
-    norm_row_leanq2_kernel<XT, U, MINB, Q, N, EQ, false, PF, PRE><<<grid, kT, 0, s>>>(p);          \
+    norm_row_leanq2_kernel<XT, U, MINB, Q, N, EQ, false, PF, PRE, RES><<<grid, kT, 0, s>>>(p);     \
     return cudaGetLastError();                                                                    \
   }
   MLOPS_NORM_LX2E(MLOPS_QUANT_NONE, 0)
@@ -207,13 +207,18 @@ cudaError_t launch_lx2(const Params& p, cudaStream_t s) {
 // (32 units) or r16lx4we.
 template <class XT, int UW, bool PRE>
 cudaError_t launch_u(const Params& p, cudaStream_t s) {
+  // lu2mp takes add + norm too (kRes): its row is loaded with x and w
+  constexpr bool kResOk = UW == 2 && PRE;
   if constexpr (sizeof(XT) == 2) {
-    if (leanq_call<XT>(p) && w_as_stored(p) && (p.units == 8 || p.units == 16 || p.units == 32)) {
+    if (leanq_call<XT, kResOk>(p) && w_as_stored(p) && (p.units == 8 || p.units == 16 || p.units == 32)) {
       constexpr int kM = UW == 2 ? 1024 : 512;  // registers' threads: 64 / 128 registers a thread
 #define MLOPS_NORM_U(U)                                                                                   \
   if (p.units == U) {                                                                                    \
     constexpr int N = U / UW, kSlots = N >= 4 ? 1 : kRowWarps / N;                                       \
     const dim3 grid(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots));                              \
+    if constexpr (kResOk) {                                                                              \
+      if (p.residual) return launch_lx2_quant<XT, U, kM / kLx2Threads<N>, N, 5, 0, PRE, true>(p, s, grid); \
+    }                                                                                                    \
     return launch_lx2_quant<XT, U, kM / kLx2Threads<N>, N, 5, 0, PRE>(p, s, grid);                     \
   }
       MLOPS_NORM_U(8)

@@ -27,13 +27,14 @@
 
 namespace mlops::norm {
 
-// Whether the "lx" kernel takes the call: lean_call's, any quantized output.
-template <class XT>
+// Whether the "lx" kernel takes the call: lean_call's, any quantized output. kResidual: the call may have a residual
+// (the "u" kernels' add + norm, session 33).
+template <class XT, bool kResidual = false>
 inline bool leanq_call(const Params& p) {
   const bool out_ok = p.quant != MLOPS_QUANT_NONE || p.y != nullptr;
   return p.lean_rows && out_ok && p.kind == MLOPS_NORM_RMS && p.order == MLOPS_ORDER_HF && p.weight != nullptr &&
-         p.bias == nullptr && p.residual == nullptr && p.w_dtype == dtype_code<XT>() && p.group == p.hidden &&
-         int64_t(p.units) * kUnit == p.hidden;
+         p.bias == nullptr && (kResidual || p.residual == nullptr) && p.w_dtype == dtype_code<XT>() &&
+         p.group == p.hidden && int64_t(p.units) * kUnit == p.hidden;
 }
 
 // Whether w_eff = w + weight_offset is w itself for every w: the offset is -0 (make_params
@@ -867,8 +868,11 @@ __device__ __forceinline__ int leanq2_prefetch(const Params& p, bool valid, int 
 // warp's share of the row (and its epilogue's chain) is 2 or 4 units; kPre: the lane's w loaded with x (WeightPre).
 template <int N>
 constexpr int kLx2Threads = N >= 4 ? 32 * N : kRowThreads;  // a CTA's threads
+// kRes (lu2mp's add + norm, session 33): residual loaded with x, x + residual rounded to XT (the host's order:
+// row_add_residual's), written to residual_out and normed (residual_out may alias x or residual: each lane writes
+// only the addresses it has read).
 template <class XT, int U, int kMinCtas, int kQuant, int N = 2, int kE = 0, bool kB = false, int kPf = 0,
-          bool kPre = false>
+          bool kPre = false, bool kRes = false>
 __global__ void __launch_bounds__(kLx2Threads<N>, kMinCtas) norm_row_leanq2_kernel(Params p) {
   static_assert(sizeof(XT) == 2 && U % (2 * N) == 0, "lx2 rows: bf16 / fp16 x, units in pairs a warp");
   static_assert(kRowWarps == 4 && (N == 2 || N == 4 || N == 8 || N == 16),
@@ -877,7 +881,7 @@ __global__ void __launch_bounds__(kLx2Threads<N>, kMinCtas) norm_row_leanq2_kern
   constexpr int H = U / N;
   constexpr int kSlots = N >= 4 ? 1 : kRowWarps / N;
   constexpr int kThreads = kLx2Threads<N>;
-  constexpr bool kAgain = H * (kPre ? 12 : 8) + 40 > 65536 / (kThreads * kMinCtas);
+  constexpr bool kAgain = H * (kPre ? 12 : 8) + (kRes ? 4 * H : 0) + 40 > 65536 / (kThreads * kMinCtas);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int slot = warp / N, part = warp % N;
   const int64_t row = int64_t(blockIdx.x) * kSlots + slot;
@@ -890,11 +894,16 @@ __global__ void __launch_bounds__(kLx2Threads<N>, kMinCtas) norm_row_leanq2_kern
   int z = 0;  // "k": 0 from the prefetch loop (leanq2_prefetch), so that the x loads come after it
   if constexpr (kPf != 0) z = leanq2_prefetch<XT, H, kQuant, kE, kPf>(p, valid, k0, lane);
   const XT* xr = static_cast<const XT*>(p.x) + row * p.x_stride + k0 * kUnit + lane * 8 + z;
-  Raw8<XT> raw[H];
+  Raw8<XT> raw[H], res[kRes ? H : 1];
   WeightPre<XT, kPre ? H : 1> wp;
   if (valid) {
 #pragma unroll
     for (int k = 0; k < H; ++k) raw[k].q[0] = ld_stream16(xr + k * kUnit);
+    if constexpr (kRes) {
+      const XT* rr = static_cast<const XT*>(p.residual) + row * p.residual_stride + k0 * kUnit + lane * 8;
+#pragma unroll
+      for (int k = 0; k < H; ++k) res[k].q[0] = ld_stream16(rr + k * kUnit);
+    }
     if constexpr (kPre) wp.load(static_cast<const XT*>(p.weight) + k0 * kUnit + lane * 8);
   }
   __shared__ float us[kSlots][N * H];
@@ -904,6 +913,19 @@ __global__ void __launch_bounds__(kLx2Threads<N>, kMinCtas) norm_row_leanq2_kern
     nvfp4_rtab<kThreads>(rtab);
     __syncthreads();
     if (!valid) return;
+  }
+  if constexpr (kRes) {
+    XT* ro = static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + k0 * kUnit + lane * 8;
+#pragma unroll
+    for (int k = 0; k < H; ++k) {
+      float a[8], b[8];
+      unpack8(raw[k], a);
+      unpack8(res[k], b);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) a[i] = a[i] + b[i];
+      round8<XT>(a, raw[k]);  // Elem<XT>::round(x + r), kept as XT bits
+      st16<false>(ro + k * kUnit, raw[k].q[0]);
+    }
   }
   const PartRow<H, N> red{us, am, slot, part};
   if constexpr (kPre) {

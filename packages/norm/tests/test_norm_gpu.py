@@ -361,6 +361,35 @@ def test_lean8k_planned_few_rows(T, xdt):
         check(mn.rms_norm(xc, wc, **kwc), c, f"planned {xdt} {T}x8192 {kw} [{gpu_arch_tag()}]")
 
 
+@pytest.mark.parametrize("variant", ["lu2mp", None])
+@pytest.mark.parametrize("xdt", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("H", (2048, 4096, 8192))
+def test_lu_add_norm(H, xdt, variant):
+    """Session 33: lu2mp's add + norm (the residual loaded with x, x + residual rounded to x's dtype, written to
+    residual_out, normed), named and as the planner's pick below 2 rows an SM (variant None: 3 rows; named: 300 rows,
+    CTAs past one wave), every output with and without y, residual rows of a wider tensor (a stride), against the host
+    emulation; then the in-place forms (residual_out = residual, y over x), as vLLM's fused_add_rms_norm calls it."""
+    T = 3 if variant is None else 300
+    x, w = randn((T, H), xdt, 100, 2.0), randn(H, xdt, 101)
+    rw = randn((T, H + 256), xdt, 102)
+    r = rw[:, 128:128 + H]  # a strided view
+    x[:, ::11] = 0.0
+    r[:, 5::13] = -0.0
+    s = torch.tensor(0.0173, dtype=torch.float32)
+    xc, wc, rc, sc = x.cuda(), w.cuda(), rw.cuda()[:, 128:128 + H], s.cuda()
+    for i, kw in enumerate(_lean_calls(s)):
+        c = _host(("lu-add", H, xdt, T, i), mn.rms_norm, x, w, residual=r, **kw)
+        kwc = {k: (sc if k == "scale" else v) for k, v in kw.items()}
+        g = mn.rms_norm(xc, wc, residual=rc, variant=variant, **kwc)
+        check(g, c, f"{variant} add+norm {xdt} {T}x{H} {kw} [{gpu_arch_tag()}]")
+    expect = mn.rms_norm(x, w, residual=r)
+    xi, ri = x.cuda(), r.contiguous().cuda()
+    out = mn.rms_norm(xi, wc, residual=ri, residual_out=ri, out=xi, variant=variant)
+    assert_bits_equal(ri, expect.residual, f"{variant} {xdt} {H} residual updated in place")
+    assert_bits_equal(xi, expect.y, f"{variant} {xdt} {H} y over x")
+    assert_bits_equal(out.y, expect.y, f"{variant} {xdt} {H} y")
+
+
 @pytest.mark.parametrize("H", (2048, 4096, 8192))
 def test_few_rows_planned_graph_and_compile(H):
     """Session 33: the planned calls below 2 rows an SM are the "u" kernels (lu2mp / lu4mp / lu2m: CTAs of up to 512

@@ -305,9 +305,13 @@ def test_call_planner_follows_round_a():
             for sm in (75, 61):
                 assert plan(T, 2048, nvfp4, dt, sm=sm) == "r16lw" and plan(T, 4096, nvfp4, dt, sm=sm) == "r16lx4wf"
                 assert plan(T, 8192, nvfp4, dt, sm=sm) == "r32lx4wf"
-        assert plan(T, 4096, int8, fp32) == "w8c2"
-        assert plan(T, 4096, residual=True) == "w8c2" and plan(T, 3072) == "w8c2"
-        assert plan(T, 8192, int8, fp32) == "w8" and plan(T, 8192, residual=True) == "w8"
+            # add + norm (session 33, run 180): lu2mp adds the residual loaded with x, every output
+            for H in (2048, 4096, 8192):
+                for q in (none, int8, nvfp4, fp8s, fp8d):
+                    assert plan(T, H, q, dt, residual=True) == "lu2mp"
+        assert plan(T, 4096, int8, fp32) == "w8c2" and plan(T, 4096, xdt=fp32, residual=True) == "w8c2"
+        assert plan(T, 3072, residual=True) == "w8c2" and plan(T, 3072) == "w8c2"
+        assert plan(T, 8192, int8, fp32) == "w8"
         assert plan(T, 16384, int8) == "w8" and plan(T, 6144, int8) == "w8"
     assert plan(264, 4096, int8) == "r16lx4we" and plan(264, 4096) == "r16lx2"  # 2 rows an SM: the rules above
 
