@@ -275,6 +275,17 @@ __device__ __forceinline__ void row_load(const Params& p, int64_t row, Raw8<XT> 
   }
 }
 
+// x + residual of a lane's 8 columns, rounded to XT (the host's Elem<XT>::round(x + r)), kept as XT bits in raw.
+template <class XT>
+__device__ __forceinline__ void add_residual8(Raw8<XT>& raw, const Raw8<XT>& res) {
+  float a[8], b[8];
+  unpack8(raw, a);
+  unpack8(res, b);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = a[i] + b[i];
+  round8<XT>(a, raw);
+}
+
 template <class XT, int kCap, bool kRes>
 __device__ __forceinline__ void row_add_residual(const Params& p, int64_t row, Raw8<XT> (&raw)[kCap],
                                                  const Raw8<XT> (&res)[kRes ? kCap : 1]) {
@@ -283,12 +294,7 @@ __device__ __forceinline__ void row_add_residual(const Params& p, int64_t row, R
 #pragma unroll
     for (int k = 0; k < kCap; ++k) {
       if (k < p.units) {
-        float a[8], b[8];
-        unpack8(raw[k], a);
-        unpack8(res[k], b);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) a[i] = a[i] + b[i];
-        round8<XT>(a, raw[k]);  // Elem<XT>::round(x + r), kept as XT bits
+        add_residual8<XT>(raw[k], res[k]);
         st_row8<false>(ro + k * kUnit, raw[k]);
       }
     }

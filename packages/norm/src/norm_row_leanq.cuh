@@ -918,12 +918,7 @@ __global__ void __launch_bounds__(kLx2Threads<N>, kMinCtas) norm_row_leanq2_kern
     XT* ro = static_cast<XT*>(p.residual_out) + row * p.residual_out_stride + k0 * kUnit + lane * 8;
 #pragma unroll
     for (int k = 0; k < H; ++k) {
-      float a[8], b[8];
-      unpack8(raw[k], a);
-      unpack8(res[k], b);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) a[i] = a[i] + b[i];
-      round8<XT>(a, raw[k]);  // Elem<XT>::round(x + r), kept as XT bits
+      add_residual8<XT>(raw[k], res[k]);
       st16<false>(ro + k * kUnit, raw[k].q[0]);
     }
   }
