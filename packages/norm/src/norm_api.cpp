@@ -108,6 +108,10 @@ const mlops_norm_variant kVariants[] = {
     // epilogue, FP8 by e's, NVFP4 by g's (r32lx4we / r32lx4wg's choices); lu2mp takes add + norm too (the residual
     // loaded with x); other calls run r32lx4we / r16lx4we.
     {43, 0, 1, 2, "lu2m"}, {44, 0, 1, 2, "lu2mp"}, {45, 0, 1, 4, "lu4mp"},
+    // Session 33 candidates (issue 2 at H 2048, many rows: run 181 had 16384x2048 NVFP4 46.8 us against y 33.2 on r16lw,
+    // one warp a row with the first NVFP4 epilogue): 8-unit rows on two or four warps a row with the "g" epilogues
+    // (r16lx2g / r16lx4wg's instances at 8 units); other calls run r16lx4wg.
+    {46, 2, 2, 4, "r8lx2g"}, {47, 4, 1, 2, "r8lx4wg"},
 };
 constexpr int kFirstRowVariant = 7;
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
@@ -378,9 +382,15 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     int64_t hidden;
     int y, q, nvfp4_g, nvfp4;
   };
-  // Until session 33 the few-rows picks were (y, INT8 / FP8, NVFP4 sm_80+ / below): H 2048 r16l, r16lw; H 4096
-  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf; H 8192 the 8192 row below, which stays the pick at 2 rows an SM and more.
+  // The few-rows picks until session 33, kept for calls with a weight offset (1 + w: the u kernels and r8lx2g take w
+  // as stored only, and r16l / r16lw stage w + offset); the 8192 row stays the pick at 2 rows an SM and more.
   static constexpr LeanPick kLean8192 = {8192, 36, 36, 38, 37};  // r32lx4we, NVFP4 r32lx4wg / r32lx4wf
+  static constexpr LeanPick kFewRowsOffset[] = {
+      {2048, 11, 18, 18, 18},  // r16l, r16lw
+      {4096, 23, 23, 31, 26},  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf
+      kLean8192,
+  };
+  const bool w_stored = a.weight_offset == 0.0f;
   // Session 16, GPU run 92 (bench_norm.py --variants, bf16, events, L2 flushed, us): at H = 8192 the 32-unit lean
   // kernels beat the shape planner's w8 (y) / w4c2 (quantized) at every row count measured, not only below 2 rows an
   // SM: 2048x8192 y 37.4 vs r32lx4we 19.4 (r32lx4wf 19.0), INT8 74.0 vs 19.3, NVFP4 96.7 vs r32lx4wg 21.1, FP8 dynamic
@@ -409,7 +419,7 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
     return f.q;
   };
   if (lean_call && few_rows) {
-    for (const LeanPick& f : kFewRowsPicks)
+    for (const LeanPick& f : w_stored ? kFewRowsPicks : kFewRowsOffset)
       if (a.hidden == f.hidden) return pick(f);
   }
   if (lean_call && a.hidden == 8192) return pick(kLean8192);
@@ -454,6 +464,17 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
       case MLOPS_QUANT_FP8_DYNAMIC: return few ? 22 : 23;                              // r16lx2e : r16lx4we
       default: return few ? 23 : (g ? 30 : 20);                                        // INT8: r16lx4we : r16lx2g
     }
+  }
+  // Session 33, GPU run 182 (bench_norm.py --variants, bf16, events, L2 flushed, two processes, us; r16lw -> r8lx2g,
+  // r8lx4wg beside): H 2048's quantized outputs at 2 rows an SM and more take r8lx2g, the g epilogues on two warps a
+  // row: 16384x2048 NVFP4 46.91 / 46.53 -> 33.50 / 33.41 (y 33.44 / 33.38), INT8 32.45 / 32.03 -> 29.79 / 29.76, FP8
+  // dynamic 30.02 / 29.73 -> 26.98 / 27.20, static 28.42 / 28.54 -> 26.27 / 26.21 (r8lx4wg 33.6 - 36.1 / 31.0 - 31.5 /
+  // 26.9 - 27.2); 2048x2048 NVFP4 11.94 / 11.87 -> 8.93 / 8.90, INT8 9.47 / 9.89 -> 8.80 / 8.35, FP8 dynamic 9.44 / 8.90 ->
+  // 8.22 / 8.03, static 8.61 / 8.96 -> 7.81 / 8.16. INT8 and NVFP4 on sm_80+ (their g forms, as at H 4096), FP8 on
+  // every arch; y alone keeps r16l (16384x2048 33.1, r8lx2g 32.9: a tie).
+  if (lean && a.hidden == 2048 && a.quant != MLOPS_QUANT_NONE && w_stored) {
+    const bool fp8 = a.quant == MLOPS_QUANT_FP8_STATIC || a.quant == MLOPS_QUANT_FP8_DYNAMIC;
+    return fp8 || sm >= 80 ? 46 : 18;  // r8lx2g : r16lw
   }
   if (lean) return a.quant == MLOPS_QUANT_NONE ? 11 : 18;  // r16l : r16lw
   if (units >= 5 && units <= 8) return 10;                                    // r8

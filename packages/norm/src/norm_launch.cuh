@@ -231,6 +231,21 @@ cudaError_t launch_u(const Params& p, cudaStream_t s) {
   return launch_lx2<XT, 10, 4, 1>(p, s);                                          // r16lx4we
 }
 
+// "r8lx2g" / "r8lx4wg" (session 33): 8-unit rows (H 2048) of leanq_call with w as stored on N = 2 or 4 warps a row (4
+// or 2 units a warp) at MINB CTAs an SM, the "g" epilogues (NVFP4 by e2m1_word_finite and the CTA's table, bf16 INT8 by
+// int8_tab, FP8 by e's), where r16lw's one warp a row ran NVFP4 by the first epilogue (pair_div2's divisions); other
+// calls run r16lx4wg (the 16-unit twin; 8-unit calls it does not take go on to r16lx).
+template <class XT, int MINB, int N>
+cudaError_t launch_r8lx(const Params& p, cudaStream_t s) {
+  if constexpr (sizeof(XT) == 2) {
+    if (leanq_call<XT>(p) && w_as_stored(p) && p.units == 8) {
+      constexpr int kSlots = kRowWarps / N;
+      return launch_lx2_quant<XT, 8, MINB, N, 3>(p, s, dim3(static_cast<unsigned>((p.rows + kSlots - 1) / kSlots)));
+    }
+  }
+  return launch_lx2<XT, 10, 4, 3>(p, s);
+}
+
 // "lxp" (norm_row_leanp_kernel, session 12): 16-unit rows of leanq_call with w as stored on four
 // warps a row, a persistent grid of at most SMs x CTAS CTAs, each streaming its rows through a
 // ring of S row stages in shared memory; y alone and INT8 by the plain epilogue, NVFP4 by the
@@ -338,6 +353,8 @@ cudaError_t launch_x(const Params& p, int variant, cudaStream_t s) {
     case 43: return launch_u<XT, 2, false>(p, s);
     case 44: return launch_u<XT, 2, true>(p, s);
     case 45: return launch_u<XT, 4, true>(p, s);
+    case 46: return launch_r8lx<XT, 8, 2>(p, s);
+    case 47: return launch_r8lx<XT, 10, 4>(p, s);
   }
   return cudaErrorInvalidValue;
 }

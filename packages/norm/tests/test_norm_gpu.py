@@ -163,7 +163,7 @@ def test_row_variants_many_rows_and_in_place(variant):
 
 # norm_row_lean*.cuh; "lu": session 33's few-rows kernels (2 or 4 units a warp at H 2048 / 4096 / 8192, held to the same
 # tests at each width: R32_VARIANTS below)
-LEAN_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith(("r16l", "lu"))]
+LEAN_VARIANTS = [v["name"] for v in mn.norm_variants() if v["name"].startswith(("r16l", "lu", "r8lx"))]
 _HOST = {}  # host emulation results shared by the variants (the CPU side is the slow one)
 
 

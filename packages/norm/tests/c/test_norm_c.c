@@ -34,11 +34,11 @@ int main(void) {
   for (int i = 0; i < T * H; ++i) x[i] = frand(&seed);
   for (int i = 0; i < H; ++i) { w[i] = frand(&seed); b[i] = frand(&seed); }
 
-  mlops_norm_variant vs[46];
-  CHECK(mlops_norm_variants(NULL, 0) == 46, "46 variants (the count alone)");
-  CHECK(mlops_norm_variants(vs, 4) == 46 && strcmp(vs[3].name, "w8") == 0 && vs[3].warps_per_row == 8,
+  mlops_norm_variant vs[48];
+  CHECK(mlops_norm_variants(NULL, 0) == 48, "48 variants (the count alone)");
+  CHECK(mlops_norm_variants(vs, 4) == 48 && strcmp(vs[3].name, "w8") == 0 && vs[3].warps_per_row == 8,
         "variant table, capacity 4");
-  CHECK(mlops_norm_variants(vs, 46) == 46 && strcmp(vs[20].name, "r16lx2") == 0 &&
+  CHECK(mlops_norm_variants(vs, 48) == 48 && strcmp(vs[20].name, "r16lx2") == 0 &&
             strcmp(vs[21].name, "r16lx4w") == 0 && strcmp(vs[22].name, "r16lx2e") == 0 &&
             vs[22].warps_per_row == 2 && strcmp(vs[23].name, "r16lx4we") == 0 && vs[23].warps_per_row == 4 &&
             strcmp(vs[24].name, "r16lx4wb") == 0 && vs[24].warps_per_row == 4 &&
@@ -58,7 +58,8 @@ int main(void) {
             vs[40].warps_per_row == 2 && strcmp(vs[41].name, "ln4w") == 0 && vs[41].warps_per_row == 4 &&
             strcmp(vs[42].name, "ln4wp") == 0 && vs[42].warps_per_row == 4 &&
             strcmp(vs[43].name, "lu2m") == 0 && vs[43].warps_per_row == 0 && vs[43].units_in_registers == 2 &&
-            strcmp(vs[44].name, "lu2mp") == 0 && strcmp(vs[45].name, "lu4mp") == 0 && vs[45].units_in_registers == 4,
+            strcmp(vs[44].name, "lu2mp") == 0 && strcmp(vs[45].name, "lu4mp") == 0 && vs[45].units_in_registers == 4 &&
+            strcmp(vs[46].name, "r8lx2g") == 0 && vs[46].warps_per_row == 2 && strcmp(vs[47].name, "r8lx4wg") == 0,
         "variant table, all");
 
   /* RMSNorm, float32, against double precision */
