@@ -406,8 +406,9 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // r32lx4wg 7.62 -> lu2m 5.67, 128x8192 7.47 -> 6.00; FP8 dynamic 1x8192 5.71 -> lu2mp 5.07 / lu4mp 5.32, static 6.18
   // -> lu4mp 5.07. The quantized outputs' picks by H: 2 units a warp with w preloaded (lu2mp) at H 2048 / 4096, 4 at
   // 8192 (lu4mp: INT8 1x / 8x / 128x 5.00 / 5.00 / 5.58 vs lu2mp 5.12 / 5.31 / 5.82), NVFP4 lu2m above H 2048 (its g
-  // epilogue at 80 registers with w preloaded lost 0.1-0.4 us). Measured on sm_90 only; NVFP4 below sm_80 keeps the
-  // "f" kernels (g's packed NaN amax is sm_80+), the rest takes the same picks on every arch.
+  // epilogue with w preloaded lost 0.1-0.4 us there; not explained: no spill either way). Measured on sm_90 only;
+  // NVFP4 below sm_80 keeps the "f" kernels (g's packed NaN amax is sm_80+), the rest takes the same picks on every
+  // arch.
   static constexpr LeanPick kFewRowsPicks[] = {
       {2048, 44, 44, 44, 18},  // lu2mp; NVFP4 below sm_80 r16lw
       {4096, 44, 44, 43, 26},  // lu2mp, NVFP4 lu2m / r16lx4wf
