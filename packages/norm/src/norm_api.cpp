@@ -320,12 +320,17 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   const bool x16 = a.x_dtype == MLOPS_DTYPE_BF16 || a.x_dtype == MLOPS_DTYPE_FP16;
   const bool one_group = a.group_size == 0 || a.group_size == a.hidden;
   const bool few_rows = a.rows < 2 * int64_t(sms > 0 ? sms : 1);
+  const bool lean_width = a.hidden == 2048 || a.hidden == 4096 || a.hidden == 8192;  // the lean kernels' rows
+  // RMSNorm of a 16-bit x, no gate, one group, whole units: the calls the RMSNorm rules below start from
+  const bool rms_row = x16 && a.kind == MLOPS_NORM_RMS && a.gate_mode == MLOPS_GATE_NONE && one_group &&
+                       a.hidden % kUnit == 0;
+  const bool lean_call = a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype && a.bias == nullptr;
+  const bool w_stored = a.weight_offset == 0.0f;  // the u kernels and r8lx2g take w as stored only
   // Session 17: LayerNorm calls that the lean LayerNorm kernels take (norm_row_leanln.cuh: single order, weight of x's
   // dtype, bias or none, y only) at H = 2048 / 4096 / 8192 run them instead of w4c2 / w8c2 / w8 (GPU run 92: w8
   // 0.68-0.70x F.layer_norm at H 8192; earlier runs 0.84-0.92x at H 4096).
   if (x16 && a.kind == MLOPS_NORM_LAYER && a.order == MLOPS_ORDER_SINGLE && a.weight && a.w_dtype == a.x_dtype &&
-      !a.residual && a.gate_mode == MLOPS_GATE_NONE && one_group && a.quant == MLOPS_QUANT_NONE &&
-      (a.hidden == 2048 || a.hidden == 4096 || a.hidden == 8192)) {
+      !a.residual && a.gate_mode == MLOPS_GATE_NONE && one_group && a.quant == MLOPS_QUANT_NONE && lean_width) {
     // GPU run 98 (bench s17n.sh: bf16 with a bias, L2 flushed, events, two interleaved rounds, us; the plan before,
     // w4c2 / w8c2 / w8, then the ln variants, F.layer_norm in brackets): below 2 rows an SM four warps a row win (1x8192
     // 11.4 -> ln4w 6.8, ln2 9.0 [21.6]; 128x4096 8.5-8.7 -> ln4w 6.4-6.9, ln2 7.4-8.1 [13.0]; 1x2048 6.7-6.9 -> 5.5, ln2 6.1
@@ -344,13 +349,8 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // Session 33 (GPU run 180): add + norm below 2 rows an SM on lu2mp, whose kernels add the residual loaded with x
   // (the lean RMSNorm call otherwise: HF order, w in x's dtype, no bias, one group, H 2048 / 4096 / 8192; y and every
   // quantized output), where the shape planner's w8c2 / w8 ran it.
-  if (few_rows && x16 && a.kind == MLOPS_NORM_RMS && a.residual && a.gate_mode == MLOPS_GATE_NONE && one_group &&
-      a.order == MLOPS_ORDER_HF && a.weight && a.w_dtype == a.x_dtype && !a.bias && a.weight_offset == 0.0f &&
-      (a.hidden == 2048 || a.hidden == 4096 || a.hidden == 8192))
-    return 44;  // lu2mp
-  if (!x16 || a.kind != MLOPS_NORM_RMS || a.residual || a.gate_mode != MLOPS_GATE_NONE || !one_group ||
-      a.hidden % kUnit != 0)
-    return base;
+  if (rms_row && a.residual && few_rows && lean_call && a.weight && w_stored && lean_width) return 44;  // lu2mp
+  if (!rms_row || a.residual) return base;
   const int64_t units = a.hidden / kUnit;
   const bool fp8_nvfp4 = a.quant == MLOPS_QUANT_FP8_DYNAMIC || a.quant == MLOPS_QUANT_NVFP4;
   // The lean row kernels (H = 2048 or 4096, HF order, weight in x's dtype, no bias), GPU run 20
@@ -365,7 +365,6 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
   // [r16l 39.7], NVFP4 48.5 [r8 114], FP8 dynamic 33.1 [r8 127], static 32.1 [r8 87]); y alone
   // keeps r16l (37.25; r16lw 36.99 is within the noise). A call they do not take runs r16's
   // kernels (within 1 % of w8c2 / r8 for y).
-  const bool lean_call = a.order == MLOPS_ORDER_HF && a.w_dtype == a.x_dtype && a.bias == nullptr;
   const bool lean = (a.hidden == 2048 || a.hidden == 4096) && lean_call;
   // Session 15, GPU run 88 (bench_norm.py --variants, bf16, events, L2 flushed, us; T 1 / 8 / 128): below 2 rows an SM
   // the call took the shape planner's w8c2, whose quantized outputs run ~3x the lean kernels' (128x4096 INT8 17.7 vs
@@ -390,7 +389,6 @@ int mlops::norm::plan_call(const mlops_norm_args& a, int sm, int sms) {
       {4096, 23, 23, 31, 26},  // r16lx4we, NVFP4 r16lx4wg / r16lx4wf
       kLean8192,
   };
-  const bool w_stored = a.weight_offset == 0.0f;
   // Session 16, GPU run 92 (bench_norm.py --variants, bf16, events, L2 flushed, us): at H = 8192 the 32-unit lean
   // kernels beat the shape planner's w8 (y) / w4c2 (quantized) at every row count measured, not only below 2 rows an
   // SM: 2048x8192 y 37.4 vs r32lx4we 19.4 (r32lx4wf 19.0), INT8 74.0 vs 19.3, NVFP4 96.7 vs r32lx4wg 21.1, FP8 dynamic

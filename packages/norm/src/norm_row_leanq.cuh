@@ -42,6 +42,16 @@ inline bool leanq_call(const Params& p) {
 // (mul_packed8); the launchers send other calls on.
 inline bool w_as_stored(const Params& p) { return f32_bits(p.weight_offset) == 0x80000000u; }
 
+// w + off of a lane's 8 stored w values (16 bytes), as fp32: WeightEff's and WeightPre's one conversion.
+template <class XT>
+__device__ __forceinline__ void weff8_of(uint4 q, float off, float w[8]) {
+  Raw8<XT> wq;
+  wq.q[0] = q;
+  unpack8_pairs(wq, w);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = w[i] + off;
+}
+
 // w + weight_offset of a lane's 8 columns of unit k, as fp32. kWs: from the CTA's staged copy
 // (stage_weff: fp32, the offset already added, two conflict-free LDS.128), else loaded (L1)
 // and converted here. The same FADD either way, so the same bits.
@@ -58,11 +68,7 @@ struct WeightEff {
       w[0] = a.x; w[1] = a.y; w[2] = a.z; w[3] = a.w;
       w[4] = b.x; w[5] = b.y; w[6] = b.z; w[7] = b.w;
     } else {
-      Raw8<XT> wq;
-      wq.q[0] = raw16(k);
-      unpack8_pairs(wq, w);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) w[i] = w[i] + off;
+      weff8_of<XT>(raw16(k), off, w);
     }
   }
   // The lane's 8 stored values of unit k (the packed multiply's operand: w as stored).
@@ -80,11 +86,7 @@ struct WeightPre {
 #pragma unroll
     for (int k = 0; k < U; ++k) w[k].q[0] = ld_const16(wr + k * kUnit);
   }
-  __device__ __forceinline__ void get(int k, float v[8]) const {
-    unpack8_pairs(w[k], v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = v[i] + off;
-  }
+  __device__ __forceinline__ void get(int k, float v[8]) const { weff8_of<XT>(w[k].q[0], off, v); }
   __device__ __forceinline__ uint4 raw16(int k) const { return w[k].q[0]; }
 };
 
