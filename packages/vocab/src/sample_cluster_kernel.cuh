@@ -41,6 +41,28 @@ constexpr int kClusterCand = MLOPS_SAMPLE_CLUSTER_CAND;  // elements of a slice 
 constexpr int kClusterThreads = 512;
 constexpr int kGather = 2048;  // the gather forms: candidates of the whole cluster a CTA holds
 
+// A phase timeline for bench/sample_timeline_probe.cu, which defines MLOPS_SAMPLE_TIMELINE before including
+// this file: thread 0 of each CTA of row 0 stores %clock64 at the numbered points of sample_cluster_kernel
+// (0 start, 1 penalties, 2 staged, 3 max, 4 top-k's first round, 5 its list gathered, 6 top-k done, 7 the
+// wide top-p round, 8 top-p done, 9 drawn, 10 end). Compiled out everywhere else.
+#if defined(MLOPS_SAMPLE_TIMELINE) && !defined(MLOPS_CUDA_ON_HOST)
+__device__ unsigned long long g_sample_timeline[16][16];  // declared in both passes: the probe reads it
+#endif
+#if defined(MLOPS_SAMPLE_TIMELINE) && defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
+#define MLOPS_SAMPLE_MARK(i)                                                              \
+  do {                                                                                    \
+    if (threadIdx.x == 0 && blockIdx.y == 0) {                                            \
+      unsigned long long t_;                                                              \
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(t_)::"memory");                        \
+      g_sample_timeline[cluster_rank()][i] = t_;                                          \
+    }                                                                                     \
+  } while (0)
+#else
+#define MLOPS_SAMPLE_MARK(i) \
+  do {                       \
+  } while (0)
+#endif
+
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
 __device__ __forceinline__ unsigned cluster_rank() { return cooperative_groups::this_cluster().block_rank(); }
 __device__ __forceinline__ void cluster_sync() { cooperative_groups::this_cluster().sync(); }
@@ -254,6 +276,70 @@ __device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, Cluster
   if (tid < 32) {  // the last n % 4 elements
     const int i = 4 * n4 + int(lane);
     push(i < n && key_of(zs[i < n ? i : 0]) >= lo, i);
+  }
+  __syncthreads();
+}
+
+// build_candidates on the staged slice zs (n < 2^30 elements, 16-byte aligned), keys in [lo, hi]: a lane
+// tests 4 elements of one 16-byte load, and a warp whose 128 elements hold listed ones takes their places
+// with one shared atomic (the 4 ballots' count), then writes each at the offset its ballot gives. Until
+// session 34 such a warp pushed the 4 elements one after the other (ballot, atomic, shuffle each): a chain
+// of 4 dependent atomics on cand_n (GPU run 189, B = 1: the wide round's listing 4675 -> 3833 cycles of
+// cluster16_wide's 40 500). Two passes (a warp's count, one atomic a warp, the writes) were slower (run 188,
+// against run 187 on another machine: top-k's listing 3480 -> 4018 cycles: each pass's key tests cost as
+// much as the chain). Used by the wide round (WIDE / TP forms) only. The same elements listed
+// (the list is unordered: every reader counts, sums, or orders by index, and the order was the atomics'
+// before), cand_n the same. IDX (the tk forms): the list holds each element's slice index (its bits in
+// cand) instead of its value, which stays at zs[index] (the tk forms never rewrite the staged slice while
+// a list is read).
+template <int NT, bool IDX>
+__device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh,
+                                        uint32_t hi = 0xffffffffu) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const unsigned below = (1u << lane) - 1u;  // the lanes under this one
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();  // after every earlier read of cand_n / cand
+  auto in = [&](float x) {
+    const uint32_t k = key_of(x);
+    return k >= lo && k <= hi;
+  };
+  // up to 4 elements of a lane (on[j]: listed), their places taken by one atomic of the warp (the whole warp calls it)
+  auto put = [&](const bool (&on)[4], const float (&x)[4], int li0, int stride) {
+    unsigned b[4];
+    uint32_t t = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      b[j] = __ballot_sync(kFull, on[j]);
+      t += uint32_t(__popc(b[j]));
+    }
+    if (!t) return;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&sh.cand_n, t);
+    at = __shfl_sync(kFull, at, 0);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t a = at + uint32_t(__popc(b[j] & below));
+      if (on[j] && a < uint32_t(kClusterCand)) sh.cand[a] = IDX ? bits_f32(uint32_t(li0 + j * stride)) : x[j];
+      at += uint32_t(__popc(b[j]));
+    }
+  };
+  const int n4 = n >> 2;
+  const float4* s4 = reinterpret_cast<const float4*>(zs);
+  for (int base = tid & ~31; base < n4; base += NT) {  // warp-uniform trip count
+    const int i = base + int(lane);
+    const bool inb = i < n4;
+    float4 v = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (inb) v = s4[i];
+    const float x[4] = {v.x, v.y, v.z, v.w};
+    const bool on[4] = {inb && in(v.x), inb && in(v.y), inb && in(v.z), inb && in(v.w)};
+    put(on, x, 4 * i, 1);
+  }
+  if (tid < 32) {  // the last n % 4 elements
+    const int i = 4 * n4 + int(lane);
+    const float x[4] = {i < n ? zs[i] : 0.0f, 0.0f, 0.0f, 0.0f};
+    const bool on[4] = {i < n && in(x[0]), false, false, false};
+    put(on, x, i, 0);
   }
   __syncthreads();
 }
@@ -483,7 +569,8 @@ __device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, floa
 
 // BOUND (the wide forms): also the largest of the CTAs' published list bounds, into g_bound.
 // IDX (the tk forms): the lists hold slice indices; the values are read from each CTA's staged slice zs.
-template <int C, int NT, bool BOUND = false, bool IDX = false>
+// WARPS (the wide round's gather, session 34): the copy by warps a CTA's list (below).
+template <int C, int NT, bool BOUND = false, bool IDX = false, bool WARPS = false>
 __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all, const float* zs = nullptr) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -512,14 +599,48 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
   __syncthreads();
   const int n = sh.g_n;
   if (n < 0) return -1;
-  for (int i = tid; i < n; i += NT) {
-    int r = 0;
-    while (r + 1 < C && uint32_t(i) >= sh.g_off[r + 1]) ++r;
-    if constexpr (IDX) {
-      const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[uint32_t(i) - sh.g_off[r]]), unsigned(r));
-      all[i] = remote_load_dyn(&zs[li], unsigned(r));
-    } else {
-      all[i] = remote_load(&sh.cand[uint32_t(i) - sh.g_off[r]], unsigned(r));
+  if constexpr (!WARPS) {
+    for (int i = tid; i < n; i += NT) {
+      int r = 0;
+      while (r + 1 < C && uint32_t(i) >= sh.g_off[r + 1]) ++r;
+      if constexpr (IDX) {
+        const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[uint32_t(i) - sh.g_off[r]]), unsigned(r));
+        all[i] = remote_load_dyn(&zs[li], unsigned(r));
+      } else {
+        all[i] = remote_load(&sh.cand[uint32_t(i) - sh.g_off[r]], unsigned(r));
+      }
+    }
+  } else {
+    // WARPS: `per` warps a CTA's list (G CTAs at a time), each lane 4 elements a trip, their remote loads issued
+    // before any is used (IDX: the 4 indices, then the 4 values), where the loop above finds an element's CTA by a
+    // linear search of g_off and waits for each remote load in turn. The same values at the same places of `all`.
+    // GPU run 189 (the timeline probe, B = 1): the wide round's gather 3414 -> 2052 cycles (cluster16_wide), 8932 ->
+    // 6451 (cluster16_tp3). Not taken by the top-k forms' gather: there the whole tk kernel's other phases came out
+    // slower with it in (B = 64 top-k 50, row 0: +1350 cycles, ~+1000 of it in the unchanged staging).
+    constexpr int NW = NT / 32;
+    constexpr int G = NW >= C ? C : NW, per = NW >= C ? NW / C : 1;
+    const int warp = tid >> 5;
+    if (warp < G * per) {
+      const uint32_t step = 32u * uint32_t(per);
+      for (int r = warp % G; r < C; r += G) {
+        const uint32_t o = sh.g_off[r], m = sh.g_off[r + 1] - o;
+        for (uint32_t j0 = uint32_t(warp / G) * 32u + lane; j0 < m; j0 += 4u * step) {
+          uint32_t v[4];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const uint32_t j = j0 + uint32_t(u) * step;
+            v[u] = j < m ? remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[j]), unsigned(r)) : 0u;
+          }
+          if constexpr (IDX) {
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+              if (j0 + uint32_t(u) * step < m) v[u] = f32_bits(remote_load_dyn(&zs[v[u]], unsigned(r)));
+          }
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+            if (j0 + uint32_t(u) * step < m) all[o + j0 + uint32_t(u) * step] = bits_f32(v[u]);
+        }
+      }
     }
   }
   __syncthreads();
@@ -648,7 +769,7 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // TP (the tp forms, on the tk form): the high 16 bits of a weight are added only where they are not 0 (on the
 // bench's rows almost every element weighs below 2^16: one shared RED an element instead of two; the same
 // integers), and the list holds the slice indices of every element at or above the crossing bin (the bin
-// and everything above it: build_candidates_tk's one pass of 16-byte loads), so that tk_draw can draw over
+// and everything above it: build_candidates_staged's 16-byte loads), so that tk_draw can draw over
 // it (the rounds on the gathered list still count only the bin's elements: they match the prefix).
 // TP2 (the tp2 forms, on the tp form): no branch an element: both words' atomics are unconditional, and an element
 // of weight 0 (or without high bits) adds 0 to word `lane` instead of its bin (adding 0 changes no word; a lane's
@@ -705,6 +826,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
         }
       }
   }
+  MLOPS_SAMPLE_MARK(11);
   cluster_sync_smem();  // every CTA's bins complete
   uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // cnt then mass: 768 words
   uint64_t part = 0;
@@ -719,6 +841,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   }
   part = block_sum_u64<NT>(part, sh);
   if (tid == 0) sh.pub_wide = part;
+  MLOPS_SAMPLE_MARK(12);
   cluster_sync_smem();  // every portion published
   if (tid < 32) {  // lane j: the portion of CTA C - 1 - j (from the top)
     const uint64_t t = lane < unsigned(C) ? remote_load(&sh.pub_wide, unsigned(C - 1) - lane) : uint64_t(0);
@@ -743,18 +866,19 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
       P, above,
       [&](int i) { return int(rp) * P + i < kWideBins ? remote_load(&red[i], rp) : uint64_t(0); },
       [&](uint64_t s) { return double(s) >= thr; }, sh);
+  MLOPS_SAMPLE_MARK(13);
   prefix = uint32_t(int(rp) * P + sh.b_warp) << kWideShift;  // b_warp >= 0: the portion reaches
   mask = ~0u << kWideShift;
   acc = sh.b_acc;
   if constexpr (TP) {
-    build_candidates_tk<NT>(zs, n, prefix, sh);
+    build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
-    auto zr = [&](int64_t v) { return zs[v - v0]; };
-    build_candidates<NT>(zr, v0, v1, prefix, sh, prefix | ~mask);
+    build_candidates_staged<NT, false>(zs, n, prefix, sh, prefix | ~mask);
   }
   use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+  MLOPS_SAMPLE_MARK(14);
   // its barrier: every CTA's last read of this one's red is behind it
-  all_n = gather_candidates<C, NT, false, TP>(sh, all, zs);
+  all_n = gather_candidates<C, NT, false, TP, true>(sh, all, zs);
   return false;
 }
 
@@ -1257,6 +1381,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   const float* z = p.logits + row * p.logits_stride;
   const mlops_sample_config cfg = sanitize(p.configs[row]);
   const int64_t step = p.steps[row];  // read before any barrier: rank 0 advances it after the last
+  MLOPS_SAMPLE_MARK(0);
   const int64_t ch = (V + C - 1) / C;
   const int64_t v0 = int64_t(rank) * ch < V ? int64_t(rank) * ch : V;
   const int64_t v1 = v0 + ch < V ? v0 + ch : V;
@@ -1300,6 +1425,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     }
     cluster_sync();
   }
+  MLOPS_SAMPLE_MARK(1);
 
   // ---- max, lowest argmax, flags: this CTA's slice, then the cluster's (or the head's statistics)
   const bool stats = row_uses_stats(p, row, cfg);
@@ -1333,6 +1459,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
+  MLOPS_SAMPLE_MARK(2);
   // TK: the configuration and the two tests at each use from here on (not live in registers across the kernel)
   const mlops_sample_config& rcfg = TK ? sh.r_cfg : cfg;
   if (row_stats()) {
@@ -1396,6 +1523,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     }
     if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
   }
+  MLOPS_SAMPLE_MARK(3);
   const uint32_t max_key = best_key(best);
   const float m = float_of_key(max_key);
   int32_t token = int32_t(best == 0 ? 0u : best_index(best));
@@ -1524,16 +1652,19 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         const int done = sh.b_done;
         const int c_bin = TK ? sh.b_warp : 0;
         __syncthreads();
+        if (level == 3) MLOPS_SAMPLE_MARK(4);
         if (done) break;
         if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
           if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix, sh);
           else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
           cand_lo = prefix;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+          MLOPS_SAMPLE_MARK(15);
           if constexpr (GATHER) {
             gather_tried = true;
             all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
           }
+          MLOPS_SAMPLE_MARK(5);
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA
           late_gather<C, NT>(zr, v0, v1, prefix, sh, all, use_cand, all_n);
         }
@@ -1545,6 +1676,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         }
       }
       tau = prefix;
+      MLOPS_SAMPLE_MARK(6);
     }
     // ---- top-p: the smallest key whose mass above it (among the top-k) is below p * S_k
     if (rcfg.top_p < 1.0f) {
@@ -1562,6 +1694,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           gather_tried = true;
           top = wide_top_p<C, NT, TP, TP2>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
+          MLOPS_SAMPLE_MARK(7);
           if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)
             if (top == 2 && all_n >= 0) top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
           }
@@ -1711,6 +1844,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         }
       }
       if (prefix > tau) tau = prefix;
+      MLOPS_SAMPLE_MARK(8);
     }
     // ---- draw: kept sums per warp sub-chunk, the cluster's total, the walk in index order
     KeptWeight kw;
@@ -1805,6 +1939,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     }
     }
   }
+  MLOPS_SAMPLE_MARK(9);
   if (writer && tid == 0) {
     p.tokens[row] = token;
     if (p.flags) p.flags[row] = flags;
@@ -1813,6 +1948,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // no CTA leaves while another may read its shared memory; every step is read
   if constexpr (LEAN) cluster_wait();
   else cluster_sync();
+  MLOPS_SAMPLE_MARK(10);
   if (rank == 0 && tid == 0) p.steps[row] = step + 1;
 #endif
 }

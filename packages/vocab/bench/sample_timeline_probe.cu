@@ -1,0 +1,192 @@
+// Where a B = 1 sampler call's kernel time goes: the planned cluster kernels compiled with
+// MLOPS_SAMPLE_TIMELINE (sample_cluster_kernel.cuh's MLOPS_SAMPLE_MARK points: %clock64 at thread 0 of each
+// CTA of row 0), launched on the bench's rows (V = 151936 fp32 N(0, 3^2), T = 0.8), 30 launches a case after
+// a warm-up; prints, a point, the median over launches of the slowest CTA's cycles since its start (and the
+// fastest CTA's), of row 0's CTAs (at B = 64: a first-wave row, sharing its SMs). Not part of the package; built and run by hand on an sm_90 GPU:
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -fmad=false -Ipackages/vocab/src -Ipackages/vocab/include \
+//        -Ipackages/common/include -o /tmp/stp packages/vocab/bench/sample_timeline_probe.cu && /tmp/stp
+//
+// (-I<dir> first, holding another sample_cluster_kernel.cuh with the same marks: the code before a change, timed in
+// the same call.)
+#define MLOPS_SAMPLE_TIMELINE 1
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "sample_cluster_kernel.cuh"
+
+using namespace mlops::vocab;
+
+#define CK(x)                                                                \
+  do {                                                                       \
+    cudaError_t e_ = (x);                                                    \
+    if (e_ != cudaSuccess) {                                                 \
+      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      return 1;                                                              \
+    }                                                                        \
+  } while (0)
+
+constexpr int kMarks = 16;
+static const char* kMarkNames[kMarks] = {"start",          "penalties",      "staged",        "max",
+                                         "top-k round 1",  "top-k gathered", "top-k done",    "wide top-p",
+                                         "top-p done",     "drawn",          "end",           "wide: own bins",
+                                         "wide: portions", "wide: crossing", "wide: listed",  "top-k: listed"};
+
+template <int C, bool ES, bool LEAN, bool GATHER, bool LATE, bool WIDE, bool TK, bool TP, bool TP2, bool TP3>
+static int run_case(const char* name, SampleParams p, int launches) {
+  auto kernel = sample_cluster_kernel<C, kClusterThreads, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
+  const size_t bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  if (C > 8) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = C;
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3(C, unsigned(p.rows));
+  cfg.blockDim = dim3(kClusterThreads);
+  cfg.dynamicSmemBytes = bytes;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
+  unsigned long long tl[16][16];
+  for (int it = 0; it < launches + 5; ++it) {
+    const unsigned long long zero[16][16] = {};
+    CK(cudaMemcpyToSymbol(g_sample_timeline, zero, sizeof(zero)));
+    CK(cudaLaunchKernelEx(&cfg, kernel, p));
+    CK(cudaDeviceSynchronize());
+    if (it < 5) continue;
+    CK(cudaMemcpyFromSymbol(tl, g_sample_timeline, sizeof(tl)));
+    for (int m = 0; m < kMarks; ++m) {
+      double hi = -1, lo = 1e30;
+      for (int r = 0; r < C; ++r) {
+        if (!tl[r][m]) continue;
+        const double d = double(tl[r][m] - tl[r][0]);
+        hi = std::max(hi, d);
+        lo = std::min(lo, d);
+      }
+      if (hi >= 0) {
+        slow[m].push_back(hi);
+        fast[m].push_back(lo);
+      }
+    }
+  }
+  auto med = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  int32_t tok[2] = {0, 0};  // row 0's and the last row's tokens of the last launch: old and new code compared
+  CK(cudaMemcpy(&tok[0], p.tokens, 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(&tok[1], p.tokens + (p.rows - 1), 4, cudaMemcpyDeviceToHost));
+  std::printf("%s (cluster %d, B = %lld; tokens %d %d)\n  point            slowest CTA cycles  fastest  (us at 1.98 GHz, slowest)\n",
+              name, C, (long long)p.rows, tok[0], tok[1]);
+  static const int order[kMarks] = {0, 1, 2, 3, 4, 15, 5, 6, 11, 12, 13, 14, 7, 8, 9, 10};  // in time order
+  for (int m : order)
+    if (!slow[m].empty())
+      std::printf("  %-16s %10.0f %10.0f  %7.2f\n", kMarkNames[m], med(slow[m]), med(fast[m]), med(slow[m]) / 1980.0);
+  return 0;
+}
+
+int main() {
+  const int64_t V = 151936;
+  const int B = 64;  // rows allocated; p.rows is each case's B
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> hz(size_t(B) * V);
+  for (auto& x : hz) x = nd(rng);
+  float* z;
+  mlops_sample_config* cf;
+  uint64_t* seeds;
+  int64_t* steps;
+  int32_t *tokens, *flags, *counts, *hist, *hlen;
+  CK(cudaMalloc(&z, hz.size() * 4));
+  CK(cudaMalloc(&cf, sizeof(mlops_sample_config) * B));
+  CK(cudaMalloc(&seeds, 8 * B));
+  CK(cudaMalloc(&steps, 8 * B));
+  CK(cudaMalloc(&tokens, 4 * B));
+  CK(cudaMalloc(&flags, 4 * B));
+  CK(cudaMalloc(&counts, 4 * size_t(B) * V));
+  CK(cudaMalloc(&hist, 4 * 64 * B));
+  CK(cudaMalloc(&hlen, 4 * B));
+  CK(cudaMemset(counts, 0, 4 * size_t(B) * V));
+  CK(cudaMemset(seeds, 7, 8 * B));
+  CK(cudaMemset(steps, 0, 8 * B));
+  std::vector<int32_t> hh(64 * B), hl(B, 64);
+  for (auto& t : hh) t = int32_t(rng() % V);
+  CK(cudaMemcpy(hist, hh.data(), 4 * hh.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(hlen, hl.data(), 4 * hl.size(), cudaMemcpyHostToDevice));
+  SampleParams p = {};
+  p.rows = 1;
+  p.vocab = V;
+  p.logits = z;
+  p.logits_stride = V;
+  p.configs = cf;
+  p.seeds = seeds;
+  p.steps = steps;
+  p.tokens = tokens;
+  p.flags = flags;
+  auto set = [&](float t, int k, float tp, float mp, float rep) -> int {
+    std::vector<mlops_sample_config> c(B);
+    for (auto& x : c) x = mlops_sample_config{t, k, tp, mp, rep, rep != 1.0f ? 0.1f : 0.0f, 0.0f, 0};
+    CK(cudaMemcpy(z, hz.data(), hz.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(cf, c.data(), sizeof(mlops_sample_config) * B, cudaMemcpyHostToDevice));
+    return 0;
+  };
+  const int n = 30;
+  // the plan at B = 1 (mlops_sample_plan_configs): lean for temperature, tk where every row has top-k,
+  // wide for top-p alone (penalties too); at B = 64: cluster8 lean / tk, tp3 for top-p alone
+  for (int b : {1, 64}) {
+    p.rows = b;
+    p.history = nullptr;
+    p.history_stride = 0;
+    p.history_len = nullptr;
+    p.penalty_counts = nullptr;
+    if (b == 1) {
+      if (set(0.0f, 0, 1.0f, 0.0f, 1.0f) ||
+          run_case<16, false, true, false, false, false, false, false, false, false>("greedy, cluster16_lean", p, n))
+        return 1;
+      if (set(0.8f, 0, 1.0f, 0.0f, 1.0f) ||
+          run_case<16, false, true, false, false, false, false, false, false, false>("temperature, cluster16_lean", p, n))
+        return 1;
+      if (set(0.8f, 50, 1.0f, 0.0f, 1.0f) ||
+          run_case<16, false, true, true, false, false, true, false, false, false>("top-k 50, cluster16_tk", p, n))
+        return 1;
+      if (set(0.8f, 50, 0.9f, 0.05f, 1.0f) ||
+          run_case<16, false, true, true, false, false, true, false, false, false>("top-k + top-p + min-p, cluster16_tk", p, n))
+        return 1;
+      if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
+          run_case<16, false, true, true, true, true, false, false, false, false>("top-p 0.9, cluster16_wide", p, n))
+        return 1;
+      if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
+          run_case<16, false, true, true, false, false, true, true, false, true>("top-p 0.9, cluster16_tp3", p, n))
+        return 1;
+    } else {
+      if (set(0.8f, 0, 1.0f, 0.0f, 1.0f) ||
+          run_case<8, false, true, false, false, false, false, false, false, false>("temperature, cluster8_lean", p, n))
+        return 1;
+      if (set(0.8f, 50, 1.0f, 0.0f, 1.0f) ||
+          run_case<8, false, true, true, false, false, true, false, false, false>("top-k 50, cluster8_tk", p, n))
+        return 1;
+      if (set(0.8f, 50, 0.9f, 0.05f, 1.0f) ||
+          run_case<8, false, true, true, false, false, true, false, false, false>("top-k + top-p + min-p, cluster8_tk", p, n))
+        return 1;
+      if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
+          run_case<8, false, true, true, false, false, true, true, false, true>("top-p 0.9, cluster8_tp3", p, n))
+        return 1;
+    }
+    p.history = hist;
+    p.history_stride = 64;
+    p.history_len = hlen;
+    p.penalty_counts = counts;
+    if (b == 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
+                   run_case<16, false, true, true, true, true, false, false, false, false>("penalties + top-p, cluster16_wide", p, n)))
+      return 1;
+    if (b == 64 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
+                    run_case<8, false, true, true, false, false, true, true, false, true>("penalties + top-p, cluster8_tp3", p, n)))
+      return 1;
+  }
+  return 0;
+}
