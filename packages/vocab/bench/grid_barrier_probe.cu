@@ -11,14 +11,16 @@
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));           \
-      return 1;                                                                        \
-    }                                                                                  \
-  } while (0)
+#include "probe_check.h"
+
+// The largest of a warp's 32 values, in every lane (the two kernels' exchange).
+__device__ __forceinline__ uint64_t warp_max(uint64_t m) {
+  for (int o = 16; o; o >>= 1) {
+    const uint64_t x = __shfl_xor_sync(0xffffffffu, m, o);
+    m = x > m ? x : m;
+  }
+  return m;
+}
 
 __device__ __forceinline__ uint64_t gtime() {
   uint64_t t;
@@ -59,10 +61,7 @@ __global__ void grid_rounds(unsigned* counter, uint64_t* pub, int G, int rounds,
         const uint64_t v = __ldcg(buf + i);
         m = v > m ? v : m;
       }
-      for (int o = 16; o; o >>= 1) {
-        const uint64_t x = __shfl_xor_sync(0xffffffffu, m, o);
-        m = x > m ? x : m;
-      }
+      m = warp_max(m);
       if (tid == 0) s_val = m;
     }
     __syncthreads();
@@ -89,10 +88,7 @@ __global__ void cluster_rounds(int rounds, uint64_t* out_ns, uint64_t* sink) {
     if (tid < 32) {
       uint64_t m = 0;
       if (unsigned(tid) < C) m = *cl.map_shared_rank(&pubv[r & 1], tid);
-      for (int o = 16; o; o >>= 1) {
-        const uint64_t x = __shfl_xor_sync(0xffffffffu, m, o);
-        m = x > m ? x : m;
-      }
+      m = warp_max(m);
       if (tid == 0) s_val = m;
     }
     __syncthreads();

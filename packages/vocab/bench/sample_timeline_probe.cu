@@ -19,14 +19,7 @@
 
 using namespace mlops::vocab;
 
-#define CK(x)                                                                \
-  do {                                                                       \
-    cudaError_t e_ = (x);                                                    \
-    if (e_ != cudaSuccess) {                                                 \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      return 1;                                                              \
-    }                                                                        \
-  } while (0)
+#include "probe_check.h"
 
 constexpr int kMarks = 16;
 static const char* kMarkNames[kMarks] = {"start",          "penalties",      "staged",        "max",
