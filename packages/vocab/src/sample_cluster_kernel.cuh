@@ -455,8 +455,19 @@ __device__ __forceinline__ void exchange_sync() {
 // the unrolled elements of a loop interleave): exp_det's reduction and polynomial, then one
 // scaling. exp_det(u) = (p * 2^h) * 2^(n - h) is p * 2^n exactly while that is a normal float (n >=
 // -116 here), and times 2^31 it is p * 2^(n + 31), exact too, so rint of it is the same integer.
+// n by one FFMA (session 35): fmaf(u, 1/ln2, 1.5 * 2^23) lies in [2^23, 2^24), where the float step is 1, so
+// it is u / ln2 rounded once to an integer, ties to even (the constant is even), and taking the constant off
+// is exact. exp_det rounds twice (rintf of fl(u / ln2)); the two n differ for 57 floats u in [-80, 0], where
+// the reduced argument is then ln2 wider, and the weight's integer is the same for every float u in [-80, 0]
+// (checked for all of them: tests/c/sample_kernel_on_host.cpp, check_lean_weight_of_u). The sum's bits are
+// 0x4B400000 + n and 0x4B400000 << 23 is 0 mod 2^32, so 2^(n + 31)'s bits (n + 158) << 23 are (bits << 23) +
+// (158 << 23): one LEA, as before. Why: nvcc 13.0 (sm_90) made the rintf an FRND and int(n) an F2I, two of
+// the three conversions an element (the third is the weight's F2I.U32), which run on the XU pipe at 16
+// lanes a clock an SM (a warp's takes 8 cycles of a partition's); now an FFMA and an FADD where the FMUL,
+// FRND and F2I were.
 __device__ __forceinline__ uint32_t lean_weight_of_u(float u) {
-  const float n = rint_even(u * 1.44269504088896341f);
+  const float s = fmaf(u, 1.44269504088896341f, 12582912.0f);
+  const float n = s - 12582912.0f;
   float r = fmaf(n, -0.693145751953125f, u);
   r = fmaf(n, -1.428606765330187045e-06f, r);
   float q = 1.9875691500e-4f;
@@ -467,7 +478,7 @@ __device__ __forceinline__ uint32_t lean_weight_of_u(float u) {
   q = fmaf(q, r, 5.0000001201e-1f);
   q = fmaf(q * r, r, r);
   q = q + 1.0f;
-  return uint32_t(rint_even(q * bits_f32(uint32_t(int(n) + 31 + 127) << 23)));
+  return uint32_t(rint_even(q * bits_f32((f32_bits(s) << 23) + (158u << 23))));
 }
 
 // What the lean forms need of a row to weigh its elements.

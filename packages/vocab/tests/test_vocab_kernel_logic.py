@@ -19,7 +19,8 @@ reversed segment fold are each caught (checked when it was written).
 The sampler (src/sample_kernel.cuh, tests/c/sample_kernel_on_host.cpp): pass 1, the radix selections on the row
 and on the shared-memory candidates,
 the draw, the penalty kernels and every phase of the split variant (tokens, flags, log-probabilities,
-steps, penalized logits, the penalty workspace back to zero). Mutations of the candidate gather, the
+steps, penalized logits, the penalty workspace back to zero); the lean forms' weight (lean_weight_of_u) against
+rint(exp_det(u) * 2^31) on every 61st float of [-80, 0] and every float where its n differs from exp_det's. Mutations of the candidate gather, the
 split draw's chunk target, phase A2's masses and phase A's counts are each caught by it (checked when
 it was written). What it cannot see is the GPU's own scheduling and memory model: the GPU suite's."""
 
@@ -73,4 +74,4 @@ def test_lm_head_stream_device_code_on_host(tmp_path):
 
 
 def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 4416)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 4417)
