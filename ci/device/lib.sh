@@ -3,11 +3,13 @@
 inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
 # shards TAG PKG TARGET N LIMIT [pytest args...]: the package's GPU test file in N contiguous shards at once
 # (tools/testing/mlops_shard.py), one JIT cache a tag, a summary line a shard in $R/tests.txt.
-shards() {
-  for ((i = 0; i < $4; i++)); do
-    ( PYTHONPATH=$3:$PWD/tools/testing MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$4 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $5 \
-        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard packages/$2/tests/test_$2_gpu.py "${@:6}" \
-        > $R/$1-$2-$i.log 2>&1
+shards() { shards_of $1 $2 packages/$2/tests/test_$2_gpu.py "${@:3}"; }
+# shards_of TAG NAME FILE TARGET N LIMIT [pytest args...]: the same for any test file (session 35: the vocab runs'
+# second GPU file, test_vocab_sampler_gpu.py, had its own copy of this loop in each script); logs $R/TAG-NAME-i.log.
+shards_of() {
+  for ((i = 0; i < $5; i++)); do
+    ( PYTHONPATH=$4:$PWD/tools/testing MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$5 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $6 \
+        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard $3 "${@:7}" > $R/$1-$2-$i.log 2>&1
       echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
   done
 }

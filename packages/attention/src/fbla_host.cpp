@@ -26,13 +26,8 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
   // fields (fo_k_pack_word)
   std::vector<uint8_t> kcodes(size_t(kGroup) * D);
   for (int d = 0; d < D; ++d) {
-    float mn = bf16_to_f32(krow[0][d]), mx = mn;
-    for (int t = 1; t < kGroup; ++t) minmax_step(bf16_to_f32(krow[t][d]), mn, mx);
-    uint16_t scale;
-    float inv;
-    quant_range(mn, mx, scale, inv);
-    kmin[d] = min_bits(mn);
-    kscale[d] = scale;
+    float mn, inv;
+    quant_row([&](int t) { return krow[t][d]; }, kGroup, kmin[d], kscale[d], mn, inv);
     for (int t = 0; t < kGroup; ++t) kcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(krow[t][d]), mn, inv));
   }
   uint32_t* kw = reinterpret_cast<uint32_t*>(rec + l.kc);  // the fine region follows the coarse one
@@ -40,13 +35,8 @@ void close_group(const Layout& l, const uint16_t* const* krow, const uint16_t* c
   // V: per token over its channels, in channel order; the codes then packed in fragment order (fo_v_pack_word)
   std::vector<uint8_t> vcodes(size_t(kGroup) * D);
   for (int t = 0; t < kGroup; ++t) {
-    float mn = bf16_to_f32(vrow[t][0]), mx = mn;
-    for (int d = 1; d < D; ++d) minmax_step(bf16_to_f32(vrow[t][d]), mn, mx);
-    uint16_t scale;
-    float inv;
-    quant_range(mn, mx, scale, inv);
-    vmin[t] = min_bits(mn);
-    vscale[t] = scale;
+    float mn, inv;
+    quant_row([&](int d) { return vrow[t][d]; }, D, vmin[t], vscale[t], mn, inv);
     for (int d = 0; d < D; ++d) {
       vcodes[size_t(t) * D + d] = uint8_t(quant_code(bf16_to_f32(vrow[t][d]), mn, inv));
     }

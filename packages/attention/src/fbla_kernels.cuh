@@ -110,13 +110,9 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
   // fields are packed in fragment order, a thread a word (fo_k_pack_word: consecutive threads, consecutive words)
   if (tid < D) {
     const int d = tid;
-    float mn = bf16_to_f32(krow(0)[d]), mx = mn;
-    for (int t = 1; t < kGroup; ++t) minmax_step(bf16_to_f32(krow(t)[d]), mn, mx);
-    uint16_t scale;
-    float inv;
-    quant_range(mn, mx, scale, inv);
-    reinterpret_cast<uint16_t*>(rec + l.kmin)[d] = min_bits(mn);
-    reinterpret_cast<uint16_t*>(rec + l.kscale)[d] = scale;
+    float mn, inv;
+    quant_row([&](int t) { return krow(t)[d]; }, kGroup, reinterpret_cast<uint16_t*>(rec + l.kmin)[d],
+              reinterpret_cast<uint16_t*>(rec + l.kscale)[d], mn, inv);
     for (int t = 0; t < kGroup; ++t) codes[t * kLd + d] = static_cast<uint8_t>(quant_code(bf16_to_f32(krow(t)[d]), mn, inv));
   }
   __syncthreads();
@@ -129,13 +125,9 @@ __global__ void __launch_bounds__(kCloseThreads) close_kernel(AppendParams p) {
   {
     const int t = tid;
     const uint16_t* x = vrow(t);
-    float mn = bf16_to_f32(x[0]), mx = mn;
-    for (int d = 1; d < D; ++d) minmax_step(bf16_to_f32(x[d]), mn, mx);
-    uint16_t scale;
-    float inv;
-    quant_range(mn, mx, scale, inv);
-    reinterpret_cast<uint16_t*>(rec + l.vmin)[t] = min_bits(mn);
-    reinterpret_cast<uint16_t*>(rec + l.vscale)[t] = scale;
+    float mn, inv;
+    quant_row([&](int d) { return x[d]; }, D, reinterpret_cast<uint16_t*>(rec + l.vmin)[t],
+              reinterpret_cast<uint16_t*>(rec + l.vscale)[t], mn, inv);
     for (int d = 0; d < D; d += 4) {
       uint32_t w4 = 0;
 #pragma unroll

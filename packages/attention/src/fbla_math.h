@@ -72,6 +72,21 @@ MLOPS_HD void quant_range(float mn, float mx, uint16_t& scale, float& inv) {
   inv = s > 0.0f ? 1.0f / s : 0.0f;
 }
 
+// One row of a group's quantization (K: a channel over the group's 128 tokens; V: a token over its D channels): the
+// min / max of x(0) .. x(n - 1) (bf16 bits; minmax_step in index order), the row's stored bf16 min and scale
+// (quant_range), and mn / inv for its codes (quant_code). The encoders' one definition: the GPU close_kernel and the
+// host close_group, each for K and V (four copies of these lines until session 35).
+template <class X>
+MLOPS_HD void quant_row(const X& x, int n, uint16_t& min_out, uint16_t& scale_out, float& mn, float& inv) {
+  mn = bf16_to_f32(x(0));
+  float mx = mn;
+  for (int i = 1; i < n; ++i) minmax_step(bf16_to_f32(x(i)), mn, mx);
+  uint16_t scale;
+  quant_range(mn, mx, scale, inv);
+  min_out = min_bits(mn);
+  scale_out = scale;
+}
+
 // A record's scale array (k_min / k_scale / v_min / v_scale at byte offset off) read as floats: v[i] is value i's bf16,
 // exact as a float (a global or a staged shared-memory record alike).
 struct RecVals {
