@@ -3,13 +3,11 @@
 inst() { python3 -m pip install -q --no-index --no-deps --no-compile --target $2 $1; }
 # shards TAG PKG TARGET N LIMIT [pytest args...]: the package's GPU test file in N contiguous shards at once
 # (tools/testing/mlops_shard.py), one JIT cache a tag, a summary line a shard in $R/tests.txt.
-shards() { shards_of $1 $2 packages/$2/tests/test_$2_gpu.py "${@:3}"; }
-# shards_of TAG NAME FILE TARGET N LIMIT [pytest args...]: the same for any test file (session 35: the vocab runs'
-# second GPU file, test_vocab_sampler_gpu.py, had its own copy of this loop in each script); logs $R/TAG-NAME-i.log.
-shards_of() {
-  for ((i = 0; i < $5; i++)); do
-    ( PYTHONPATH=$4:$PWD/tools/testing MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$5 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $6 \
-        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard $3 "${@:7}" > $R/$1-$2-$i.log 2>&1
+shards() {
+  for ((i = 0; i < $4; i++)); do
+    ( PYTHONPATH=$3:$PWD/tools/testing MLOPS_ARCH_TAG=$1 MLOPS_SHARD=$i/$4 CUDA_CACHE_PATH=/tmp/jit-$1 timeout $5 \
+        python3 -m pytest -q --tb=short -p no:cacheprovider -p mlops_shard packages/$2/tests/test_$2_gpu.py "${@:6}" \
+        > $R/$1-$2-$i.log 2>&1
       echo "$1 $2 shard $i rc=$? $(grep -E 'passed|failed|error' $R/$1-$2-$i.log | tail -1 | cut -c1-120)" >> $R/tests.txt ) &
   done
 }
@@ -267,5 +265,28 @@ attn_timelines() {
   for n in $TL; do
     PYTHONPATH=$1$n timeout 100 python3 ci/device/s15p.py $R/timeline-$n.jsonl attention > $R/timeline-$n.txt 2>&1
     echo "timeline $n rc=$? at ${SECONDS}s" >> $R/phases.txt
+  done
+}
+# Session 35. The halves of a vocab sampler A/B call that s34v / s34r.sh wrote out each, for wheels installed in $B
+# (before) and $N (new). timeline_ab ROUNDS: bench/sample_timeline_probe.cu built from the kernel header before
+# (.carry/probe_old/, carried) and from the tree, run before / new, ROUNDS times; a summ line each.
+timeline_ab() {
+  local F="-O3 -std=c++17 -arch=sm_90 -fmad=false -Ipackages/vocab/src -Ipackages/vocab/include -Ipackages/common/include" k
+  (nvcc $F -o /tmp/stp packages/vocab/bench/sample_timeline_probe.cu &
+   nvcc -I.carry/probe_old $F -o /tmp/stp_old packages/vocab/bench/sample_timeline_probe.cu & wait)
+  for ((k = 1; k <= $1; k++)); do
+    timeout 60 /tmp/stp_old > $R/timeline-before-$k.log 2>&1; summ timeline-before-$k $?
+    timeout 60 /tmp/stp > $R/timeline-new-$k.log 2>&1; summ timeline-new-$k $?
+  done
+}
+# bench_ab LIMIT [bench_vocab.py args...]: `bench_vocab.py --only sampling --quick ARGS` of $B and $N, alone on the GPU,
+# before / new / before / new, at most LIMIT s each; rows in $R/bench-{before,new}-{1,2}/, a summ line each.
+bench_ab() {
+  local t side tgt name
+  for t in before-1:$B new-1:$N before-2:$B new-2:$N; do
+    IFS=: read -r side tgt <<< "$t"; name=bench-$side; mkdir -p $R/$name
+    MLOPS_BENCH_OUT=$R/$name PYTHONPATH=$tgt:$PWD/tools/testing timeout $1 python3 \
+      packages/vocab/bench/bench_vocab.py --only sampling --quick "${@:2}" > $R/$name.log 2>&1
+    summ $name $?
   done
 }
