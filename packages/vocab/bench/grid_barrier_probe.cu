@@ -11,22 +11,7 @@
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 
-#include "probe_check.h"
-
-// The largest of a warp's 32 values, in every lane (the two kernels' exchange).
-__device__ __forceinline__ uint64_t warp_max(uint64_t m) {
-  for (int o = 16; o; o >>= 1) {
-    const uint64_t x = __shfl_xor_sync(0xffffffffu, m, o);
-    m = x > m ? x : m;
-  }
-  return m;
-}
-
-__device__ __forceinline__ uint64_t gtime() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+#include "probe_device.cuh"  // warp_max, gtime, launch_clusters, CK
 __device__ __forceinline__ void red_release(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -151,20 +136,9 @@ static int run_grid(int G, int rows, int threads, int rounds, unsigned* ctr, uin
 }
 
 static int run_cluster(int C, int rows, int threads, int rounds, uint64_t* ns, uint64_t* sink, double* per_round_us) {
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = C;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3(C, rows);
-  cfg.blockDim = dim3(threads);
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
-  if (C > 8) CK(cudaFuncSetAttribute(cluster_rounds, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   uint64_t h[2];
   for (int k = 0; k < 2; ++k) {
-    CK(cudaLaunchKernelEx(&cfg, cluster_rounds, k == 0 ? 1 : rounds, ns, sink));
+    if (launch_clusters(cluster_rounds, C, rows, threads, 0, k == 0 ? 1 : rounds, ns, sink)) return 1;
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(&h[k], ns, sizeof(uint64_t), cudaMemcpyDeviceToHost));
   }
