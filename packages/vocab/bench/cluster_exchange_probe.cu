@@ -15,20 +15,13 @@
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 
-#include "probe_device.cuh"  // warp_max, gtime, launch_clusters, CK
+#include "probe_device.cuh"  // warp_max, gtime, mapa, lean_cluster_sync, cluster_value_rounds, launch_clusters, CK
 
 namespace cg = cooperative_groups;
 
 constexpr int kMaxC = 16;  // the largest (non-portable) cluster on sm_90
 constexpr int kBins = 256;
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-// The shared::cluster address of the same variable in CTA `rank`.
-__device__ __forceinline__ uint32_t mapa(uint32_t a, unsigned rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-  return r;
-}
 __device__ __forceinline__ void mbar_init(uint64_t* b, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count) : "memory");
 }
@@ -56,17 +49,6 @@ __device__ __forceinline__ void bulk_to_cluster(uint32_t dst, const void* src, u
                : "memory");
 }
 
-// The pull side as the sampler's lean forms run it (sample_cluster_kernel.cuh: cluster_sync_smem, remote_load): the
-// barrier releasing this CTA's shared memory only (nvcc >= 12.8), and reads through mapa + ld.shared::cluster.
-__device__ __forceinline__ void lean_cluster_sync() {
-  asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n barrier.cluster.arrive.relaxed;\n"
-               " barrier.cluster.wait;" ::: "memory");
-}
-__device__ __forceinline__ uint64_t ld_cluster_u64(const uint64_t* local, unsigned rank) {
-  uint64_t v;
-  asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(mapa(smem_u32(local), rank)) : "memory");
-  return v;
-}
 __device__ __forceinline__ uint32_t ld_cluster_u32(const uint32_t* local, unsigned rank) {
   uint32_t v;
   asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(mapa(smem_u32(local), rank)) : "memory");
@@ -85,29 +67,8 @@ __device__ __forceinline__ void init_bars(uint64_t (&bar)[2], cg::cluster_group&
 }
 
 // ---- a 64-bit value a CTA: the max of the C values, + 1, is every CTA's next value (C + rounds at the end)
-// The sampler's way: the value in shared memory, the lean cluster barrier, lane r of warp 0 reads CTA r's value.
-__global__ void value_pull(int rounds, uint64_t* out_ns, uint64_t* result) {
-  __shared__ uint64_t pubv[2];
-  __shared__ uint64_t s_val;
-  cg::cluster_group cl = cg::this_cluster();
-  const int tid = threadIdx.x;
-  const unsigned C = cl.num_blocks();
-  uint64_t acc = cl.block_rank() + 1;
-  const uint64_t t0 = gtime();
-  for (int r = 0; r < rounds; ++r) {
-    if (tid == 0) pubv[r & 1] = acc;
-    lean_cluster_sync();
-    if (tid < 32) {
-      const uint64_t m = warp_max(unsigned(tid) < C ? ld_cluster_u64(&pubv[r & 1], tid) : 0);
-      if (tid == 0) s_val = m;
-    }
-    __syncthreads();
-    acc = s_val + 1;
-  }
-  cl.sync();  // no CTA leaves while another may still read its shared memory
-  if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0) out_ns[0] = gtime() - t0;
-  if (tid == 0) result[blockIdx.y * C + cl.block_rank()] = acc;
-}
+// The sampler's way: probe_device.cuh's cluster_value_rounds<true> (the lean cluster barrier, then lane r of warp 0
+// reads CTA r's value).
 
 // Pushed: lane q of warp 0 st.async's the value into CTA q's slot[round parity][my rank]; warp 0 waits for the C
 // values on this CTA's mbarrier of that parity. A slot of parity b is written again two rounds later, by a CTA that
@@ -253,7 +214,7 @@ int main() {
   for (const auto& c : cases) {
     double t[4];
     int bad[4];
-    if (time_kernel(value_pull, false, c[0], c[1], 201, 0, ns, res, &t[0], &bad[0]) ||
+    if (time_kernel(cluster_value_rounds<true>, false, c[0], c[1], 201, 0, ns, res, &t[0], &bad[0]) ||
         time_kernel(value_push, false, c[0], c[1], 201, 0, ns, res, &t[1], &bad[1]) ||
         time_kernel(hist_pull, true, c[0], c[1], 201, 0, ns, res, &t[2], &bad[2]) ||
         time_kernel(hist_push, true, c[0], c[1], 201, inbox_bytes, ns, res, &t[3], &bad[3]))

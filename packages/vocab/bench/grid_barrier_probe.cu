@@ -56,33 +56,8 @@ __global__ void grid_rounds(unsigned* counter, uint64_t* pub, int G, int rounds,
   if (tid == 0 && acc == 0) *sink = acc;
 }
 
-// The same rounds in a cluster of C CTAs: value in shared memory, cluster barrier (arrive.release /
-// wait.acquire), lane r of warp 0 reads CTA r's value through distributed shared memory.
-__global__ void cluster_rounds(int rounds, uint64_t* out_ns, uint64_t* sink) {
-  namespace cg = cooperative_groups;
-  __shared__ uint64_t pubv[2];
-  __shared__ uint64_t s_val;
-  cg::cluster_group cl = cg::this_cluster();
-  const int tid = threadIdx.x;
-  const unsigned C = cl.num_blocks();
-  uint64_t acc = cl.block_rank() + 1;
-  const uint64_t t0 = gtime();
-  for (int r = 0; r < rounds; ++r) {
-    if (tid == 0) pubv[r & 1] = acc;
-    cl.sync();
-    if (tid < 32) {
-      uint64_t m = 0;
-      if (unsigned(tid) < C) m = *cl.map_shared_rank(&pubv[r & 1], tid);
-      m = warp_max(m);
-      if (tid == 0) s_val = m;
-    }
-    __syncthreads();
-    acc = s_val + 1;
-  }
-  cl.sync();  // no CTA leaves while another may still read its shared memory
-  if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0) out_ns[0] = gtime() - t0;
-  if (tid == 0 && acc == 0) *sink = acc;
-}
+// The same rounds in a cluster of C CTAs: probe_device.cuh's cluster_value_rounds<false> (cooperative_groups' cluster
+// barrier, arrive.release / wait.acquire; lane r of warp 0 reads CTA r's value through distributed shared memory).
 
 static int run_grid(int G, int rows, int threads, int rounds, unsigned* ctr, uint64_t* pub, uint64_t* ns,
                     uint64_t* sink, double* per_round_us, double* graph_us) {
@@ -138,7 +113,7 @@ static int run_grid(int G, int rows, int threads, int rounds, unsigned* ctr, uin
 static int run_cluster(int C, int rows, int threads, int rounds, uint64_t* ns, uint64_t* sink, double* per_round_us) {
   uint64_t h[2];
   for (int k = 0; k < 2; ++k) {
-    if (launch_clusters(cluster_rounds, C, rows, threads, 0, k == 0 ? 1 : rounds, ns, sink)) return 1;
+    if (launch_clusters(cluster_value_rounds<false>, C, rows, threads, 0, k == 0 ? 1 : rounds, ns, sink)) return 1;
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(&h[k], ns, sizeof(uint64_t), cudaMemcpyDeviceToHost));
   }
@@ -155,7 +130,7 @@ int main() {
   CK(cudaMalloc(&ctr, 256 * sizeof(unsigned)));
   CK(cudaMalloc(&pub, 256 * 2 * 256 * sizeof(uint64_t)));
   CK(cudaMalloc(&ns, 256 * sizeof(uint64_t)));
-  CK(cudaMalloc(&sink, sizeof(uint64_t)));
+  CK(cudaMalloc(&sink, sizeof(uint64_t) * 64 * 16));  // the cluster rounds write each CTA's value (64 x 8 at most)
   const int rounds = 201;
   std::printf("global-memory barrier + exchange of G values (%d rounds), 512 threads a CTA:\n", rounds - 1);
   std::printf("  G  rows  us/round  graph-of-one(4 rounds) us\n");

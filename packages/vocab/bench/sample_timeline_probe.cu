@@ -19,7 +19,7 @@
 
 using namespace mlops::vocab;
 
-#include "probe_check.h"
+#include "probe_device.cuh"  // launch_clusters, CK
 
 constexpr int kMarks = 16;
 static const char* kMarkNames[kMarks] = {"start",          "penalties",      "staged",        "max",
@@ -32,24 +32,12 @@ static int run_case(const char* name, SampleParams p, int launches) {
   auto kernel = sample_cluster_kernel<C, kClusterThreads, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
   const size_t bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  if (C > 8) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = C;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3(C, unsigned(p.rows));
-  cfg.blockDim = dim3(kClusterThreads);
-  cfg.dynamicSmemBytes = bytes;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
   unsigned long long tl[16][16];
   for (int it = 0; it < launches + 5; ++it) {
     const unsigned long long zero[16][16] = {};
     CK(cudaMemcpyToSymbol(g_sample_timeline, zero, sizeof(zero)));
-    CK(cudaLaunchKernelEx(&cfg, kernel, p));
+    if (launch_clusters(kernel, C, int(p.rows), kClusterThreads, bytes, p)) return 1;
     CK(cudaDeviceSynchronize());
     if (it < 5) continue;
     CK(cudaMemcpyFromSymbol(tl, g_sample_timeline, sizeof(tl)));
