@@ -13,6 +13,7 @@
 # (3) at once: both vocab GPU files whole on the new wheel (6 shards each: every lean kernel changed) and
 # compute-sanitizer racecheck / memcheck of the lean / tp3 sanitizer subset. Results under $OUT/r/v/ (tarred to
 # $OUT/v.tgz); the summary lines printed at the end.
+# Then, if device time is left, ci/device/s35n.sh (ncu of the B = 64 picks on the same wheel: which pipe limits them).
 # `DRY=1 OUT=/tmp/x bash ci/device/s35v.sh` runs the shell logic with the GPU commands echoed (lib.sh dry_stubs).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs

@@ -14,7 +14,8 @@ after the first in each CTA alone), B = 64 temperature through cluster8_lean and
 cluster8_gather: the launches the ncu report names in that order (each after its warm-up call).
 `--cases s9` (GPU run 51): the sampler launches of session 6's plan instead (B = 1 top-p wide / top-k
 gather, B = 64 temperature lean, top-p wide, top-k lean and wide); `--cases s13`: session 13's plan at B = 64
-(temperature lean, top-k and the combination tk, top-p tp); `--no-lm-head` skips the LM head.
+(temperature lean, top-k and the combination tk, top-p tp); `--cases s35`: the planner's picks at B = 64 for
+temperature, top-p, top-k and the combination; `--no-lm-head` skips the LM head.
 """
 
 import argparse
@@ -54,6 +55,12 @@ SAMPLER_CASES = {
             (1, None, dict(temperature=0.8, top_k=50)),
             (1, None, dict(temperature=0.8, top_p=0.9)),
             (1, None, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05))],
+    # session 35 (ci/device/s35n.sh): the planner's picks at B = 64 for the modes whose rows are exp-heavy, where
+    # 45abaeb took two XU conversions an element out of the lean forms' weights: which pipe now limits them
+    "s35": [(64, None, dict(temperature=0.8)),
+            (64, None, dict(temperature=0.8, top_p=0.9)),
+            (64, None, dict(temperature=0.8, top_k=50)),
+            (64, None, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05))],
 }
 
 
