@@ -267,8 +267,16 @@ attn_timelines() {
     echo "timeline $n rc=$? at ${SECONDS}s" >> $R/phases.txt
   done
 }
-# Session 35. The halves of a vocab sampler A/B call that s34v / s34r.sh wrote out each, for wheels installed in $B
-# (before) and $N (new). timeline_ab ROUNDS: bench/sample_timeline_probe.cu built from the kernel header before
+# Session 35. The parts of a vocab sampler A/B call that s34v / s34r.sh wrote out each (they call these now).
+# ab_install DIR: the vocab wheels DIR/new/ and DIR/before/ into $N and $B (set by the caller), a summary line each,
+# the wheels' listing and the GPU's clocks.
+ab_install() {
+  ls -l $1/new/ $1/before/ > $R/wheels.txt 2>&1
+  inst "$1/new/mlops_vocab-*.whl" $N; echo "install new rc=$? [${SECONDS}s]" >> $R/summary.txt
+  inst "$1/before/mlops_vocab-*.whl" $B; echo "install before rc=$? [${SECONDS}s]" >> $R/summary.txt
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
+}
+# For wheels installed in $B (before) and $N (new): timeline_ab ROUNDS: bench/sample_timeline_probe.cu built from the kernel header before
 # (.carry/probe_old/, carried) and from the tree, run before / new, ROUNDS times; a summ line each.
 timeline_ab() {
   local F="-O3 -std=c++17 -arch=sm_90 -fmad=false -Ipackages/vocab/src -Ipackages/vocab/include -Ipackages/common/include" k

@@ -18,10 +18,7 @@
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs
 N=/tmp/s35v-new; B=/tmp/s35v-before; rm -rf $N $B
-ls -l .carry/s35v/new/ .carry/s35v/before/ > $R/wheels.txt 2>&1
-inst ".carry/s35v/new/mlops_vocab-*.whl" $N; echo "install new rc=$? [${SECONDS}s]" >> $R/summary.txt
-inst ".carry/s35v/before/mlops_vocab-*.whl" $B; echo "install before rc=$? [${SECONDS}s]" >> $R/summary.txt
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
+ab_install .carry/s35v
 [ -n "$DRY" ] && nvcc() { echo "DRY nvcc $*"; }
 timeline_ab 2
 # the cluster exchange probe (session 35, never run yet): pull after a cluster barrier against pushes to mbarriers
