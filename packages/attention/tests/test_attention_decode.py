@@ -130,6 +130,27 @@ def test_exact_equals_skip_with_everything_refined(mode, peaked, pv):
     assert torch.equal(e.view(torch.int32), s.view(torch.int32))
 
 
+@pytest.mark.parametrize("G", [1, 5, 8])
+def test_scratch_partials_rebuild_the_output(G):
+    """decode_scratch_views' m / l / acc (the {m, l} pairs in blocks of 4 q heads, src/fbla_internal.h ml_index,
+    G = 1 and 5: blocks not filled) are each row's partials: the output is sum_i e_i acc_i / sum_i e_i l_i with
+    e_i = exp(m_i - max m) over the written slots (float64 here; exp_att is within ~1 ulp)."""
+    B, H, D = 2, 2, 64
+    lens = [1000, 300]
+    k, v, q = make(B, H, 1000, D, seed=31 + G, Hq=H * G)
+    c = A.encode(k, v, lens, mode="3+3")
+    out = A.decode(q, c, exact=True, out_dtype=torch.float32).double()
+    sv = A.decode_scratch_views(c, H * G)
+    for b, L in enumerate(lens):
+        closed = L // GROUP - 1 if L >= 2 * GROUP else 0
+        P = 1 + (closed + 1) // 2
+        m, l, acc = sv["m"][b, :, :P].double(), sv["l"][b, :, :P].double(), sv["acc"][b, :, :P].double()
+        assert bool(torch.isfinite(m).all()) and bool((l > 0).all())
+        e = torch.exp(m - m.amax(-1, keepdim=True))  # [Hq, P]
+        rebuilt = (e[..., None] * acc).sum(1) / (e * l).sum(1)[:, None]
+        assert torch.allclose(rebuilt, out[b], rtol=1e-5, atol=1e-6), (b, (rebuilt - out[b]).abs().max().item())
+
+
 @pytest.mark.parametrize("pv", ["digits", "chains"])
 @pytest.mark.parametrize("mode", ["3+3", "4+2"])
 def test_skip_error_bound(mode, pv):
