@@ -137,7 +137,7 @@ DecodeParams make_decode(const mlops_fbla_cache& c, const mlops_fbla_decode_args
   else
     p.variant = rows_aligned16(c) ? kPlannerVariant : kItemsCombineWarps;
   p.planned = a.variant != 0 ? 0 : p.variant == kPlannerVariant ? 1 : p.variant == kPlannerDigits ? 2 : 0;
-  scratch_floats(c.batch, c.kv_heads, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
+  scratch_floats(c.batch, a.q_heads, c.head_dim, c.slots, &p.s, static_cast<float*>(scratch));
   return p;
 }
 
@@ -163,9 +163,8 @@ int64_t mlops_fbla_record_bytes(int32_t head_dim) {
 mlops_status mlops_fbla_check_cache(const mlops_fbla_cache* cache) { return check_cache(cache); }
 
 size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* c, int32_t q_heads) {
-  if (!c || c->batch < 1 || c->kv_heads < 1 || q_heads < 1 || (c->head_dim != 64 && c->head_dim != 128) || c->slots < 0)
-    return 0;
-  return 4 * scratch_floats(c->batch, c->kv_heads, q_heads, c->head_dim, c->slots, nullptr, nullptr);
+  if (!c || c->batch < 1 || q_heads < 1 || (c->head_dim != 64 && c->head_dim != 128) || c->slots < 0) return 0;
+  return 4 * scratch_floats(c->batch, q_heads, c->head_dim, c->slots, nullptr, nullptr);
 }
 
 mlops_status mlops_fbla_append(const mlops_fbla_cache* cache, const mlops_fbla_kv* kv, void* stream) {

@@ -46,7 +46,8 @@ __global__ void __launch_bounds__(D) combine_staged_kernel(DecodeParams p) {
   const int row = blockIdx.x, tid = threadIdx.x, b = row / p.Hq;
   const int P = 1 + chunks_of(closed_groups(len_of(p, b))), T = (P + kStagedTile - 1) / kStagedTile;
   float* const sl = se + P;
-  const float* ml = p.s.pml + ml_index_row(p.s, row, 0);  // slot i's {m, l} at kMlSlot i
+  const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
+  const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
   // 16-byte aligned, as bulk copies need (the API checks the scratch base; scratch_floats' parts: 256-byte multiples)
   const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
   // Tile t's partials (contiguous: n slots of D floats) into stage t % S. Every thread calls it, after a barrier that
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(D) combine_staged_kernel(DecodeParams p) {
   stage_init(bars, S);
   for (int t = 0; t < S && t < T; ++t) issue(t);  // the partials do not depend on M: in flight from the start
   float mx = neg_inf();
-  for (int i = tid; i < P; i += D) mx = fmax_score(mx, ml[kMlSlot * i]);
+  for (int i = tid; i < P; i += D) mx = fmax_score(mx, pm[i]);
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) mx = fmax_score(mx, __shfl_xor_sync(0xffffffffu, mx, off));
   if (tid % 32 == 0) red[tid / 32] = mx;
@@ -68,9 +69,9 @@ __global__ void __launch_bounds__(D) combine_staged_kernel(DecodeParams p) {
 #pragma unroll
   for (int w = 1; w < D / 32; ++w) Mx = fmax_score(Mx, red[w]);
   for (int i = tid; i < P; i += D) {
-    const F2 v = *reinterpret_cast<const F2*>(ml + kMlSlot * i);
-    se[i] = v.x == neg_inf() ? -1.0f : exp_att(v.x - Mx);
-    sl[i] = v.y;
+    const float m = pm[i];
+    se[i] = m == neg_inf() ? -1.0f : exp_att(m - Mx);
+    sl[i] = pl[i];
   }
   __syncthreads();
   // Every tile is waited for, M finite or not (no copy may land in the shared memory of a CTA that has left); with

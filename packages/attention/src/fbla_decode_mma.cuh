@@ -286,7 +286,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaCtas) refine_mma_kernel(Decod
           float lt = 0.0f;
           if (any_tok)
             for (int sl = 0; sl < nsl; ++sl) lt = lt + sm.ls[sl][hi];
-          store_ml(p.s, it.b * p.c.kv_heads + it.kh, h0 + hi, it.slot, sm.m[hi], lt);
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
         }
       }
     }

@@ -73,15 +73,6 @@ __device__ __forceinline__ float ld_l2(const float* a) {
   return __ldcg(a);
 #endif
 }
-// ... and a partial's {m, l} (ml_index) in one 8-byte load
-__device__ __forceinline__ F2 ld_l2(const F2* a) {
-#ifdef MLOPS_FBLA_ON_HOST
-  return *a;
-#else
-  const float2 v = __ldcg(reinterpret_cast<const float2*>(a));
-  return F2{v.x, v.y};
-#endif
-}
 
 // setup_group_warp<D, Smem, false> (fbla_decode_warps.cuh) with the q row read from global (qr: the head's bf16 q row)
 // instead of sm.qf: the lane's q, k_scale and k_min values loaded together first, then the same operations in the same
@@ -163,22 +154,21 @@ __device__ __forceinline__ void fold_combine(const DecodeParams& p, int b, int k
   for (int h0 = 0; h0 < p.Gq; h0 += kWarpHeads) {
     const int nh = p.Gq - h0 < kWarpHeads ? p.Gq - h0 : kWarpHeads;
     const size_t row0 = static_cast<size_t>(b) * p.Hq + static_cast<size_t>(kh) * p.Gq + h0;
-    const float* const ml0 = p.s.pml + ml_index(p.s, b * p.c.kv_heads + kh, h0, 0);  // head h0 + hi: + 2 hi
     if (h0 > 0) __syncthreads();  // the previous heads' chains are done with fs
     if (w < nh) {  // warp w: head h0 + w's M (maxima: exact in any order)
-      const float* pm = ml0 + 2 * w;
+      const float* pm = p.s.pm + (row0 + w) * p.s.P;
       float Mx = neg_inf();
-      for (int i = lane; i < P; i += 32) Mx = fmax_step(Mx, ld_l2(pm + kMlSlot * i));
+      for (int i = lane; i < P; i += 32) Mx = fmax_step(Mx, ld_l2(pm + i));
 #pragma unroll
       for (int off = 16; off >= 1; off >>= 1) Mx = fmax_step(Mx, __shfl_xor_sync(0xffffffffu, Mx, off));
       if (lane == 0) fM[w] = Mx;
     }
     __syncthreads();
-    for (int k = tid; k < nh * P; k += kN) {  // e and l of (head k % nh, slot k / nh): a slot's heads side by side
-      const int i = k / nh, hi = k - i * nh;
-      const F2 ml = ld_l2(reinterpret_cast<const F2*>(ml0 + 2 * hi + kMlSlot * i));
-      se[hi * P + i] = ml.x == neg_inf() ? -1.0f : exp_att(ml.x - fM[hi]);  // -1: an empty partial (e in [0, 1])
-      sl[hi * P + i] = ml.y;
+    for (int k = tid; k < nh * P; k += kN) {  // e and l of (head k / P, slot k % P)
+      const int hi = k / P, i = k - hi * P;
+      const float m = ld_l2(p.s.pm + (row0 + hi) * p.s.P + i);
+      se[k] = m == neg_inf() ? -1.0f : exp_att(m - fM[hi]);  // -1: an empty partial (e in [0, 1])
+      sl[k] = ld_l2(p.s.pl + (row0 + hi) * p.s.P + i);
     }
     __syncthreads();
     for (int u = tid; u < nh * H2; u += kN) {
@@ -639,14 +629,15 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
       // the rows' first partial: an int (check_decode: B Hq P < 2^31), its floats at r0 D by one 32 x 32 -> 64-bit product
       const int r0 = (it.b * p.Hq + hq0) * p.s.P + it.slot;
       float* const pacc = p.s.pacc + static_cast<size_t>(static_cast<unsigned>(r0)) * D;
-      auto put_ml = [&](int hi) {  // head hi's m and l (the slices' l in slice order; 0 without a token)
+      auto store_ml = [&](int hi) {  // head hi's m and l (the slices' l in slice order; 0 without a token)
         float lt = 0.0f;
         if (sm.m[hi] != neg_inf()) {
 #pragma unroll
           for (int sl = 0; sl < kSlicesPerChunk; ++sl)
             if (sl < nsl) lt = lt + sm.ls[sl][hi];
         }
-        store_ml(p.s, it.b * p.c.kv_heads + it.kh, h0 + hi, it.slot, sm.m[hi], lt);  // threads 0 .. nh - 1: one sector
+        p.s.pm[r0 + hi * p.s.P] = sm.m[hi];
+        p.s.pl[r0 + hi * p.s.P] = lt;
       };
       if constexpr (D == 128) {
         // D 128 (session 31): thread d < D takes channel d's 4 heads, positions 4 d .. 4 d + 3 of every slice's sums,
@@ -675,7 +666,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
 #pragma unroll
           for (int hi = 0; hi < kWarpHeads; ++hi)
             if (hi < nh) pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = mh[hi] != neg_inf() ? a[hi] : 0.0f;
-          if (d < nh) put_ml(d);  // threads 0 .. nh - 1
+          if (d < nh) store_ml(d);  // threads 0 .. nh - 1
         }
       } else {
         // D 64: thread i, position i of the sums (head i & 3, channel i / 4: pv_sum_index). The pair's rows (b, hq0 +
@@ -694,7 +685,7 @@ __global__ void __launch_bounds__(32 * kNW, kMma4Ctas) refine_mma4_kernel(Decode
           if (any_tok)
             for (int sl = 0; sl < nsl; ++sl) a = a + slice_sums(stage0, sbytes, l, sl)[i];
           pacc[static_cast<long long>(hi) * (p.s.P * D) + d] = a;
-          if (d == 0) put_ml(hi);
+          if (d == 0) store_ml(hi);
         }
       }
     }

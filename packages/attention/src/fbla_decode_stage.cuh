@@ -415,7 +415,8 @@ __global__ void __launch_bounds__(kWarpThreads, 4) refine_stage_kernel(DecodePar
           float lt = 0.0f;
           if (any_tok)
             for (int gg = 0; gg < ng; ++gg) lt = lt + sm.lg[gg][hi];
-          store_ml(p.s, it.b * p.c.kv_heads + it.kh, h0 + hi, it.slot, sm.m[hi], lt);
+          p.s.pm[row * p.s.P + it.slot] = sm.m[hi];
+          p.s.pl[row * p.s.P + it.slot] = lt;
         }
       }
     }

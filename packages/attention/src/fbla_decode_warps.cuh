@@ -978,8 +978,8 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
   constexpr int S = D / 32;
   const int row = blockIdx.x / S, lane = threadIdx.x, d = (blockIdx.x % S) * 32 + lane, b = row / p.Hq;
   const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
-  const F2* ml = reinterpret_cast<const F2*>(p.s.pml + ml_index_row(p.s, row, 0));  // slot i's {m, l}: ml[i * kMlF2]
-  constexpr int kMlF2 = kMlSlot / 2;
+  const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
+  const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
   const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
   if constexpr (kPdl) pdl_wait();
   float Mx = neg_inf();
@@ -987,9 +987,8 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
 #pragma unroll
   for (int j = 0; j < kHeld; ++j) {
     const int i = lane + 32 * j;
-    const F2 v = i < P ? ml[i * kMlF2] : F2{neg_inf(), 0.0f};
-    mh[j] = v.x;
-    lh[j] = v.y;
+    mh[j] = i < P ? pm[i] : neg_inf();
+    lh[j] = i < P ? pl[i] : 0.0f;
   }
   float a[32], a1[32];  // the first two tiles' partials (read whatever M is; used only when M is finite)
 #pragma unroll
@@ -998,7 +997,7 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
   for (int k = 0; k < 32; ++k) a1[k] = 32 + k < P ? pacc[static_cast<size_t>(32 + k) * D + d] : 0.0f;
 #pragma unroll
   for (int j = 0; j < kHeld; ++j) Mx = fmax_score(Mx, mh[j]);
-  for (int i = lane + 32 * kHeld; i < P; i += 32) Mx = fmax_score(Mx, ml[i * kMlF2].x);  // slots past the held tiles
+  for (int i = lane + 32 * kHeld; i < P; i += 32) Mx = fmax_score(Mx, pm[i]);  // slots past the held tiles
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) Mx = fmax_score(Mx, __shfl_xor_sync(0xffffffffu, Mx, off));
   float lt = 0.0f, acc = 0.0f;
@@ -1018,8 +1017,7 @@ __global__ void __launch_bounds__(32) combine_warps_kernel(DecodeParams p) {
       for (int k = 0; k < 32; ++k) an[k] = i0 + 64 + k < P ? pacc[static_cast<size_t>(i0 + 64 + k) * D + d] : 0.0f;
       const int i1 = i0 + 32 + lane;  // tile t + 1's slot of this lane
       const bool load1 = t + 1 >= kHeld && i1 < P;
-      const F2 v1 = load1 ? ml[i1 * kMlF2] : F2{neg_inf(), 0.0f};
-      const float mn = v1.x, ln = v1.y;
+      const float mn = load1 ? pm[i1] : neg_inf(), ln = load1 ? pl[i1] : 0.0f;
       __syncthreads();  // se / sl written (the held tiles) or read (the tile kHeld back)
       if (t >= kHeld && lane < n) {  // past the held tiles: this tile's e / l (mc, lc: loaded during the last tile)
         se[base + lane] = mc == neg_inf() ? -1.0f : exp_att(mc - Mx);

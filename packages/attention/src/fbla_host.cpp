@@ -168,9 +168,8 @@ void decode_host(const DecodeParams& p) {
       const int kh = h / Gq;
       const size_t row = size_t(b) * Hq + h;
       for (int d = 0; d < D; ++d) qf[d] = bf16_to_f32(p.q[b * p.qbs + h * p.qhs + d]);
-      // slot i's m and l (ml_index): pm[kMlSlot * i], pl[kMlSlot * i]
-      float* pm = s.pml + ml_index_row(s, row, 0);
-      float* pl = pm + 1;
+      float* pm = s.pm + row * s.P;
+      float* pl = s.pl + row * s.P;
       float* pacc = s.pacc + row * s.P * D;
       // ---- coarse pass (skip mode): a bound a block, the largest lower bound a chunk
       if (!p.exact) {
@@ -341,21 +340,21 @@ void decode_host(const DecodeParams& p) {
             for (int d = 0; d < D; ++d) acc[d] = acc[d] + (val[d] + bs);
           }
         }
-        pm[kMlSlot * (1 + ch)] = m;
-        pl[kMlSlot * (1 + ch)] = lt;
+        pm[1 + ch] = m;
+        pl[1 + ch] = lt;
         for (int d = 0; d < D; ++d) pacc[size_t(1 + ch) * D + d] = acc[d];
       }
 
       // ---- combine: partials in slot order
       float Mx = neg_inf();
-      for (int i = 0; i < 1 + nch; ++i) Mx = fmax_step(Mx, pm[kMlSlot * i]);
+      for (int i = 0; i < 1 + nch; ++i) Mx = fmax_step(Mx, pm[i]);
       float lt = 0.0f;
       for (int d = 0; d < D; ++d) acc[d] = 0.0f;
       if (Mx != neg_inf()) {
         for (int i = 0; i < 1 + nch; ++i) {
-          if (pm[kMlSlot * i] == neg_inf()) continue;
-          const float e = exp_att(pm[kMlSlot * i] - Mx);
-          lt = fmaf(pl[kMlSlot * i], e, lt);
+          if (pm[i] == neg_inf()) continue;
+          const float e = exp_att(pm[i] - Mx);
+          lt = fmaf(pl[i], e, lt);
           for (int d = 0; d < D; ++d) acc[d] = fmaf(pacc[size_t(i) * D + d], e, acc[d]);
         }
       }

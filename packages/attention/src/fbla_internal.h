@@ -15,58 +15,40 @@ MLOPS_HD int tail_tokens(int L) { return L >= kGroup ? L - kGroup * (closed_grou
 
 // The decode scratch (floats; no initial contents needed: every value read is written first in
 // the same call). ub [B][Hq][slots*8]: upper bound score a block; lbmax [B][Hq][nch]: the largest
-// lower bound of a chunk; partials [B][Hq][1 + nch] (slot 0: the BF16 tokens): acc[D], and m, l as pairs in blocks of
-// four q heads (ml_index); cnt [B][Hkv] (ints, in
+// lower bound of a chunk; partials [B][Hq][1 + nch]: m, l, acc[D] (slot 0: the BF16 tokens); cnt [B][Hkv] (ints, in
 // B * Hq places): the folded combine's count of a (b, kv head)'s finished items, zeroed by the decode's first kernel
 // (fold_zero_kernel, or the coarse pass) before the refine counts; work (one int after them): the items the kEarly
 // refine has handed out past its first round (session 22), zeroed the same way.
 struct Scratch {
   float* ub;
   float* lbmax;
-  float* pml;  // the partials' m and l (ml_index)
+  float* pm;
+  float* pl;
   float* pacc;
   int* cnt;
   int* work;
   int nblk, nch, P;
-  int Gq;  // q heads a kv head (a row b Hq + hq is head hq % Gq of kv row (b Hkv + hq / Gq))
 };
 
-// The partials' m and l (session 36): {m, l} pairs, the q heads of a kv head in blocks of four, a block's pairs of one
-// slot side by side: [B][Hkv][ceil(Gq / 4)][P][4][2]. A refine item takes 4 heads at a time from a multiple of 4 (every
-// form's pass over h0), so its m / l are one 32-byte sector; as [B][Hq][P] arrays of m and of l they were 8 scattered
-// 4-byte stores an item, 8 partly written sectors (ncu of the kEarly refine, GPU run 172: 28.9 of a stored sector's 32
-// bytes used; docs/attention.md "Session 36"). The block's index is below B Hq P < 2^31 (check_decode) for any Gq, so an
-// int; the float index is 8 times it (64-bit). kMlSlot: floats from a head's pair of slot i to slot i + 1.
-constexpr int kMlSlot = 8;
-MLOPS_HD size_t ml_index(const Scratch& s, int bkh, int j, int slot) {
-  const int block = (bkh * ((s.Gq + 3) >> 2) + (j >> 2)) * s.P + slot;
-  return static_cast<size_t>(static_cast<unsigned>(block)) * kMlSlot + 2 * (j & 3);
-}
-// the same for row = b Hq + hq (b Hkv + hq / Gq is the kv row, hq % Gq the head in it)
-MLOPS_HD size_t ml_index_row(const Scratch& s, size_t row, int slot) {
-  const int r = static_cast<int>(row), bkh = r / s.Gq;
-  return ml_index(s, bkh, r - bkh * s.Gq, slot);
-}
-
-inline size_t scratch_floats(int B, int Hkv, int Hq, int D, int slots, Scratch* s, float* base) {
+inline size_t scratch_floats(int B, int Hq, int D, int slots, Scratch* s, float* base) {
   const int nblk = slots * kBlocksPerGroup, nch = chunks_of(slots), P = 1 + nch;
-  const int Gq = (Hq + Hkv - 1) / Hkv;
   auto up = [](size_t n) { return (n + 63) & ~size_t(63); };  // 256-byte aligned parts
   const size_t n_ub = up(size_t(B) * Hq * (nblk > 0 ? nblk : 1));
   const size_t n_lb = up(size_t(B) * Hq * (nch > 0 ? nch : 1));
-  const size_t n_ml = up(size_t(B) * Hkv * ((Gq + 3) / 4) * P * kMlSlot);
+  const size_t n_m = up(size_t(B) * Hq * P);
   const size_t n_acc = up(size_t(B) * Hq * P * D);
   const size_t n_cnt = up(size_t(B) * Hq + 1);  // + work
   if (s) {
-    s->nblk = nblk; s->nch = nch; s->P = P; s->Gq = Gq;
+    s->nblk = nblk; s->nch = nch; s->P = P;
     s->ub = base;
     s->lbmax = base + n_ub;
-    s->pml = s->lbmax + n_lb;
-    s->pacc = s->pml + n_ml;
+    s->pm = s->lbmax + n_lb;
+    s->pl = s->pm + n_m;
+    s->pacc = s->pl + n_m;
     s->cnt = reinterpret_cast<int*>(s->pacc + n_acc);
     s->work = s->cnt + size_t(B) * Hq;
   }
-  return n_ub + n_lb + n_ml + n_acc + n_cnt;
+  return n_ub + n_lb + 2 * n_m + n_acc + n_cnt;
 }
 
 struct DecodeParams {

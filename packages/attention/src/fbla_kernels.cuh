@@ -425,15 +425,6 @@ struct alignas(16) I4 {
 struct alignas(16) F4 {
   float x, y, z, w;
 };
-// A partial's {m, l} (one 8-byte access: ml_index's pairs).
-struct alignas(8) F2 {
-  float x, y;
-};
-
-// Head j of kv row bkh = b Hkv + kh, slot `slot`: its partial's m and l (ml_index), one 8-byte store.
-__device__ __forceinline__ void store_ml(const Scratch& s, int bkh, int j, int slot, float m, float l) {
-  *reinterpret_cast<F2*>(s.pml + ml_index(s, bkh, j, slot)) = F2{m, l};
-}
 
 // 256 (hi . code) + lo . code: two DP4A chains, exact.
 template <int D>
@@ -505,7 +496,8 @@ __device__ __forceinline__ void write_partial(const DecodeParams& p, const Item&
       float lt = 0.0f;
       if (any_tok)
         for (int gg = 0; gg < ng; ++gg) lt = lt + group_l(gg, hi);
-      store_ml(p.s, it.b * p.c.kv_heads + it.kh, hq0 - it.kh * p.Gq + hi, it.slot, m[hi], lt);
+      p.s.pm[row * p.s.P + it.slot] = m[hi];
+      p.s.pl[row * p.s.P + it.slot] = lt;
     }
   }
 }
@@ -854,13 +846,14 @@ __global__ void __launch_bounds__(D) combine_kernel(DecodeParams p) {
   __shared__ float spm[D], spl[D];
   const int row = blockIdx.x, b = row / p.Hq, d = threadIdx.x;
   const int P = 1 + chunks_of(closed_groups(len_of(p, b)));
-  const float* ml = p.s.pml + ml_index_row(p.s, row, 0);  // slot i's {m, l} at kMlSlot i
+  const float* pm = p.s.pm + static_cast<size_t>(row) * p.s.P;
+  const float* pl = p.s.pl + static_cast<size_t>(row) * p.s.P;
   const float* pacc = p.s.pacc + static_cast<size_t>(row) * p.s.P * D;
   float Mx = neg_inf();
   for (int i0 = 0; i0 < P; i0 += D) {
     const int n = P - i0 < D ? P - i0 : D;
     __syncthreads();
-    if (d < n) spm[d] = ml[kMlSlot * (i0 + d)];
+    if (d < n) spm[d] = pm[i0 + d];
     __syncthreads();
     for (int i = 0; i < n; ++i) Mx = fmax_step(Mx, spm[i]);
   }
@@ -871,9 +864,8 @@ __global__ void __launch_bounds__(D) combine_kernel(DecodeParams p) {
       const int n = P - i0 < D ? P - i0 : D;
       __syncthreads();
       if (d < n) {
-        const F2 v = *reinterpret_cast<const F2*>(ml + kMlSlot * (i0 + d));
-        spm[d] = v.x;
-        spl[d] = v.y;
+        spm[d] = pm[i0 + d];
+        spl[d] = pl[i0 + d];
       }
       __syncthreads();
       for (int k0 = 0; k0 < n; k0 += kStep) {

@@ -132,9 +132,9 @@ def test_exact_equals_skip_with_everything_refined(mode, peaked, pv):
 
 @pytest.mark.parametrize("G", [1, 5, 8])
 def test_scratch_partials_rebuild_the_output(G):
-    """decode_scratch_views' m / l / acc (the {m, l} pairs in blocks of 4 q heads, src/fbla_internal.h ml_index,
-    G = 1 and 5: blocks not filled) are each row's partials: the output is sum_i e_i acc_i / sum_i e_i l_i with
-    e_i = exp(m_i - max m) over the written slots (float64 here; exp_att is within ~1 ulp)."""
+    """decode_scratch_views' m / l / acc (src/fbla_internal.h Scratch) are each row's partials: the output is
+    sum_i e_i acc_i / sum_i e_i l_i with e_i = exp(m_i - max m) over the written slots (float64 here; exp_att is
+    within ~1 ulp). G 1 / 5 / 8: head counts that are not, and are, multiples of a refine pass's 4 heads."""
     B, H, D = 2, 2, 64
     lens = [1000, 300]
     k, v, q = make(B, H, 1000, D, seed=31 + G, Hq=H * G)

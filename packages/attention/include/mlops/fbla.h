@@ -145,8 +145,8 @@ int32_t mlops_fbla_decode_planner_variant(void);
  * whichever runs). -1 for another pv. */
 int32_t mlops_fbla_decode_planner_variant_for(int32_t pv);
 
-/* Decode scratch: needs no initial contents; size depends on batch, kv_heads, q_heads, head_dim
- * and capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */
+/* Decode scratch: needs no initial contents; size depends on batch, q_heads, head_dim and
+ * capacity only (not on lengths), so one allocation serves every step of a CUDA graph. */
 size_t mlops_fbla_decode_scratch_bytes(const mlops_fbla_cache* cache, int32_t q_heads);
 
 /* One query token a sequence against its cache->lengths[b] tokens, read in device memory when the

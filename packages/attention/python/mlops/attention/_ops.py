@@ -261,12 +261,9 @@ def decode_scratch_views(cache: FBLACache, q_heads: int) -> dict:
     """The parts of the decode scratch of cache.scratch(q_heads) after a decode, as float32 views
     (a debugging and testing aid; src/fbla_internal.h Scratch): ub [B, Hq, slots*8] (the upper-bound
     score of each 16-token block, skip mode only), lbmax [B, Hq, chunks] (the largest lower bound of
-    each chunk of 2 groups, skip mode only), m / l [B, Hq, 1 + chunks] (copies: the scratch holds them as
-    {m, l} pairs in blocks of 4 q heads, src/fbla_internal.h ml_index), acc [B, Hq, 1 + chunks, D] (the
-    partials: slot 0 the BF16 tokens). Only the entries of the current lengths are written."""
-    B, D, Hkv = cache.batch, cache.head_dim, cache.kv_heads
-    G = -(-q_heads // Hkv)
-    G4 = -(-G // 4) * 4
+    each chunk of 2 groups, skip mode only), m / l [B, Hq, 1 + chunks], acc [B, Hq, 1 + chunks, D]
+    (the partials: slot 0 the BF16 tokens). Only the entries of the current lengths are written."""
+    B, D = cache.batch, cache.head_dim
     nblk = cache.slots * 8
     nch = (cache.slots + 1) // 2
     P = 1 + nch
@@ -275,18 +272,18 @@ def decode_scratch_views(cache: FBLACache, q_heads: int) -> dict:
         return (n + 63) // 64 * 64
 
     f = cache.scratch(q_heads).view(torch.float32)
-    n_ub, n_lb, n_ml = up(B * q_heads * max(nblk, 1)), up(B * q_heads * max(nch, 1)), up(B * Hkv * G4 * P * 2)
+    n_ub, n_lb, n_m = up(B * q_heads * max(nblk, 1)), up(B * q_heads * max(nch, 1)), up(B * q_heads * P)
     o = 0
     ub = f[o:o + B * q_heads * nblk].view(B, q_heads, nblk)
     o += n_ub
     lb = f[o:o + B * q_heads * nch].view(B, q_heads, nch)
     o += n_lb
-    # [B, Hkv, G4 / 4, P, 4, 2] -> [B, Hkv, G4, P, 2] -> the first G heads of each kv head
-    ml = f[o:o + B * Hkv * G4 * P * 2].view(B, Hkv, G4 // 4, P, 4, 2).permute(0, 1, 2, 4, 3, 5)
-    ml = ml.reshape(B, Hkv, G4, P, 2)[:, :, :G].reshape(B, Hkv * G, P, 2)[:, :q_heads]
-    o += n_ml
+    m = f[o:o + B * q_heads * P].view(B, q_heads, P)
+    o += n_m
+    ll = f[o:o + B * q_heads * P].view(B, q_heads, P)
+    o += n_m
     acc = f[o:o + B * q_heads * P * D].view(B, q_heads, P, D)
-    return {"ub": ub, "lbmax": lb, "m": ml[..., 0].clone(), "l": ml[..., 1].clone(), "acc": acc}
+    return {"ub": ub, "lbmax": lb, "m": m, "l": ll, "acc": acc}
 
 
 def record_layout(head_dim: int, mode: str = "3+3") -> dict:
