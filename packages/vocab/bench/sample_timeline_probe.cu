@@ -2,7 +2,8 @@
 // MLOPS_SAMPLE_TIMELINE (sample_cluster_kernel.cuh's MLOPS_SAMPLE_MARK points: %clock64 at thread 0 of each
 // CTA of row 0), launched on the bench's rows (V = 151936 fp32 N(0, 3^2), T = 0.8), 30 launches a case after
 // a warm-up; prints, a point, the median over launches of the slowest CTA's cycles since its start (and the
-// fastest CTA's), of row 0's CTAs (at B = 64: a first-wave row, sharing its SMs). Not part of the package; built and run by hand on an sm_90 GPU:
+// fastest CTA's), of row 0's CTAs (at B = 64: a first-wave row, sharing its SMs); at B = 64 also every row's span in
+// the last launch, by rounds (row_spans). Not part of the package; built and run by hand on an sm_90 GPU:
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -fmad=false -Ipackages/vocab/src -Ipackages/vocab/include \
 //        -Ipackages/common/include -o /tmp/stp packages/vocab/bench/sample_timeline_probe.cu && /tmp/stp
@@ -27,16 +28,53 @@ static const char* kMarkNames[kMarks] = {"start",          "penalties",      "st
                                          "top-p done",     "drawn",          "end",           "wide: own bins",
                                          "wide: portions", "wide: crossing", "wide: listed",  "top-k: listed"};
 
+// The last launch's rows (session 36: at B = 64 the rows run in rounds of the clusters in flight, 30 on the H200):
+// rows grouped by start (a row starting > 2 us after the round's first opens the next round), a round's row count,
+// start, and its rows' durations (min / median / max, us); then the launch's span from the first start to the last end.
+// (MLOPS_SAMPLE_ROW_SPAN: a header from session 36 on; built against an older one, -I<dir>, the spans are left out.)
+static int row_spans(int n) {
+#if defined(MLOPS_SAMPLE_ROW_SPAN)
+  unsigned long long rows[64][2];
+  CK(cudaMemcpyFromSymbol(rows, g_sample_rows, sizeof(rows)));
+  std::vector<std::pair<double, double>> se;  // start, end (us from the earliest start)
+  unsigned long long t0 = ~0ull, t1 = 0;
+  for (int r = 0; r < n; ++r)
+    if (rows[r][1]) t0 = std::min(t0, rows[r][0]), t1 = std::max(t1, rows[r][1]);
+  for (int r = 0; r < n; ++r)
+    if (rows[r][1]) se.push_back({(rows[r][0] - t0) / 1e3, (rows[r][1] - t0) / 1e3});
+  std::sort(se.begin(), se.end());
+  std::printf("  rows (%zu of %d timed): round  rows  start us  duration min / median / max us\n", se.size(), n);
+  for (size_t i = 0, k = 0; i < se.size(); ++k) {
+    size_t j = i;
+    std::vector<double> d;
+    while (j < se.size() && se[j].first - se[i].first <= 2.0) d.push_back(se[j].second - se[j].first), ++j;
+    std::sort(d.begin(), d.end());
+    std::printf("                          %5zu  %4zu  %8.2f  %6.2f / %6.2f / %6.2f\n", k, j - i, se[i].first, d.front(),
+                d[d.size() / 2], d.back());
+    i = j;
+  }
+  std::printf("  span of the launch's rows: %.2f us\n", (t1 - t0) / 1e3);
+#else
+  (void)n;
+#endif
+  return 0;
+}
+
 template <int C, bool ES, bool LEAN, bool GATHER, bool LATE, bool WIDE, bool TK, bool TP, bool TP2, bool TP3>
 static int run_case(const char* name, SampleParams p, int launches) {
   auto kernel = sample_cluster_kernel<C, kClusterThreads, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
   const size_t bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
-  unsigned long long tl[16][16];
+  unsigned long long tl[16][16], rows[64][2];
+  (void)rows;
   for (int it = 0; it < launches + 5; ++it) {
     const unsigned long long zero[16][16] = {};
     CK(cudaMemcpyToSymbol(g_sample_timeline, zero, sizeof(zero)));
+#if defined(MLOPS_SAMPLE_ROW_SPAN)
+    for (auto& r : rows) r[0] = ~0ull, r[1] = 0;  // atomicMin / atomicMax
+    CK(cudaMemcpyToSymbol(g_sample_rows, rows, sizeof(rows)));
+#endif
     if (launch_clusters(kernel, C, int(p.rows), kClusterThreads, bytes, p)) return 1;
     CK(cudaDeviceSynchronize());
     if (it < 5) continue;
@@ -68,6 +106,7 @@ static int run_case(const char* name, SampleParams p, int launches) {
   for (int m : order)
     if (!slow[m].empty())
       std::printf("  %-16s %10.0f %10.0f  %7.2f\n", kMarkNames[m], med(slow[m]), med(fast[m]), med(slow[m]) / 1980.0);
+  if (p.rows > 1) return row_spans(int(p.rows) < 64 ? int(p.rows) : 64);
   return 0;
 }
 

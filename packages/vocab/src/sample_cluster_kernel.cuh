@@ -45,8 +45,12 @@ constexpr int kGather = 2048;  // the gather forms: candidates of the whole clus
 // this file: thread 0 of each CTA of row 0 stores %clock64 at the numbered points of sample_cluster_kernel
 // (0 start, 1 penalties, 2 staged, 3 max, 4 top-k's first round, 5 its list gathered, 6 top-k done, 7 the
 // wide top-p round, 8 top-p done, 9 drawn, 10 end). Compiled out everywhere else.
+// And every row's span (session 36, GPU run 197: a round of 30 rows at B = 64 took ~42 us while row 0 took 28):
+// %globaltimer (ns, one clock for every SM) of the row's first CTA start (atomicMin; the probe sets ~0 first) and its
+// last CTA end (atomicMax), rows 0 .. 63.
 #if defined(MLOPS_SAMPLE_TIMELINE) && !defined(MLOPS_CUDA_ON_HOST)
 __device__ unsigned long long g_sample_timeline[16][16];  // declared in both passes: the probe reads it
+__device__ unsigned long long g_sample_rows[64][2];
 #endif
 #if defined(MLOPS_SAMPLE_TIMELINE) && defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
 #define MLOPS_SAMPLE_MARK(i)                                                              \
@@ -60,6 +64,20 @@ __device__ unsigned long long g_sample_timeline[16][16];  // declared in both pa
 #else
 #define MLOPS_SAMPLE_MARK(i) \
   do {                       \
+  } while (0)
+#endif
+#if defined(MLOPS_SAMPLE_TIMELINE) && defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
+#define MLOPS_SAMPLE_ROW_SPAN(i)                                                                          \
+  do {                                                                                                    \
+    if (threadIdx.x == 0 && blockIdx.y < 64) {                                                            \
+      unsigned long long t_;                                                                              \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");                                    \
+      if ((i) == 0) atomicMin(&g_sample_rows[blockIdx.y][0], t_); else atomicMax(&g_sample_rows[blockIdx.y][1], t_); \
+    }                                                                                                     \
+  } while (0)
+#else
+#define MLOPS_SAMPLE_ROW_SPAN(i) \
+  do {                           \
   } while (0)
 #endif
 
@@ -1393,6 +1411,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   const mlops_sample_config cfg = sanitize(p.configs[row]);
   const int64_t step = p.steps[row];  // read before any barrier: rank 0 advances it after the last
   MLOPS_SAMPLE_MARK(0);
+  MLOPS_SAMPLE_ROW_SPAN(0);
   const int64_t ch = (V + C - 1) / C;
   const int64_t v0 = int64_t(rank) * ch < V ? int64_t(rank) * ch : V;
   const int64_t v1 = v0 + ch < V ? v0 + ch : V;
@@ -1960,6 +1979,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   if constexpr (LEAN) cluster_wait();
   else cluster_sync();
   MLOPS_SAMPLE_MARK(10);
+  MLOPS_SAMPLE_ROW_SPAN(1);
   if (rank == 0 && tid == 0) p.steps[row] = step + 1;
 #endif
 }
