@@ -8,7 +8,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/cop packages/vocab/bench/cluster_occupancy_probe.cu && /tmp/cop
 #include <cstdio>
 
-#include "probe_check.h"
+#include "probe_device.cuh"  // cluster_config, CK
 
 // 512 threads; registers as the sampler's (64: __launch_bounds__(512, 2) caps them there), shared memory all dynamic
 // (the occupancy calculator adds static and dynamic alike).
@@ -23,17 +23,8 @@ static int clusters(int C, size_t smem, int* per_sm, int* active) {
   CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   if (C > 8) CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, probe_kernel, 512, smem));
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = C;
-  at[0].val.clusterDim.y = 1;
-  at[0].val.clusterDim.z = 1;
-  cfg.gridDim = dim3(C, 64);
-  cfg.blockDim = dim3(512);
-  cfg.dynamicSmemBytes = smem;
-  cfg.attrs = at;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = cluster_config(at, C, 64, 512, smem);
   CK(cudaOccupancyMaxActiveClusters(active, probe_kernel, &cfg));
   return 0;
 }

@@ -1,5 +1,5 @@
 // Device helpers and a cluster launch shared by the bench probes (grid_barrier_probe.cu, cluster_exchange_probe.cu,
-// sample_timeline_probe.cu): a warp's maximum, the global timer, distributed shared memory as the sampler reads it, the
+// sample_timeline_probe.cu, cluster_occupancy_probe.cu): a warp's maximum, the global timer, distributed shared memory as the sampler reads it, the
 // value rounds of a cluster, and one launch of a kernel in clusters of C CTAs (rows of blockIdx.y). Built with the
 // probes only (sm_90), never with the package.
 #pragma once
@@ -25,11 +25,9 @@ __device__ __forceinline__ uint64_t gtime() {
   return t;
 }
 
-// kernel<<<(C, rows) in clusters of C, threads, smem>>>(args...); 1 on a CUDA error (CK's contract).
-template <class... KArgs, class... Args>
-static int launch_clusters(void (*kernel)(KArgs...), int C, int rows, int threads, size_t smem, Args... args) {
+// The launch configuration of a grid (C, rows) in clusters of C CTAs; `at` (the caller's) holds its one attribute.
+static cudaLaunchConfig_t cluster_config(cudaLaunchAttribute* at, int C, int rows, int threads, size_t smem) {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute at[1];
   at[0].id = cudaLaunchAttributeClusterDimension;
   at[0].val.clusterDim.x = C;
   at[0].val.clusterDim.y = 1;
@@ -39,6 +37,14 @@ static int launch_clusters(void (*kernel)(KArgs...), int C, int rows, int thread
   cfg.dynamicSmemBytes = smem;
   cfg.attrs = at;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+// kernel<<<(C, rows) in clusters of C, threads, smem>>>(args...); 1 on a CUDA error (CK's contract).
+template <class... KArgs, class... Args>
+static int launch_clusters(void (*kernel)(KArgs...), int C, int rows, int threads, size_t smem, Args... args) {
+  cudaLaunchAttribute at[1];
+  const cudaLaunchConfig_t cfg = cluster_config(at, C, rows, threads, smem);
   if (C > 8) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   CK(cudaLaunchKernelEx(&cfg, kernel, args...));
   return 0;
