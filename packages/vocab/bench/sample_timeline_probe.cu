@@ -6,13 +6,14 @@
 // the last launch, by rounds (row_spans). Not part of the package; built and run by hand on an sm_90 GPU:
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -fmad=false -Ipackages/vocab/src -Ipackages/vocab/include \
-//        -Ipackages/common/include -o /tmp/stp packages/vocab/bench/sample_timeline_probe.cu && /tmp/stp
+//        -Ipackages/common/include -o /tmp/stp packages/vocab/bench/sample_timeline_probe.cu && /tmp/stp [B ...]
 //
 // (-I<dir> first, holding another sample_cluster_kernel.cuh with the same marks: the code before a change, timed in
 // the same call.)
 #define MLOPS_SAMPLE_TIMELINE 1
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -110,7 +111,12 @@ static int run_case(const char* name, SampleParams p, int launches) {
   return 0;
 }
 
-int main() {
+// Arguments: the batch sizes to run (1 .. 64; default 1 64): B = 1 the planned cluster16 kernels, B > 1 B = 64's
+// cluster8 ones (session 36: B = 16 / 30 put one / two rows' CTAs on an SM, for the row spans).
+int main(int argc, char** argv) {
+  std::vector<int> batches;
+  for (int a = 1; a < argc; ++a) batches.push_back(std::max(1, std::min(64, std::atoi(argv[a]))));
+  if (batches.empty()) batches = {1, 64};
   const int64_t V = 151936;
   const int B = 64;  // rows allocated; p.rows is each case's B
   std::mt19937 rng(1234);
@@ -158,7 +164,7 @@ int main() {
   const int n = 30;
   // the plan at B = 1 (mlops_sample_plan_configs): lean for temperature, tk where every row has top-k,
   // wide for top-p alone (penalties too); at B = 64: cluster8 lean / tk, tp3 for top-p alone
-  for (int b : {1, 64}) {
+  for (int b : batches) {
     p.rows = b;
     p.history = nullptr;
     p.history_stride = 0;
@@ -204,8 +210,8 @@ int main() {
     if (b == 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
                    run_case<16, false, true, true, true, true, false, false, false, false>("penalties + top-p, cluster16_wide", p, n)))
       return 1;
-    if (b == 64 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
-                    run_case<8, false, true, true, false, false, true, true, false, true>("penalties + top-p, cluster8_tp3", p, n)))
+    if (b > 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
+                   run_case<8, false, true, true, false, false, true, true, false, true>("penalties + top-p, cluster8_tp3", p, n)))
       return 1;
   }
   return 0;
