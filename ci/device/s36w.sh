@@ -5,8 +5,8 @@
 # cluster8_tp3 / cluster16_tp3 named: if the rows run in rounds of 30 clusters, B = 31 and B = 61 step up. Carry
 # .carry/s35v (its new wheel = 45abaeb's sampler). Results in $OUT (occupancy.txt, waves.log, waves-rows.txt).
 export PYTHONUNBUFFERED=1
-mkdir -p $OUT/w
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/nw .carry/s35v/new/mlops_vocab-*.whl
+mkdir -p $OUT/w; source ci/device/lib.sh
+inst ".carry/s35v/new/mlops_vocab-*.whl" /tmp/nw
 nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/cop packages/vocab/bench/cluster_occupancy_probe.cu > $OUT/occupancy.txt 2>&1 &&
   /tmp/cop >> $OUT/occupancy.txt 2>&1
 echo "occupancy rc=$? [${SECONDS}s]"

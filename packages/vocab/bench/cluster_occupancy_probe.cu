@@ -19,6 +19,9 @@ __global__ void __launch_bounds__(512, 2) probe_kernel(float* out) {
   if (out) out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
 }
 
+// rounds of B rows (one cluster a row) at `active` clusters in flight
+static int rounds(int B, int active) { return active > 0 ? (B + active - 1) / active : -1; }
+
 static int clusters(int C, size_t smem, int* per_sm, int* active) {
   CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   if (C > 8) CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -49,17 +52,16 @@ int main() {
       }
       int per_sm = 0, active = 0;
       if (clusters(C, smem, &per_sm, &active)) return 1;
-      auto rounds = [&](int b) { return active > 0 ? (b + active - 1) / active : -1; };
       std::printf("  %2d  %6.2f  %8.1f  %6.1f  %7d  %8d  %11d  %4d  %3d\n", C, st / 1024.0, slice / 1024.0,
-                  smem / 1024.0, per_sm, active, rounds(64), rounds(32), rounds(8));
+                  smem / 1024.0, per_sm, active, rounds(64, active), rounds(32, active), rounds(8, active));
     }
   // an unstaged form (no slice): 2 CTAs an SM, as the sampler's 64 registers a thread allow; this probe kernel needs
   // few registers, so 100 KB of shared memory stands in for that limit (3 CTAs an SM would need <= ~77 KB each)
   for (int C : Cs) {
     int per_sm = 0, active = 0;
     if (clusters(C, 100 * 1024, &per_sm, &active)) return 1;
-    std::printf("  %2d  unstaged, 2 an SM  %7d  %8d  %11d  %4d  %3d\n", C, per_sm, active, (64 + active - 1) / active,
-                (32 + active - 1) / active, (8 + active - 1) / active);
+    std::printf("  %2d  unstaged, 2 an SM  %7d  %8d  %11d  %4d  %3d\n", C, per_sm, active, rounds(64, active),
+                rounds(32, active), rounds(8, active));
   }
   return 0;
 }

@@ -1,7 +1,7 @@
 // Device helpers and a cluster launch shared by the bench probes (grid_barrier_probe.cu, cluster_exchange_probe.cu,
-// sample_timeline_probe.cu, cluster_occupancy_probe.cu): a warp's maximum, the global timer, distributed shared memory as the sampler reads it, the
-// value rounds of a cluster, and one launch of a kernel in clusters of C CTAs (rows of blockIdx.y). Built with the
-// probes only (sm_90), never with the package.
+// sample_timeline_probe.cu, cluster_occupancy_probe.cu): a warp's maximum, the global timer, distributed shared memory
+// as the sampler reads it, the value rounds of a cluster, and one launch of a kernel in clusters of C CTAs (rows of
+// blockIdx.y). Built with the probes only (sm_90), never with the package.
 #pragma once
 #include <cstdint>
 

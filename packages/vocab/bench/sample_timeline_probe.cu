@@ -33,6 +33,16 @@ static const char* kMarkNames[kMarks] = {"start",          "penalties",      "st
 // rows grouped by start (a row starting > 2 us after the round's first opens the next round), a round's row count,
 // start, and its rows' durations (min / median / max, us); then the launch's span from the first start to the last end.
 // (MLOPS_SAMPLE_ROW_SPAN: a header from session 36 on; built against an older one, -I<dir>, the spans are left out.)
+// reset_row_spans before each launch: starts at ~0 (atomicMin), ends at 0 (atomicMax).
+static int reset_row_spans() {
+#if defined(MLOPS_SAMPLE_ROW_SPAN)
+  unsigned long long rows[64][2];
+  for (auto& r : rows) r[0] = ~0ull, r[1] = 0;
+  CK(cudaMemcpyToSymbol(g_sample_rows, rows, sizeof(rows)));
+#endif
+  return 0;
+}
+
 static int row_spans(int n) {
 #if defined(MLOPS_SAMPLE_ROW_SPAN)
   unsigned long long rows[64][2];
@@ -67,15 +77,11 @@ static int run_case(const char* name, SampleParams p, int launches) {
   const size_t bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
-  unsigned long long tl[16][16], rows[64][2];
-  (void)rows;
+  unsigned long long tl[16][16];
   for (int it = 0; it < launches + 5; ++it) {
     const unsigned long long zero[16][16] = {};
     CK(cudaMemcpyToSymbol(g_sample_timeline, zero, sizeof(zero)));
-#if defined(MLOPS_SAMPLE_ROW_SPAN)
-    for (auto& r : rows) r[0] = ~0ull, r[1] = 0;  // atomicMin / atomicMax
-    CK(cudaMemcpyToSymbol(g_sample_rows, rows, sizeof(rows)));
-#endif
+    if (reset_row_spans()) return 1;
     if (launch_clusters(kernel, C, int(p.rows), kClusterThreads, bytes, p)) return 1;
     CK(cudaDeviceSynchronize());
     if (it < 5) continue;

@@ -61,21 +61,22 @@ __device__ unsigned long long g_sample_rows[64][2];
       g_sample_timeline[cluster_rank()][i] = t_;                                          \
     }                                                                                     \
   } while (0)
+// i = 0: the row's start (the earliest CTA's), 1: its end (the latest CTA's)
+#define MLOPS_SAMPLE_ROW_SPAN(i)                                                          \
+  do {                                                                                    \
+    if (threadIdx.x == 0 && blockIdx.y < 64) {                                            \
+      unsigned long long t_;                                                              \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");                    \
+      if ((i) == 0)                                                                       \
+        atomicMin(&g_sample_rows[blockIdx.y][0], t_);                                     \
+      else                                                                                \
+        atomicMax(&g_sample_rows[blockIdx.y][1], t_);                                     \
+    }                                                                                     \
+  } while (0)
 #else
 #define MLOPS_SAMPLE_MARK(i) \
   do {                       \
   } while (0)
-#endif
-#if defined(MLOPS_SAMPLE_TIMELINE) && defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
-#define MLOPS_SAMPLE_ROW_SPAN(i)                                                                          \
-  do {                                                                                                    \
-    if (threadIdx.x == 0 && blockIdx.y < 64) {                                                            \
-      unsigned long long t_;                                                                              \
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");                                    \
-      if ((i) == 0) atomicMin(&g_sample_rows[blockIdx.y][0], t_); else atomicMax(&g_sample_rows[blockIdx.y][1], t_); \
-    }                                                                                                     \
-  } while (0)
-#else
 #define MLOPS_SAMPLE_ROW_SPAN(i) \
   do {                           \
   } while (0)
