@@ -785,32 +785,95 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
   use_cand = false;
 }
 
-// Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
-// (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
-// barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
-// cnt / mass (6 KB of 64-bit words, free here: no round has used them) and publishes the portion's
-// mass; a barrier; every CTA reads the C portion masses (S is their sum: the mass of every key, as
-// the first round's), finds the portion and, reading that portion's P bins from its CTA, the bin
-// where the mass from the top reaches p * S: the same integers, the same crossing bin and mass
-// above it (acc) as a round over bytes would reach over the same keys. Its elements only (those
-// above it are all kept and weigh acc) are listed and gathered; the rounds on bits 13 - 20, 5 - 12
-// and 0 - 4 run on the list (or distributed where it does not fit). Returns whether no bin reaches
-// (prefix and mask stay 0: every key kept, as the rounds' own "no bin reaches").
-// TP (the tp forms, on the tk form): the high 16 bits of a weight are added only where they are not 0 (on the
-// bench's rows almost every element weighs below 2^16: one shared RED an element instead of two; the same
-// integers), and the list holds the slice indices of every element at or above the crossing bin (the bin
-// and everything above it: build_candidates_staged's 16-byte loads), so that tk_draw can draw over
-// it (the rounds on the gathered list still count only the bin's elements: they match the prefix).
-// TP2 (the tp2 forms, on the tp form): no branch an element: both words' atomics are unconditional, and an element
-// of weight 0 (or without high bits) adds 0 to word `lane` instead of its bin (adding 0 changes no word; a lane's
-// own word, so no two lanes of a warp meet at one address for nothing). TP's conditionals are a branch and a
-// convergence region (BSSY / BSYNC) each in the SASS, and a predicated red.shared is compiled to the same branch
-// by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
-// executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
-template <int C, int NT, bool TP = false, bool TP2 = false>
-__device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
-                           int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
-                           uint32_t& mask, uint64_t& acc, double& thr) {
+// Top-p's first round near the max (session 37): the crossing bin of a real row is a few wide bins below the max's,
+// yet the full round (below) adds every element's weight into one of 2048 bins and reads them back across the
+// cluster in two barriers (run 187: ~6 of a B = 1 call's 20.5 us, ~10 of a B = 64 row's 31.7). Here one pass sums
+// every weight in registers (S: the same integer) and adds into shared memory only the weights of the kNearBins wide
+// bins from the max's down to the one holding m - 10 T (a few % of the bench's elements); one cluster barrier, and
+// every CTA reads the C CTAs' near bins (a lane a bin) and their sums. Every element of those bins is counted and no
+// key lies above the max's bin, so each near bin's mass, and the mass from the top to it, are the full round's:
+// where they reach p * S the crossing bin and the mass above it (acc) are the full round's too. Returns the crossing
+// bin, or -1 where the near bins do not reach (a flat row: the caller runs the full round after a cluster barrier,
+// every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
+// max's less j; their other readers are behind the gather's barrier (or the full round's).
+constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
+constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
+template <int C, int NT>
+__device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr) {
+  static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const uint32_t wm = key_of(m) >> kWideShift;
+  const uint32_t wl = key_of(m + kNearSpan * T.cutoff) >> kWideShift;  // m - 10 T's bin (m's for a NaN)
+  const uint32_t nb = wl < wm ? (wm - wl + 1 < uint32_t(kNearBins) ? wm - wl + 1 : uint32_t(kNearBins)) : 1u;
+  if (tid < kNearBins) {
+    sh.hlo[tid] = 0;
+    sh.hhi[tid] = 0;
+  }
+  __syncthreads();
+  LeanRow lm = lean_row(cfg, m, T);
+  lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
+  lm.min_w = 0;
+  uint64_t s = 0;
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? zs[i] : 0.0f;
+      on[j] = i < n;
+    }
+    lean_weights4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s += w[j];
+      const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
+      if (w[j] && b < nb) {
+        atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+        atomicAdd(&sh.hhi[b], w[j] >> 16);
+      }
+    }
+  }
+  s = block_sum_u64<NT>(s, sh);
+  if (tid == 0) sh.pub_wide = s;
+  MLOPS_SAMPLE_MARK(11);
+  cluster_sync_smem();  // every CTA's near bins and sum complete
+  uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // CTA r's bin j at 32 r + j
+  for (int t = tid; t < C * 32; t += NT) {
+    const unsigned r = unsigned(t) >> 5, b = unsigned(t) & 31u;
+    red[t] = b < nb ? mass_of<true>(remote_load(&sh.hlo[b], r), remote_load(&sh.hhi[b], r)) : uint64_t(0);
+  }
+  __syncthreads();
+  MLOPS_SAMPLE_MARK(12);
+  if (tid < 32) {  // lane j: near bin j (from the top)
+    uint64_t mb = 0;
+    for (int r = 0; r < C; ++r) mb += red[32 * r + int(lane)];
+    const uint64_t S = warp_sum(lane < unsigned(C) ? remote_load(&sh.pub_wide, lane) : uint64_t(0));
+    const double th = top_p_threshold(cfg.top_p, S);
+    const uint64_t incl = warp_incl_scan(mb);  // lanes >= nb add 0: the first reaching lane is below nb
+    const unsigned hit = __ballot_sync(kFull, double(incl) >= th);
+    const int h = hit ? __ffs(hit) - 1 : -1;
+    const uint64_t above = __shfl_sync(kFull, incl - mb, h < 0 ? 0 : h);
+    if (lane == 0) {
+      sh.b_total = S;
+      sh.b_warp = h;
+      sh.b_acc = above;
+    }
+  }
+  __syncthreads();
+  thr = top_p_threshold(cfg.top_p, sh.b_total);
+  acc = sh.b_acc;
+  return sh.b_warp < 0 ? -1 : int(wm) - sh.b_warp;
+}
+
+// The full round (the caller's comment), where wide_near_pass's bins do not reach: the crossing bin, or -1 where
+// no bin reaches; acc, thr and sh.b_total as wide_near_pass's.
+template <int C, int NT, bool TP, bool TP2>
+__device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr) {
   static_assert(C >= 3, "a portion of the wide bins fits cnt / mass (768 words)");
   constexpr int P = (kWideBins + C - 1) / C;
   const int tid = threadIdx.x;
@@ -823,7 +886,6 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   LeanRow lm = lean_row(cfg, m, T);
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
-  const int n = int(v1 - v0);
   for (int i0 = tid; i0 < n; i0 += 4 * NT) {
     float x[4];
     bool on[4];
@@ -891,15 +953,53 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   thr = top_p_threshold(cfg.top_p, sh.b_total);
   const uint32_t rp = sh.b_krem;
   const uint64_t above = sh.b_acc;  // find_from_top writes it only after a barrier
-  if (rp == ~0u) return true;
+  if (rp == ~0u) return -1;
   find_from_top<NT>(
       P, above,
       [&](int i) { return int(rp) * P + i < kWideBins ? remote_load(&red[i], rp) : uint64_t(0); },
       [&](uint64_t s) { return double(s) >= thr; }, sh);
-  MLOPS_SAMPLE_MARK(13);
-  prefix = uint32_t(int(rp) * P + sh.b_warp) << kWideShift;  // b_warp >= 0: the portion reaches
-  mask = ~0u << kWideShift;
   acc = sh.b_acc;
+  return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
+}
+
+// Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
+// (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
+// barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
+// cnt / mass (6 KB of 64-bit words, free here: no round has used them) and publishes the portion's
+// mass; a barrier; every CTA reads the C portion masses (S is their sum: the mass of every key, as
+// the first round's), finds the portion and, reading that portion's P bins from its CTA, the bin
+// where the mass from the top reaches p * S: the same integers, the same crossing bin and mass
+// above it (acc) as a round over bytes would reach over the same keys. Its elements only (those
+// above it are all kept and weigh acc) are listed and gathered; the rounds on bits 13 - 20, 5 - 12
+// and 0 - 4 run on the list (or distributed where it does not fit). Returns whether no bin reaches
+// (prefix and mask stay 0: every key kept, as the rounds' own "no bin reaches").
+// Since session 37 this full round (wide_full_pass) runs only where the bins near the max do not reach p * S
+// (wide_near_pass: one pass, one cluster barrier, the same crossing bin, acc, thr and S where they do).
+// TP (the tp forms, on the tk form): the high 16 bits of a weight are added only where they are not 0 (on the
+// bench's rows almost every element weighs below 2^16: one shared RED an element instead of two; the same
+// integers), and the list holds the slice indices of every element at or above the crossing bin (the bin
+// and everything above it: build_candidates_staged's 16-byte loads), so that tk_draw can draw over
+// it (the rounds on the gathered list still count only the bin's elements: they match the prefix).
+// TP2 (the tp2 forms, on the tp form): no branch an element: both words' atomics are unconditional, and an element
+// of weight 0 (or without high bits) adds 0 to word `lane` instead of its bin (adding 0 changes no word; a lane's
+// own word, so no two lanes of a warp meet at one address for nothing). TP's conditionals are a branch and a
+// convergence region (BSSY / BSYNC) each in the SASS, and a predicated red.shared is compiled to the same branch
+// by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
+// executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
+template <int C, int NT, bool TP = false, bool TP2 = false>
+__device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
+                           int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
+                           uint32_t& mask, uint64_t& acc, double& thr) {
+  const int n = int(v1 - v0);
+  int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr);
+  if (bin < 0) {
+    cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
+    bin = wide_full_pass<C, NT, TP, TP2>(cfg, m, T, zs, n, sh, acc, thr);
+    if (bin < 0) return true;
+  }
+  MLOPS_SAMPLE_MARK(13);
+  prefix = uint32_t(bin) << kWideShift;
+  mask = ~0u << kWideShift;
   if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
