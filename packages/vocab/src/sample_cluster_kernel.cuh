@@ -796,9 +796,6 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // bin, or -1 where the near bins do not reach (a flat row: the caller runs the full round after a cluster barrier,
 // every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
 // max's less j; their other readers are behind the gather's barrier (or the full round's).
-#ifndef MLOPS_SAMPLE_NEAR_LIST
-#define MLOPS_SAMPLE_NEAR_LIST 1  // the near pass also lists (compact_near_list); 0: build_candidates_staged after it (session 37 A/B)
-#endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
 template <int C, int NT>
@@ -819,42 +816,35 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
   uint64_t s = 0;
-#if MLOPS_SAMPLE_NEAR_LIST
-  const unsigned below = (1u << lane) - 1u;
-  if (tid == 0) sh.cand_n = 0;  // before the pass's first push: the barrier of block_sum_u64 below orders its reads
-  __syncthreads();
-  for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (the ballots)
-#else
-  for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+#ifndef MLOPS_SAMPLE_NEAR_G
+#define MLOPS_SAMPLE_NEAR_G 1
 #endif
-    float x[4];
-    bool on[4];
-    uint32_t w[4];
+  constexpr int G = MLOPS_SAMPLE_NEAR_G;  // groups of 4 elements a trip
+  for (int i0 = tid; i0 < n; i0 += 4 * G * NT) {
+    float x[G][4];
+    bool on[G][4];
+    uint32_t w[G][4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + j * NT;
-      x[j] = i < n ? zs[i] : 0.0f;
-      on[j] = i < n;
-    }
-    lean_weights4(lm, x, on, w);
+    for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      s += w[j];
-      const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
-      if (w[j] && b < nb) {
-        atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
-        atomicAdd(&sh.hhi[b], w[j] >> 16);
+      for (int j = 0; j < 4; ++j) {
+        const int i = i0 + (4 * g + j) * NT;
+        x[g][j] = i < n ? zs[i] : 0.0f;
+        on[g][j] = i < n;
       }
-#if MLOPS_SAMPLE_NEAR_LIST
-      const unsigned bl = __ballot_sync(kFull, on[j] && b < nb);  // listed by key, weighed or not
-      if (bl) {
-        uint32_t at = 0;
-        if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(bl)));
-        at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(bl & below));
-        if (on[j] && b < nb && at < uint32_t(kClusterCand)) sh.cand[at] = bits_f32(uint32_t(i0 + j * NT));
+#pragma unroll
+    for (int g = 0; g < G; ++g) lean_weights4(lm, x[g], on[g], w[g]);
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        s += w[g][j];
+        const uint32_t b = wm - (key_of(x[g][j]) >> kWideShift);  // a weighed element's key is at most the max's
+        if (w[g][j] && b < nb) {
+          atomicAdd(&sh.hlo[b], w[g][j] & 0xffffu);
+          atomicAdd(&sh.hhi[b], w[g][j] >> 16);
+        }
       }
-#endif
-    }
   }
   s = block_sum_u64<NT>(s, sh);
   if (tid == 0) sh.pub_wide = s;
@@ -981,41 +971,6 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
   return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
 }
 
-#if MLOPS_SAMPLE_NEAR_LIST
-// wide_near_pass's list (the slice indices of every element in the near bins, unordered, cand_n <= kClusterCand)
-// cut to the keys in [lo, hi]: build_candidates_staged's set without its pass over the slice (IDX: the indices, else
-// the values). Every thread calls it.
-template <int NT, bool IDX>
-__device__ void compact_near_list(const float* zs, uint32_t lo, uint32_t hi, ClusterShared<NT>& sh) {
-  constexpr int kQ = (kClusterCand + NT - 1) / NT;
-  const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u, below = (1u << lane) - 1u;
-  const int cn = int(sh.cand_n);
-  uint32_t e[kQ];
-  bool on[kQ];
-#pragma unroll
-  for (int q = 0; q < kQ; ++q) {
-    const int i = tid + q * NT;
-    e[q] = i < cn ? f32_bits(sh.cand[i]) : 0u;
-    const uint32_t k = key_of(zs[e[q]]);
-    on[q] = i < cn && k >= lo && k <= hi;
-  }
-  __syncthreads();  // every read of the near list
-  if (tid == 0) sh.cand_n = 0;
-  __syncthreads();
-#pragma unroll
-  for (int q = 0; q < kQ; ++q) {
-    const unsigned bl = __ballot_sync(kFull, on[q]);
-    if (!bl) continue;
-    uint32_t at = 0;
-    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(bl)));
-    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(bl & below));
-    if (on[q]) sh.cand[at] = IDX ? bits_f32(e[q]) : zs[e[q]];
-  }
-  __syncthreads();
-}
-#endif
-
 // Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
 // (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
 // barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
@@ -1046,8 +1001,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
                            uint32_t& mask, uint64_t& acc, double& thr) {
   const int n = int(v1 - v0);
   int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr);
-  const bool near = bin >= 0;
-  if (!near) {
+  if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
     bin = wide_full_pass<C, NT, TP, TP2>(cfg, m, T, zs, n, sh, acc, thr);
     if (bin < 0) return true;
@@ -1055,11 +1009,6 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   MLOPS_SAMPLE_MARK(13);
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
-#if MLOPS_SAMPLE_NEAR_LIST
-  if (near && sh.cand_n <= uint32_t(kClusterCand)) {  // cand_n read after wide_near_pass's last barrier
-    compact_near_list<NT, TP>(zs, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
-  } else
-#endif
   if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
