@@ -600,11 +600,13 @@ __device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, floa
 // BOUND (the wide forms): also the largest of the CTAs' published list bounds, into g_bound.
 // IDX (the tk forms): the lists hold slice indices; the values are read from each CTA's staged slice zs.
 // WARPS (the wide round's gather, session 34): the copy by warps a CTA's list (below).
+// head (the tp forms, session 37): the count of a CTA's first list entries to gather (bin_first's), where not the whole list.
 template <int C, int NT, bool BOUND = false, bool IDX = false, bool WARPS = false>
-__device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all, const float* zs = nullptr) {
+__device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all, const float* zs = nullptr,
+                                                 uint32_t head = 0xffffffffu) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
-  if (tid == 0) sh.pub_cand_n = sh.cand_n;
+  if (tid == 0) sh.pub_cand_n = head != 0xffffffffu ? head : sh.cand_n;  // head: only the list's first entries
   cluster_sync_smem();
   if (tid < 32) {
     const uint32_t n = lane < unsigned(C) ? remote_load(&sh.pub_cand_n, lane) : 0u;
@@ -816,35 +818,26 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
   uint64_t s = 0;
-#ifndef MLOPS_SAMPLE_NEAR_G
-#define MLOPS_SAMPLE_NEAR_G 1
-#endif
-  constexpr int G = MLOPS_SAMPLE_NEAR_G;  // groups of 4 elements a trip
-  for (int i0 = tid; i0 < n; i0 += 4 * G * NT) {
-    float x[G][4];
-    bool on[G][4];
-    uint32_t w[G][4];
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (run 201)
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
 #pragma unroll
-    for (int g = 0; g < G; ++g)
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? zs[i] : 0.0f;
+      on[j] = i < n;
+    }
+    lean_weights4(lm, x, on, w);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int i = i0 + (4 * g + j) * NT;
-        x[g][j] = i < n ? zs[i] : 0.0f;
-        on[g][j] = i < n;
+    for (int j = 0; j < 4; ++j) {
+      s += w[j];
+      const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
+      if (w[j] && b < nb) {
+        atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+        atomicAdd(&sh.hhi[b], w[j] >> 16);
       }
-#pragma unroll
-    for (int g = 0; g < G; ++g) lean_weights4(lm, x[g], on[g], w[g]);
-#pragma unroll
-    for (int g = 0; g < G; ++g)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        s += w[g][j];
-        const uint32_t b = wm - (key_of(x[g][j]) >> kWideShift);  // a weighed element's key is at most the max's
-        if (w[g][j] && b < nb) {
-          atomicAdd(&sh.hlo[b], w[g][j] & 0xffffu);
-          atomicAdd(&sh.hhi[b], w[g][j] >> 16);
-        }
-      }
+    }
   }
   s = block_sum_u64<NT>(s, sh);
   if (tid == 0) sh.pub_wide = s;
@@ -971,6 +964,54 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
   return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
 }
 
+// The tp forms' list (slice indices of every element at or above the crossing bin, for this CTA's draw) reordered so
+// that the crossing bin's entries (keys <= hi) come first; returns their count, which is all the gather copies: every
+// reader of the gathered list (tp3_rounds, the rounds on it) takes only the keys matching the bin's prefix. On the
+// bench's rows a crossing bin of [6, 7) (a fifth of them) lists ~3 460 elements, over kGather, and its ~1 950 fit
+// (session 37). Where the list overflowed, its count (the gather fails as before). Every thread calls it.
+template <int NT>
+__device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& sh) {
+  constexpr int kQ = (kClusterCand + NT - 1) / NT;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, below = (1u << lane) - 1u;
+  const uint32_t cn = sh.cand_n;  // read after the caller's barrier
+  if (cn > uint32_t(kClusterCand)) return cn;
+  uint32_t e[kQ];
+  bool in[kQ];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const uint32_t i = uint32_t(tid + q * NT);
+    e[q] = i < cn ? f32_bits(sh.cand[i]) : 0u;
+    in[q] = i < cn && key_of(zs[e[q]]) <= hi;
+  }
+  uint32_t* ctr = reinterpret_cast<uint32_t*>(sh.wtot);  // the bin's count, the two write positions
+  if (tid < 3) ctr[tid] = 0;
+  __syncthreads();  // every read of the list above
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const unsigned b = __ballot_sync(kFull, in[q]);
+    if (lane == 0 && b) atomicAdd(&ctr[0], uint32_t(__popc(b)));
+  }
+  __syncthreads();
+  const uint32_t nbin = ctr[0];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const bool on = uint32_t(tid + q * NT) < cn;
+    const unsigned b = __ballot_sync(kFull, in[q]), a = __ballot_sync(kFull, on && !in[q]);
+    uint32_t at_b = 0, at_a = 0;
+    if (lane == 0) {
+      if (b) at_b = atomicAdd(&ctr[1], uint32_t(__popc(b)));
+      if (a) at_a = atomicAdd(&ctr[2], uint32_t(__popc(a)));
+    }
+    at_b = __shfl_sync(kFull, at_b, 0) + uint32_t(__popc(b & below));
+    at_a = nbin + __shfl_sync(kFull, at_a, 0) + uint32_t(__popc(a & below));
+    if (in[q]) sh.cand[at_b] = bits_f32(e[q]);
+    else if (on) sh.cand[at_a] = bits_f32(e[q]);
+  }
+  __syncthreads();
+  return nbin;
+}
+
 // Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
 // (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
 // barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
@@ -1015,9 +1056,11 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
     build_candidates_staged<NT, false>(zs, n, prefix, sh, prefix | ~mask);
   }
   use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+  uint32_t head = 0xffffffffu;  // the whole list
+  if constexpr (TP) head = bin_first<NT>(zs, prefix | ~mask, sh);
   MLOPS_SAMPLE_MARK(14);
   // its barrier: every CTA's last read of this one's red is behind it
-  all_n = gather_candidates<C, NT, false, TP, true>(sh, all, zs);
+  all_n = gather_candidates<C, NT, false, TP, true>(sh, all, zs, head);
   return false;
 }
 
