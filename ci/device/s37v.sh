@@ -3,14 +3,14 @@
 # Carry .carry/s37v: before/ and new/ (the sm90 vocab wheels of 3217a9c and of the commit under test, `python3 -m nox
 # -s gpu_build -- --tags sm90 --package vocab` in a worktree of each), and timeline probes built here with nvcc 13.0
 # (bench/sample_timeline_probe.cu): stp_old against 3217a9c's header (probe_old/), stp against the tree's, stp_<x>
-# against the tree's with a -D of a probe-only form (run 200: stp_list, -DMLOPS_SAMPLE_NEAR_LIST=1, since taken out;
-# run 201: stp_g2, -DMLOPS_SAMPLE_NEAR_G=2).
+# against the tree's with a -D of a probe-only form (run 199: stp_list, -DMLOPS_SAMPLE_NEAR_LIST=1, since taken out;
+# run 200: stp_g2, -DMLOPS_SAMPLE_NEAR_G=2).
 # (1) the probes named in PROBES (default "old new"), twice, at B = 1 8 16 30 60 64 (row 0's phases; every row's span
 # above B = 1); (2) alone on the GPU, the sampling bench (--quick, B = 1, 8, 64) of the planned call and cluster8_tp3 /
 # cluster16_tp3 named, for temperature (the anchor: unchanged code), top-p and penalties + top-p, before / new / before
 # / new; (3) at once: both vocab GPU files whole on the new wheel (6 shards each) and compute-sanitizer (SAN: default
 # "racecheck memcheck") of the wide / tp sanitizer subset. Results in $OUT/v.tgz.
-# Run 200: PROBES="old new list"; run 201: PROBES="new g2" SAN=memcheck; run 202: PROBES="old near new" (stp_near: the
+# Run 199: PROBES="old new list"; run 200: PROBES="new g2" SAN=memcheck; run 201: PROBES="old near new" (stp_near: the
 # near pass alone, e80c246; stp: bin_first too).
 # `DRY=1 OUT=/tmp/x bash ci/device/s37v.sh` runs the shell logic with the GPU commands echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system

@@ -818,7 +818,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
   uint64_t s = 0;
-  for (int i0 = tid; i0 < n; i0 += 4 * NT) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (run 201)
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
     float x[4];
     bool on[4];
     uint32_t w[4];
