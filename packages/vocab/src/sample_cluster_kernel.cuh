@@ -798,11 +798,14 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // bin, or -1 where the near bins do not reach (a flat row: the caller runs the full round after a cluster barrier,
 // every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
 // max's less j; their other readers are behind the gather's barrier (or the full round's).
+#ifndef MLOPS_SAMPLE_NEAR_MASK
+#define MLOPS_SAMPLE_NEAR_MASK 0  // probe: the near elements' positions kept as a bit mask a thread, list_near's listing
+#endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
 template <int C, int NT>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
-                              ClusterShared<NT>& sh, uint64_t& acc, double& thr) {
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near) {
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -818,7 +821,9 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
   lm.min_w = 0;
   uint64_t s = 0;
-  for (int i0 = tid; i0 < n; i0 += 4 * NT) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
+  near = 0;
+  int bit = 0;  // element tid + e NT is bit e of near (e < 64)
+  for (int i0 = tid; i0 < n; i0 += 4 * NT, bit += 4) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
     float x[4];
     bool on[4];
     uint32_t w[4];
@@ -833,10 +838,20 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     for (int j = 0; j < 4; ++j) {
       s += w[j];
       const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
+#if MLOPS_SAMPLE_NEAR_MASK
+      if (on[j] && b < nb) {
+        near |= 1ull << ((bit + j) & 63);
+        if (w[j]) {
+          atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+          atomicAdd(&sh.hhi[b], w[j] >> 16);
+        }
+      }
+#else
       if (w[j] && b < nb) {
         atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
         atomicAdd(&sh.hhi[b], w[j] >> 16);
       }
+#endif
     }
   }
   s = block_sum_u64<NT>(s, sh);
@@ -964,6 +979,38 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
   return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
 }
 
+// build_candidates_staged's list (keys in [lo, hi]; IDX: slice indices, else values) from wide_near_pass's bit masks
+// (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
+// bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
+// The same set; the list is unordered. Every thread calls it.
+template <int NT, bool IDX>
+__device__ void list_near(const float* zs, uint64_t near, uint32_t lo, uint32_t hi, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, below = (1u << lane) - 1u;
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();  // after every earlier read of cand_n / cand
+  while (__ballot_sync(kFull, near != 0)) {
+    bool on = false;
+    uint32_t i = 0;
+    float x = 0.0f;
+    if (near) {
+      const uint32_t l = uint32_t(near), h = uint32_t(near >> 32);
+      i = uint32_t(tid + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h))) * NT);
+      near &= near - 1;
+      x = zs[i];
+      const uint32_t k = key_of(x);
+      on = k >= lo && k <= hi;
+    }
+    const unsigned b = __ballot_sync(kFull, on);
+    if (!b) continue;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(b)));
+    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(b & below));
+    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i) : x;
+  }
+  __syncthreads();
+}
+
 // The tp forms' list (slice indices of every element at or above the crossing bin, for this CTA's draw) reordered so
 // that the crossing bin's entries (keys <= hi) come first; returns their count, which is all the gather copies: every
 // reader of the gathered list (tp3_rounds, the rounds on it) takes only the keys matching the bin's prefix. On the
@@ -1041,7 +1088,9 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
                            uint32_t& mask, uint64_t& acc, double& thr) {
   const int n = int(v1 - v0);
-  int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr);
+  uint64_t near;
+  int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr, near);
+  const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * NT;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
     bin = wide_full_pass<C, NT, TP, TP2>(cfg, m, T, zs, n, sh, acc, thr);
@@ -1050,7 +1099,9 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   MLOPS_SAMPLE_MARK(13);
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
-  if constexpr (TP) {
+  if (by_mask) {
+    list_near<NT, TP>(zs, near, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+  } else if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
     build_candidates_staged<NT, false>(zs, n, prefix, sh, prefix | ~mask);
