@@ -10,8 +10,8 @@
 # cluster16_tp3 named, for temperature (the anchor: unchanged code), top-p and penalties + top-p, before / new / before
 # / new; (3) at once: both vocab GPU files whole on the new wheel (6 shards each) and compute-sanitizer (SAN: default
 # "racecheck memcheck") of the wide / tp sanitizer subset. Results in $OUT/v.tgz.
-# Run 199: PROBES="old new list"; run 200: PROBES="new g2" SAN=memcheck; run 201: PROBES="old near new mask" (stp_near: the
-# near pass alone, e80c246; stp: bin_first too, acc78b0; stp_mask: -DMLOPS_SAMPLE_NEAR_MASK=1, list_near).
+# Run 199: PROBES="old new list"; run 200: PROBES="new g2" SAN=memcheck; run 201: PROBES="old near bf new" (stp_near: the
+# near pass alone, e80c246; stp_bf: bin_first too, acc78b0; stp and the new wheel: list_near too).
 # `DRY=1 OUT=/tmp/x bash ci/device/s37v.sh` runs the shell logic with the GPU commands echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs

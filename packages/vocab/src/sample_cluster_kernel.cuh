@@ -799,7 +799,7 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 // every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
 // max's less j; their other readers are behind the gather's barrier (or the full round's).
 #ifndef MLOPS_SAMPLE_NEAR_MASK
-#define MLOPS_SAMPLE_NEAR_MASK 0  // probe: the near elements' positions kept as a bit mask a thread, list_near's listing
+#define MLOPS_SAMPLE_NEAR_MASK 1  // the near elements' positions kept as a bit mask a thread, list_near's listing (0: A/B)
 #endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
