@@ -586,6 +586,14 @@ __device__ __forceinline__ LeanRow lean_row(const mlops_sample_config& cfg, floa
   return r;
 }
 
+// lean_row without min-p: top-p's masses are before min-p.
+__device__ __forceinline__ LeanRow mass_row(const mlops_sample_config& cfg, float m, Temperature t) {
+  LeanRow r = lean_row(cfg, m, t);
+  r.u_min = -__int_as_float(0x7f800000);
+  r.min_w = 0;
+  return r;
+}
+
 // The gather forms (GATHER): once a first round has bounded what can still matter, the cluster's
 // candidates (every CTA's elements at or above the bound: a few hundred at V = 151936 with top-k 50
 // or top-p 0.9) are copied into every CTA's shared memory, and the remaining rounds (top-k's lower
@@ -787,6 +795,20 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
   use_cand = false;
 }
 
+// The staged positions i0, i0 + NT, i0 + 2 NT, i0 + 3 NT of a slice of n (x, on: i < n) and their weights (lean_weights4):
+// the wide rounds' passes (wide_near_pass, wide_full_pass) step through the slice this way.
+template <int NT>
+__device__ __forceinline__ void weigh_strided4(const LeanRow& lm, const float* zs, int n, int i0, float (&x)[4],
+                                               bool (&on)[4], uint32_t (&w)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int i = i0 + j * NT;
+    x[j] = i < n ? zs[i] : 0.0f;
+    on[j] = i < n;
+  }
+  lean_weights4(lm, x, on, w);
+}
+
 // Top-p's first round near the max (session 37): the crossing bin of a real row is a few wide bins below the max's,
 // yet the full round (below) adds every element's weight into one of 2048 bins and reads them back across the
 // cluster in two barriers (run 187: ~6 of a B = 1 call's 20.5 us, ~10 of a B = 64 row's 31.7). Here one pass sums
@@ -817,9 +839,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     sh.hhi[tid] = 0;
   }
   __syncthreads();
-  LeanRow lm = lean_row(cfg, m, T);
-  lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
-  lm.min_w = 0;
+  const LeanRow lm = mass_row(cfg, m, T);
   uint64_t s = 0;
   near = 0;
   int bit = 0;  // element tid + e NT is bit e of near (e < 64)
@@ -827,13 +847,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     float x[4];
     bool on[4];
     uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + j * NT;
-      x[j] = i < n ? zs[i] : 0.0f;
-      on[j] = i < n;
-    }
-    lean_weights4(lm, x, on, w);
+    weigh_strided4<NT>(lm, zs, n, i0, x, on, w);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       s += w[j];
@@ -900,20 +914,12 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
     sh.hhi[i] = 0;
   }
   __syncthreads();
-  LeanRow lm = lean_row(cfg, m, T);
-  lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
-  lm.min_w = 0;
+  const LeanRow lm = mass_row(cfg, m, T);
   for (int i0 = tid; i0 < n; i0 += 4 * NT) {
     float x[4];
     bool on[4];
     uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + j * NT;
-      x[j] = i < n ? zs[i] : 0.0f;
-      on[j] = i < n;
-    }
-    lean_weights4(lm, x, on, w);
+    weigh_strided4<NT>(lm, zs, n, i0, x, on, w);
     if constexpr (TP2) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -1270,9 +1276,7 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
     hn[i] = 0;
   }
   __syncthreads();
-  LeanRow lm = lean_row(cfg, m, T);
-  lm.u_min = -__int_as_float(0x7f800000);  // top-p's masses are before min-p
-  lm.min_w = 0;
+  const LeanRow lm = mass_row(cfg, m, T);
   for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
     float x[4];
     bool on[4];
