@@ -821,7 +821,14 @@ __device__ __forceinline__ void weigh_strided4(const LeanRow& lm, const float* z
 // every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
 // max's less j; their other readers are behind the gather's barrier (or the full round's).
 #ifndef MLOPS_SAMPLE_NEAR_MASK
-#define MLOPS_SAMPLE_NEAR_MASK 1  // the near elements' positions kept as a bit mask a thread, list_near's listing (0: A/B)
+// Session 37's two steps after wide_near_pass, checked on the host (tests/c/sample_kernel_on_host.cpp, every
+// combination) but not yet run on a GPU (no device machine was lent after run 200), so off until ci/device/s37v.sh
+// (run 201's plan) times and tests them: the near elements' positions kept as a 64-bit mask a thread and listed from it
+// (list_near), and the tp forms' gather of the crossing bin's entries alone (bin_first).
+#define MLOPS_SAMPLE_NEAR_MASK 0
+#endif
+#ifndef MLOPS_SAMPLE_BIN_FIRST
+#define MLOPS_SAMPLE_BIN_FIRST 0
 #endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
@@ -1114,7 +1121,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   }
   use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
   uint32_t head = 0xffffffffu;  // the whole list
-  if constexpr (TP) head = bin_first<NT>(zs, prefix | ~mask, sh);
+  if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
   MLOPS_SAMPLE_MARK(14);
   // its barrier: every CTA's last read of this one's red is behind it
   all_n = gather_candidates<C, NT, false, TP, true>(sh, all, zs, head);
