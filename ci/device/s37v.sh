@@ -1,17 +1,22 @@
 #!/bin/bash
-# Session 37's sampler change (wide_near_pass: top-p's wide round near the max first), one H200 call, ~250 - 450 s.
-# Carry .carry/s37v: before/ and new/ (the sm90 vocab wheels of 3217a9c and of the commit under test, `python3 -m nox
-# -s gpu_build -- --tags sm90 --package vocab` in a worktree of each), and timeline probes built here with nvcc 13.0
-# (bench/sample_timeline_probe.cu): stp_old against 3217a9c's header (probe_old/), stp against the tree's, stp_<x>
-# against the tree's with a -D of a probe-only form (run 199: stp_list, -DMLOPS_SAMPLE_NEAR_LIST=1, since taken out;
-# run 200: stp_g2, -DMLOPS_SAMPLE_NEAR_G=2).
-# (1) the probes named in PROBES (default "old new"), twice, at B = 1 8 16 30 60 64 (row 0's phases; every row's span
-# above B = 1); (2) alone on the GPU, the sampling bench (--quick, B = 1, 8, 64) of the planned call and cluster8_tp3 /
-# cluster16_tp3 named, for temperature (the anchor: unchanged code), top-p and penalties + top-p, before / new / before
-# / new; (3) at once: both vocab GPU files whole on the new wheel (6 shards each) and compute-sanitizer (SAN: default
-# "racecheck memcheck") of the wide / tp sanitizer subset. Results in $OUT/v.tgz.
-# Run 199: PROBES="old new list"; run 200: PROBES="new g2" SAN=memcheck; run 201: PROBES="old near bf new" (stp_near: the
-# near pass alone, e80c246; stp_bf: bin_first too, acc78b0; stp and the new wheel: list_near too).
+# Session 37's sampler changes (wide_near_pass, then bin_first / list_near), one H200 call, ~300 s. Carry .carry/s37v:
+# before/ and new/ (sm90 vocab wheels: `python3 -m nox -s gpu_build -- --tags sm90 --package vocab` in a worktree of the
+# commit, new/ with CUDAFLAGS="-DMLOPS_SAMPLE_NEAR_MASK=1 -DMLOPS_SAMPLE_BIN_FIRST=1" in the environment: a fresh
+# worktree, so its build dir takes the flags), and timeline probes built here with nvcc 13.0 from
+# bench/sample_timeline_probe.cu (F="-O3 -std=c++17 -arch=sm_90 -fmad=false -Ipackages/vocab/src
+# -Ipackages/vocab/include -Ipackages/common/include"; nvcc [-D...] $F -o .carry/s37v/stp_<side> ...): stp_<side> for each
+# side of PROBES, stp for "new".
+# (1) the probes named in PROBES, twice, at B = 1 8 16 30 60 64 (row 0's phases; every row's span above B = 1);
+# (2) alone on the GPU, the sampling bench (--quick, B = 1, 8, 64) of the planned call and cluster8_tp3 / cluster16_tp3
+# named, for temperature (the anchor: unchanged code), top-p and penalties + top-p, before / new / before / new; (3) at
+# once: both vocab GPU files whole on the new wheel (6 shards each) and compute-sanitizer (SAN: default "racecheck
+# memcheck") of the wide / tp sanitizer subset. Results in $OUT/v.tgz.
+# Run 199: 3217a9c / 63719fe wheels, PROBES="old new list" (stp_list: the near pass listing by ballots, since taken
+# out); run 200: 3217a9c / e80c246, PROBES="new g2" SAN=memcheck (stp_g2: -DMLOPS_SAMPLE_NEAR_G=2, since taken out).
+# Next (prepared in session 37; no machine was lent after run 200): before = 45c4c33's default build (the near pass:
+# e80c246's kernels), new = 45c4c33 with both macros, PROBES="old bf mask new" (stp_old: default; stp_bf:
+# -DMLOPS_SAMPLE_BIN_FIRST=1; stp_mask: -DMLOPS_SAMPLE_NEAR_MASK=1; stp: both). If new wins and its tests pass, set
+# both macros' defaults to 1 in sample_cluster_kernel.cuh (or the one that wins, by the probe).
 # `DRY=1 OUT=/tmp/x bash ci/device/s37v.sh` runs the shell logic with the GPU commands echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs
