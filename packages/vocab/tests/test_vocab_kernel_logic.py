@@ -36,14 +36,15 @@ PKG = ROOT / "packages" / "vocab"
 sys.path.insert(0, str(ROOT / "tools"))
 
 
-def _build_and_run(tmp_path, runner: str, host_source: str, min_checks: int):
+def _build_and_run(tmp_path, runner: str, host_source: str, min_checks: int, defines: tuple = ()):
     import cuda_toolkit
 
     root = cuda_toolkit.toolkit_root(cuda_toolkit.provide(os.environ.get("MLOPS_TEST_CUDA", "13.0")))
     # -ffp-contract=off: as the library is built (cmake/mlops.cmake), so a*b+c is never fused; -U_FORTIFY_SOURCE: the
     # fibers switch stacks by _longjmp, which the fortified longjmp rejects
     exe = build_cxx(tmp_path / runner,
-                    ["-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
+                    [*(f"-D{d}" for d in defines),
+                     "-std=c++20", "-O1", "-U_FORTIFY_SOURCE", "-ffp-contract=off", "-w", f"-I{root / 'include'}",
                      f"-I{PKG / 'include'}", f"-I{ROOT / 'packages' / 'common' / 'include'}", f"-I{PKG / 'src'}",
                      f"-I{PKG / 'tests' / 'c'}", PKG / "tests" / "c" / f"{runner}.cpp", PKG / "src" / host_source])
     # 600 s: the sampler's runner, the longest, takes ~40 s on a 2-core machine on fibers (session 25; it took 298 s
@@ -75,3 +76,10 @@ def test_lm_head_stream_device_code_on_host(tmp_path):
 
 def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 4417)
+
+
+def test_sampler_prepared_forms_on_host_equal_host_emulation(tmp_path):
+    """Session 37's forms that are off by default until a GPU run times them (sample_cluster_kernel.cuh: list_near,
+    MLOPS_SAMPLE_NEAR_MASK; bin_first, MLOPS_SAMPLE_BIN_FIRST): the same runner with both on, so they stay checked."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 4417,
+                   ("MLOPS_SAMPLE_NEAR_MASK=1", "MLOPS_SAMPLE_BIN_FIRST=1"))
