@@ -109,9 +109,10 @@ finish() {
 # Session 16: the sanitizer passes and the wrap-up that the s14-s16 parts each wrote out (duplicates D1-D4).
 # ksanitize LABEL TARGET LIMIT FILE K: compute-sanitizer racecheck and memcheck of `pytest FILE -k K` on sm_90, both in
 # the background, a summ line each ($R/summary.txt) and their logs as $R/LABEL-{racecheck,memcheck}.log.
+# SAN (optional): the tools, "racecheck memcheck" unless set (session 37).
 ksanitize() {
   local tool
-  for tool in racecheck memcheck; do
+  for tool in ${SAN:-racecheck memcheck}; do
     ( PYTHONPATH=$2:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 timeout $3 compute-sanitizer --tool $tool --error-exitcode 9 \
         python3 -m pytest -q --tb=short -p no:cacheprovider -k "$5" $4 > $R/$1-$tool.log 2>&1
       summ $1-$tool $? ) &

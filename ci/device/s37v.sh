@@ -32,12 +32,7 @@ done
 bench_ab 90 --modes temperature,top_p0.9,penalties_top_p0.9 --variants cluster8_tp3,cluster16_tp3
 fshards vocab packages/vocab/tests/test_vocab_gpu.py $N 6 300
 fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py $N 6 300
-for tool in ${SAN:-racecheck memcheck}; do
-  ( PYTHONPATH=$N:$PWD/tools/testing MLOPS_ARCH_TAG=sm90 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
-      python3 -m pytest -q --tb=short -p no:cacheprovider -k "sanitizer_subset and (wide or tp)" \
-      packages/vocab/tests/test_vocab_sampler_gpu.py > $R/vocab-$tool.log 2>&1
-    summ vocab-$tool $? ) &
-done
+ksanitize vocab $N 300 packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and (wide or tp)"
 wait
 (cd $OUT/r && tar czf $OUT/v.tgz v)
 cat $R/summary.txt $R/tests.txt

@@ -992,6 +992,16 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
   return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
 }
 
+// A warp's push of one entry a lane where `on`: the lanes' places from one atomic on *n (warp order among them). The
+// whole warp calls it; the place is meaningless where !on.
+__device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned b = __ballot_sync(kFull, on);
+  uint32_t at = 0;
+  if (lane == 0 && b) at = atomicAdd(n, uint32_t(__popc(b)));
+  return __shfl_sync(kFull, at, 0) + uint32_t(__popc(b & ((1u << lane) - 1u)));
+}
+
 // build_candidates_staged's list (keys in [lo, hi]; IDX: slice indices, else values) from wide_near_pass's bit masks
 // (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
 // bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
@@ -999,7 +1009,6 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
 template <int NT, bool IDX>
 __device__ void list_near(const float* zs, uint64_t near, uint32_t lo, uint32_t hi, ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u, below = (1u << lane) - 1u;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
   while (__ballot_sync(kFull, near != 0)) {
@@ -1014,11 +1023,7 @@ __device__ void list_near(const float* zs, uint64_t near, uint32_t lo, uint32_t 
       const uint32_t k = key_of(x);
       on = k >= lo && k <= hi;
     }
-    const unsigned b = __ballot_sync(kFull, on);
-    if (!b) continue;
-    uint32_t at = 0;
-    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(b)));
-    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(b & below));
+    const uint32_t at = warp_slot(on, &sh.cand_n);
     if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i) : x;
   }
   __syncthreads();
@@ -1033,7 +1038,7 @@ template <int NT>
 __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& sh) {
   constexpr int kQ = (kClusterCand + NT - 1) / NT;
   const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u, below = (1u << lane) - 1u;
+  const unsigned lane = unsigned(tid) & 31u;
   const uint32_t cn = sh.cand_n;  // read after the caller's barrier
   if (cn > uint32_t(kClusterCand)) return cn;
   uint32_t e[kQ];
@@ -1057,14 +1062,7 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 #pragma unroll
   for (int q = 0; q < kQ; ++q) {
     const bool on = uint32_t(tid + q * NT) < cn;
-    const unsigned b = __ballot_sync(kFull, in[q]), a = __ballot_sync(kFull, on && !in[q]);
-    uint32_t at_b = 0, at_a = 0;
-    if (lane == 0) {
-      if (b) at_b = atomicAdd(&ctr[1], uint32_t(__popc(b)));
-      if (a) at_a = atomicAdd(&ctr[2], uint32_t(__popc(a)));
-    }
-    at_b = __shfl_sync(kFull, at_b, 0) + uint32_t(__popc(b & below));
-    at_a = nbin + __shfl_sync(kFull, at_a, 0) + uint32_t(__popc(a & below));
+    const uint32_t at_b = warp_slot(in[q], &ctr[1]), at_a = nbin + warp_slot(on && !in[q], &ctr[2]);
     if (in[q]) sh.cand[at_b] = bits_f32(e[q]);
     else if (on) sh.cand[at_a] = bits_f32(e[q]);
   }
