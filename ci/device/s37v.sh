@@ -16,7 +16,7 @@
 # Next (prepared in session 37; no machine was lent after run 200): before = 45c4c33's default build (the near pass:
 # e80c246's kernels), new = 45c4c33 with both macros, PROBES="old bf mask new" (stp_old: default; stp_bf:
 # -DMLOPS_SAMPLE_BIN_FIRST=1; stp_mask: -DMLOPS_SAMPLE_NEAR_MASK=1; stp: both). If new wins and its tests pass, set
-# both macros' defaults to 1 in sample_cluster_kernel.cuh (or the one that wins, by the probe).
+# both macros' defaults to 1 in sample_cluster_wide_top_p.cuh (or the one that wins, by the probe).
 # `DRY=1 OUT=/tmp/x bash ci/device/s37v.sh` runs the shell logic with the GPU commands echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs

@@ -57,7 +57,7 @@ __device__ __forceinline__ uint32_t mapa(uint32_t a, unsigned rank) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
   return r;
 }
-// The sampler's lean forms' side of an exchange (sample_cluster_kernel.cuh: cluster_sync_smem, remote_load): the
+// The sampler's lean forms' side of an exchange (sample_cluster_shared.cuh: cluster_sync_smem, remote_load): the
 // barrier releasing this CTA's shared memory only (nvcc >= 12.8), and reads through mapa + ld.shared::cluster.
 __device__ __forceinline__ void lean_cluster_sync() {
   asm volatile("fence.release.sync_restrict::shared::cta.cluster;\n barrier.cluster.arrive.relaxed;\n"

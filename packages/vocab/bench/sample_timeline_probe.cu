@@ -9,7 +9,8 @@
 //        -Ipackages/common/include -o /tmp/stp packages/vocab/bench/sample_timeline_probe.cu && /tmp/stp [B ...]
 //
 // (-I<dir> first, holding another sample_cluster_kernel.cuh with the same marks: the code before a change, timed in
-// the same call.)
+// the same call. Since session 38 the kernel is split over sample_cluster_*.cuh, which it includes by quotes, so
+// <dir> holds all of them, found beside the kernel file before the -I paths; a file from before the split stands alone.)
 #define MLOPS_SAMPLE_TIMELINE 1
 #include <algorithm>
 #include <cstdio>

@@ -61,7 +61,7 @@ struct Src {
 };
 
 // The block reductions read only sh.red[NT / 32]: the one-CTA / split kernels pass Shared<NT>, the
-// cluster kernels (sample_cluster_kernel.cuh) their ClusterShared<NT>.
+// cluster kernels (sample_cluster_shared.cuh) their ClusterShared<NT>.
 template <int NT, class Sh>
 __device__ uint64_t block_max_u64(uint64_t v, Sh& sh) {
 #pragma unroll

@@ -10,7 +10,7 @@ namespace mlops {
 
 // exp_det's reduction and polynomial: n = rint(x / ln2) and the returned p ~ e^(x - n ln2), so exp(x) = p * 2^n.
 // exp_det below and attention's exp_det_le (fbla_math.h) differ only in how they scale p by 2^n; their sm_90 SASS is
-// the same as with their own copies (session 18). vocab's lean_weight_of_u (sample_cluster_kernel.cuh) keeps its own
+// the same as with their own copies (session 18). vocab's lean_weight_of_u (sample_cluster_lean.cuh) keeps its own
 // copy: calling this moved 8 sampler kernels' branch layout (the same FFMA / FMUL counts); GPU run 107 (session 20)
 // passed their tokens (test_vocab_sampler_gpu.py 437 passed) but timed the planned B = 1 top-k kernel ~0.5 us slower
 // (CUPTI 14.05 / 14.40 -> 14.74 / 14.75 us), on a target it already misses.

@@ -1,0 +1,236 @@
+// The sampler's cluster kernel: the draw. The kept sums, the cluster's totals and the one CTA that holds
+// floor(R S / 2^64) (draw_locate), then the walk in index order over the staged slice (lean_draw) or over a
+// CTA's candidate list (tk_draw).
+#pragma once
+#include "sample_cluster_list_rounds.cuh"
+
+namespace mlops::vocab {
+namespace {
+
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)  // sample_cluster_shared.cuh: sm_90 device code, or the host runner
+// The draws' weights of the staged positions i .. i + 3 of a thread's chunk [.., c1) (0 past c1 or below tau):
+// lean_weights_sparse4's where the row keeps few elements, else lean_weights4's. Called by the whole warp.
+__device__ __forceinline__ void draw_weights4(const LeanRow& lr, const float* zs, int i, int c1, uint32_t tau,
+                                              bool sparse, uint32_t (&w)[4]) {
+  float x[4];
+  bool on[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    x[j] = i + j < c1 ? zs[i + j] : 0.0f;
+    on[j] = i + j < c1 && key_of(x[j]) >= tau;
+  }
+  if (sparse)
+    lean_weights_sparse4(lr, x, on, w);
+  else
+    lean_weights4(lr, x, on, w);
+}
+
+// The draw's cluster step (lean_draw and tk_draw): a block scan of the threads' kept sums s, the CTA's total
+// published, one cluster barrier, warp 0 reads the C totals (a lane a CTA) and finds the CTA whose range holds
+// floor(R S / 2^64). False in every other CTA (nothing left to do there); in that CTA, S = the row's kept total,
+// ex = the kept weight of the CTA's lower threads and t = the target less the lower CTAs' weight. The last cluster barrier is only arrived at.
+template <int C, int NT>
+__device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, int64_t step, uint64_t s,
+                                            ClusterShared<NT>& sh, uint64_t& S, uint64_t& ex, uint64_t& t) {
+  constexpr int NW = NT / 32;
+  const unsigned lane = threadIdx.x & 31u, rank = cluster_rank();
+  const int warp = int(threadIdx.x) >> 5;
+  const uint64_t incl = warp_incl_scan(s);
+  if (lane == 31) sh.wsum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+    x = warp_incl_scan(x);
+    if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
+    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
+  }
+  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
+  ex = incl - s + (warp ? sh.red[warp - 1] : 0);
+  if (warp == 0) {
+    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
+    const uint64_t ki = warp_incl_scan(k);
+    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
+    if (lane == 0) {
+      sh.b_total = total;
+      sh.b_acc = before;
+      sh.b_mine = mine;
+    }
+  }
+  __syncthreads();
+  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+  S = sh.b_total;
+  const uint64_t before = sh.b_acc, mine = sh.b_mine;
+  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
+  if (!(mine && before <= target && target < before + mine)) return false;  // S > 0: the max is kept
+  t = target - before;
+  return true;
+}
+
+// The lean forms' draw. Thread t takes the contiguous chunk [t q, (t + 1) q) of the staged slice (q
+// odd: a warp's 32 reads of one step fall in 32 banks), writes each element's kept weight over it
+// (the slice is not read again) and sums them; a block scan of the chunk sums, the CTA's total
+// published, one cluster barrier, warp 0 reads the C totals (a lane a CTA); the one thread whose
+// chunk holds floor(R S / 2^64) walks its own stored weights. The same integers in the same index
+// order as the definition: the same token. No exp is evaluated twice, no warp walks a serial piece
+// of exps, and the last cluster barrier is only arrived at here (waited for at exit).
+template <int C, int NT>
+__device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
+                                          float* zs, const LeanRow& lr, uint32_t tau, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint32_t* wz = reinterpret_cast<uint32_t*>(zs);
+  const int n = int(v1 - v0);  // a staged slice: < 2^16 elements
+  const int q = ((n + NT - 1) / NT) | 1;
+  const int c0 = tid * q < n ? tid * q : n;
+  const int c1 = c0 + q < n ? c0 + q : n;
+  // A row filtered by top-k / top-p (tau > 0) or min-p keeps few elements (a few hundred of 151936 on the
+  // bench's rows), yet a warp step of 4 x 32 elements meets a kept one in most steps, and lean_weights4 then
+  // evaluates all 4 exps of every lane (run 51's ncu: the draw was 20 % of top-p's instructions at B = 64).
+  // There the exps go one position j at a time, only for the positions where a lane of the warp keeps its
+  // element; the same integers (lean_weights4's, element by element).
+  const bool sparse = tau > 0u || lr.min_w > 0u;
+  uint64_t s = 0;
+  for (int k = 0; k < q; k += 4) {  // 4 at a time: the 4 exps interleave; warp-uniform trip count
+    const int i = c0 + k;
+    uint32_t w[4];
+    draw_weights4(lr, zs, i, c1, tau, sparse, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (i + j < c1) {
+        wz[i + j] = w[j];
+        s += w[j];
+      }
+  }
+  uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
+  if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
+  if (!(s && ex <= t && t < ex + s)) return;
+  uint64_t run = ex;
+  int i = c0;
+  uint32_t w = 0;
+  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
+    w = wz[i];
+    run += w;
+    if (run > t) break;
+  }
+  p.tokens[row] = int32_t(v0 + int64_t(i));
+  if (p.flags) p.flags[row] = 0;
+  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+}
+
+// The tk forms' draw. A CTA whose candidate list holds every element of its slice at or above tau (`list`,
+// the CTA's own) weighs only the list (slice indices into zs), compacts the kept ones as (index, weight)
+// and, if it holds the target, finds the element whose kept weights at lower indices (of its slice) sum
+// to at most the target and with its own weight to more: the first index whose running sum exceeds it,
+// as the definition's walk. Other CTAs (no list, or more than kTkKept kept) sum their chunks of the slice
+// as lean_draw does but without storing the weights over it (another CTA may still read the slice for
+// its gather); the thread that walks computes its chunk's weights again (the same integers). One
+// cluster barrier for the totals, as lean_draw.
+// TP (the tp forms): a list CTA adds each kept weight of its list into the sum of the lean draw's chunk
+// [t q, (t + 1) q) that holds its index (the weight's low and high 16 bits into two 32-bit words a chunk: a
+// chunk holds fewer than 2^16 elements, neither word wraps), so thread t's sum is its chunk's kept weight
+// over the slice; the block scan then locates the target as lean_draw's does, and the one thread whose
+// chunk holds it walks its chunk of the slice, weighing only the elements at or above tau (the others weigh
+// 0). O(list) instead of the kept elements' O(kept^2), and no kTkKept limit (top-p 0.9 keeps ~1300 elements
+// of the bench's rows: ~170 a CTA at C = 8). The same integers in the same index order: the same token.
+template <int C, int NT, bool TP = false>
+__device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
+                                        const float* zs, const LeanRow& lr, uint32_t tau, bool list,
+                                        ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
+  const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
+  uint64_t s = 0;
+  if (TP && list) {
+    static_assert(NT <= 256 * kRep, "a chunk's sum in hlo / hhi");
+    const int n = int(v1 - v0);
+    const int q = ((n + NT - 1) / NT) | 1;  // lean_draw's chunk
+    sh.hlo[tid] = 0;
+    sh.hhi[tid] = 0;
+    __syncthreads();
+    const int nl = int(sh.cand_n);  // <= kClusterCand
+    for (int i = tid; i < nl; i += NT) {
+      const uint32_t li = ci[i];
+      const float x = zs[li];
+      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+      if (w) {
+        const uint32_t c = li / uint32_t(q);
+        atomicAdd(&sh.hlo[c], w & 0xffffu);
+        if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
+      }
+    }
+    __syncthreads();
+    s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
+  } else if (list) {
+    if (tid == 0) sh.b_krem = 0;
+    __syncthreads();
+    const int n = int(sh.cand_n);  // <= kClusterCand
+    for (int i = tid; i < n; i += NT) {
+      const uint32_t li = ci[i];
+      const float x = zs[li];
+      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+      if (w) {
+        const uint32_t at = atomicAdd(&sh.b_krem, 1u);
+        kl[at] = (uint64_t(li) << 32) | w;
+        s += w;
+      }
+    }
+    __syncthreads();
+    if (sh.b_krem > uint32_t(kTkKept)) {  // CTA-uniform
+      list = false;
+      s = 0;
+    }
+  }
+  const int n = int(v1 - v0);  // a staged slice: < 2^16 elements
+  const int q = ((n + NT - 1) / NT) | 1;
+  const int c0 = tid * q < n ? tid * q : n;
+  const int c1 = c0 + q < n ? c0 + q : n;
+  const bool sparse = tau > 0u || lr.min_w > 0u;
+  if (!list) {
+    for (int k = 0; k < q; k += 4) {  // lean_draw's sums (warp-uniform trip count), nothing stored
+      const int i = c0 + k;
+      uint32_t w[4];
+      draw_weights4(lr, zs, i, c1, tau, sparse, w);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s += w[j];
+    }
+  }
+  uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
+  if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
+  if (!TP && list) {
+    const int nk = int(sh.b_krem);
+    for (int j = tid; j < nk; j += NT) {
+      const uint64_t e = kl[j];
+      const uint32_t ie = uint32_t(e >> 32), we = uint32_t(e);
+      uint64_t below = 0;  // the kept weight of this CTA's elements at lower indices
+      for (int f = 0; f < nk; ++f) {
+        const uint64_t g = kl[f];
+        below += uint32_t(g >> 32) < ie ? uint64_t(uint32_t(g)) : uint64_t(0);
+      }
+      if (below <= t && t < below + we) {
+        p.tokens[row] = int32_t(v0 + int64_t(ie));
+        if (p.flags) p.flags[row] = 0;
+        if (p.logprobs) p.logprobs[row] = float(log(double(we) / double(S)));
+      }
+    }
+    return;
+  }
+  if (!(s && ex <= t && t < ex + s)) return;
+  uint64_t run = ex;
+  int i = c0;
+  uint32_t w = 0;
+  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
+    const float x = zs[i];
+    if (TP && key_of(x) < tau) continue;  // weight 0 (TP: no exp for it)
+    w = lean_weight1(lr, x, key_of(x) >= tau);
+    run += w;
+    if (run > t) break;
+  }
+  p.tokens[row] = int32_t(v0 + int64_t(i));
+  if (p.flags) p.flags[row] = 0;
+  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+}
+#endif
+
+}  // namespace
+}  // namespace mlops::vocab

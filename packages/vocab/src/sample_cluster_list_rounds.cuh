@@ -1,0 +1,229 @@
+// The sampler's cluster kernel: the tk / tp forms' rounds on the gathered list, in each CTA alone: top-p's
+// level 2 and its exact finish by one warp (tp3_rounds), top-p after a gathered top-k (tk_top_p) and top-k's
+// exact finish (tk_finish).
+#pragma once
+#include "sample_cluster_wide_top_p.cuh"
+
+namespace mlops::vocab {
+namespace {
+
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)  // sample_cluster_shared.cuh: sm_90 device code, or the host runner
+// The tk forms (TK, on the gather form) keep the per-element work of a top-k row to the staging, the
+// first round's count and the candidate list: the lists hold slice indices (build_candidates<IDX>),
+// top-p after a gathered top-k is decided on the gathered list directly (tk_top_p), and the draw of a
+// CTA whose list holds every element it keeps walks the list, not the slice (tk_draw).
+constexpr int kTkKept = 256;  // the most kept elements a list form takes (else the rounds / the slice)
+
+// The tp3 forms (TP3, on the tp form): the rounds on the gathered list after the wide top-p round, cut to one
+// weighing of the list and one 256-bin round. The tp form weighs the whole list (~1450 elements on the bench's
+// rows: the crossing wide bin's ~900 and those above it) in each of its three rounds (levels 2, 1, 0), clears
+// 2 x 2048 words and sums 8 copies a round. Here: level 2's masses (bits 13 - 20 of the crossing bin's keys) and
+// weighted counts go into single copies of 256 words (cnt[1] / mass[0] / cnt[0]: free after the gather's barrier,
+// no other CTA reads them), the same integers and the same choice as the tp form's level 2 (the same early stop
+// where the chosen bin holds one weighted element). The chosen bin holds a few of the list's elements (~900 over
+// 256 bins); where it holds at most 32 weighted ones, they are weighed again (lean_weight1: the same integers)
+// into a list of (key, weight) and one warp finds the threshold exactly: an element is kept where acc (the mass
+// above the bin) plus the weight of the bin's strictly larger keys is below thr (double(.) < thr, as the rounds
+// compare), and the new prefix is the smallest kept key. Levels 1 and 0 would reach that key (their last bin is
+// one key: the highest whose mass from the top reaches thr, which is the smallest key whose larger keys' mass
+// does not), or stop at a bin's lower bound that keeps the same weighted elements: the same kept weights, S,
+// token and log-probability. Every CTA holds the same list, so every CTA decides alike. Returns the next level of
+// the rounds: -1 (done: prefix / mask final) or 1 (the bin holds more than 32 weighted elements: the tp form's
+// rounds go on from level 1 with this prefix, mask and acc). Every thread of the CTA calls it.
+template <int NT>
+__device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
+                          uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
+  constexpr int sb = 13;  // wide_shift(2)
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* hl = sh.cnt[1];                                 // level 2's masses: the low 16 bits of each weight
+  uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
+  uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
+  for (int i = tid; i < 256; i += NT) {
+    hl[i] = 0;
+    hh[i] = 0;
+    hn[i] = 0;
+  }
+  __syncthreads();
+  const LeanRow lm = mass_row(cfg, m, T);
+  for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
+    float x[4];
+    bool on[4];
+    uint32_t w[4], k[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? all[i] : 0.0f;
+      k[j] = key_of(x[j]);
+      on[j] = i < n && (k[j] & mask) == prefix;
+    }
+    lean_weights_sparse4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = (k[j] >> sb) & 255u;
+        atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
+        atomicAdd(&hh[b], w[j] >> 16);
+        atomicAdd(&hn[b], 1u);
+      }
+  }
+  __syncthreads();
+  uint64_t mass = 0;
+  uint32_t n_bin = 0;
+  if (tid < 256) {
+    mass = uint64_t(hl[255 - tid]) + (uint64_t(hh[255 - tid]) << 16);
+    n_bin = hn[255 - tid];
+  }
+  const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
+  if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
+    sh.b_prefix = prefix;
+    sh.b_mask = mask;
+    sh.b_done = 1;
+    sh.b_krem = 0;  // the collected list's count (below)
+  }
+  __syncthreads();
+  if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - mass) >= thr))) {
+    sh.b_prefix = prefix | (uint32_t(255 - tid) << sb);
+    sh.b_mask = mask | (255u << sb);
+    sh.b_acc = incl - mass;
+    sh.b_done = n_bin == 1;  // the tp form's early stop: the bin's lower bound keeps the same weights
+    sh.b_warp = int(n_bin);
+  }
+  __syncthreads();
+  prefix = sh.b_prefix;
+  mask = sh.b_mask;
+  acc = sh.b_acc;
+  const int done = sh.b_done, nb = sh.b_warp;
+  __syncthreads();
+  if (done) return -1;
+  if (nb > 32) return 1;
+  uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
+  for (int i = tid; i < n; i += NT) {
+    const float x = all[i];
+    const uint32_t k = key_of(x);
+    if ((k & mask) == prefix) {
+      const uint32_t w = lean_weight1(lm, x, true);
+      if (w) {
+        const uint32_t at = atomicAdd(&sh.b_krem, 1u);
+        if (at < 32u) sub[at] = (uint64_t(k) << 32) | w;
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t c = sh.b_krem < 32u ? sh.b_krem : 32u;  // == nb
+    const uint64_t e = lane < c ? sub[lane] : uint64_t(0);
+    const uint32_t ke = uint32_t(e >> 32);
+    uint64_t above = acc;  // acc plus the weight of the bin's keys above this lane's
+    for (uint32_t j = 0; j < c; ++j) {
+      const uint64_t o = __shfl_sync(kFull, e, int(j));
+      above += uint32_t(o >> 32) > ke ? uint64_t(uint32_t(o)) : uint64_t(0);
+    }
+    uint32_t kmin = lane < c && double(above) < thr ? ke : 0xffffffffu;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+      const uint32_t o = __shfl_xor_sync(kFull, kmin, off);
+      kmin = o < kmin ? o : kmin;
+    }
+    if (lane == 0) sh.b_prefix = kmin;  // the bin's largest key is kept (acc < thr): kmin is a key of the bin
+  }
+  __syncthreads();
+  prefix = sh.b_prefix;
+  mask = ~0u;
+  __syncthreads();
+  return -1;
+}
+
+// Top-p after a gathered top-k (every CTA holds the same list `all` of n elements, a superset of the
+// keys >= tau), in each CTA alone: the definition's rule on the list. The elements of non-zero weight
+// at or above tau (top-p's masses: no min-p) are compacted as (key, weight) into the hlo / hhi words,
+// S_k is their sum, and an element is kept when the weight of the strictly larger keys is below
+// top_p_threshold(p, S_k) (the host emulation's walk over the keys from the top: the same keys kept,
+// ties included); the new bound is the smallest kept key. Elements of weight 0 add nothing to any sum
+// and are never drawn, so the kept weights are the rounds'. Returns false (every CTA alike: the same
+// list) where more than kTkKept elements weigh: the rounds run then.
+template <int NT>
+__device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
+                         uint32_t& tau, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
+  LeanRow lm = lean_row(cfg, m, T);
+  lm.u_min = -__int_as_float(0x7f800000);
+  lm.min_w = 0;
+  if (tid == 0) sh.b_krem = 0;
+  __syncthreads();
+  uint64_t s = 0;
+  for (int i = tid; i < n; i += NT) {
+    const float x = all[i];
+    const uint32_t k = key_of(x);
+    const uint32_t w = lean_weight1(lm, x, k >= tau);
+    if (w) {
+      const uint32_t at = atomicAdd(&sh.b_krem, 1u);
+      kl[at] = (uint64_t(k) << 32) | w;
+      s += w;
+    }
+  }
+  s = block_sum_u64<NT>(s, sh);  // syncs
+  const int nk = int(sh.b_krem);
+  if (nk > kTkKept) {
+    __syncthreads();
+    return false;
+  }
+  const double thr = top_p_threshold(cfg.top_p, s);
+  uint64_t low = 0;  // ~(the smallest kept key) of this thread's elements
+  for (int j = tid; j < nk; j += NT) {
+    const uint64_t e = kl[j];
+    const uint32_t ke = uint32_t(e >> 32);
+    uint64_t above = 0;
+    for (int f = 0; f < nk; ++f) {
+      const uint64_t g = kl[f];
+      above += uint32_t(g >> 32) > ke ? uint64_t(uint32_t(g)) : uint64_t(0);
+    }
+    if (double(above) < thr && uint64_t(~ke) > low) low = uint64_t(~ke);
+  }
+  const uint32_t kp = ~uint32_t(block_max_u64<NT>(low, sh));  // syncs; the max (nothing above it) is kept
+  if (kp > tau) tau = kp;
+  return true;
+}
+
+// The tk forms' top-k after a round on (or before the gather of) the gathered list `all` of n elements
+// (every CTA holds the same), where the round's crossing bin (the keys k with (k & mask) == prefix)
+// holds at most 32 keys of the row, all in the list: the bin's k_rem-th largest key (ties counted
+// as the rounds count them), by one warp, instead of the rounds below. The rounds end at the same key,
+// or stop early at the bin's lower bound where every key of a bin is kept; either bound keeps the
+// same elements as this exact key (no key lies between a bin's bound and its smallest key), so the
+// same weights, S_k, token and log-probability. Every thread of the CTA calls it (two barriers).
+template <int NT>
+__device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t mask, uint32_t k_rem,
+                              ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* keys = sh.hlo;  // the bin's keys (hlo is dead after the round's sums, hhi[0] the count)
+  if (tid == 0) sh.hhi[0] = 0;
+  __syncthreads();
+  for (int i = tid; i < n; i += NT) {
+    const uint32_t k = key_of(all[i]);
+    if ((k & mask) == prefix) {
+      const uint32_t at = atomicAdd(&sh.hhi[0], 1u);
+      if (at < 32u) keys[at] = k;
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t nb = sh.hhi[0] < 32u ? sh.hhi[0] : 32u;
+    const uint32_t k = lane < nb ? keys[lane] : 0u;
+    uint32_t gt = 0, ge = 0;  // keys of the bin above / at or above this lane's
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t o = __shfl_sync(kFull, k, int(j));
+      gt += o > k ? 1u : 0u;
+      ge += o >= k ? 1u : 0u;
+    }
+    if (lane < nb && gt < k_rem && k_rem <= ge) sh.b_prefix = k;  // lanes of equal keys write the same
+  }
+  __syncthreads();
+  return sh.b_prefix;
+}
+#endif
+
+}  // namespace
+}  // namespace mlops::vocab

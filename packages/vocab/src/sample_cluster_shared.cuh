@@ -1,0 +1,205 @@
+// The sampler's cluster kernel (sample_cluster_kernel.cuh), its foundations: the sizes, the phase timeline of
+// bench/sample_timeline_probe.cu, the cluster primitives (barriers, reads of another CTA's shared memory, their
+// host meanings for tests/c/sample_kernel_on_host.cpp), a CTA's static shared memory (ClusterShared) and the
+// warp / 256-bin scans every phase uses.
+#pragma once
+#include "sample_kernel.cuh"
+
+#if !defined(MLOPS_CUDA_ON_HOST)
+#include <cooperative_groups.h>
+#endif
+
+#if defined(MLOPS_CUDA_ON_HOST) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+#define MLOPS_SAMPLE_CLUSTER_BODY 1
+#endif
+
+namespace mlops::vocab {
+namespace {
+
+#ifndef MLOPS_SAMPLE_CLUSTER_CAND
+#define MLOPS_SAMPLE_CLUSTER_CAND 2048
+#endif
+constexpr int kClusterCand = MLOPS_SAMPLE_CLUSTER_CAND;  // elements of a slice kept in shared memory once a round bounds them
+constexpr int kClusterThreads = 512;
+constexpr int kGather = 2048;  // the gather forms: candidates of the whole cluster a CTA holds
+
+// A phase timeline for bench/sample_timeline_probe.cu, which defines MLOPS_SAMPLE_TIMELINE before including
+// sample_cluster_kernel.cuh: thread 0 of each CTA of row 0 stores %clock64 at the numbered points of sample_cluster_kernel
+// (0 start, 1 penalties, 2 staged, 3 max, 4 top-k's first round, 5 its list gathered, 6 top-k done, 7 the
+// wide top-p round, 8 top-p done, 9 drawn, 10 end). Compiled out everywhere else.
+// And every row's span (session 36, GPU run 197: a round of 30 rows at B = 64 took ~42 us while row 0 took 28):
+// %globaltimer (ns, one clock for every SM) of the row's first CTA start (atomicMin; the probe sets ~0 first) and its
+// last CTA end (atomicMax), rows 0 .. 63.
+#if defined(MLOPS_SAMPLE_TIMELINE) && !defined(MLOPS_CUDA_ON_HOST)
+__device__ unsigned long long g_sample_timeline[16][16];  // declared in both passes: the probe reads it
+__device__ unsigned long long g_sample_rows[64][2];
+#endif
+#if defined(MLOPS_SAMPLE_TIMELINE) && defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
+#define MLOPS_SAMPLE_MARK(i)                                                              \
+  do {                                                                                    \
+    if (threadIdx.x == 0 && blockIdx.y == 0) {                                            \
+      unsigned long long t_;                                                              \
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(t_)::"memory");                        \
+      g_sample_timeline[cluster_rank()][i] = t_;                                          \
+    }                                                                                     \
+  } while (0)
+// i = 0: the row's start (the earliest CTA's), 1: its end (the latest CTA's)
+#define MLOPS_SAMPLE_ROW_SPAN(i)                                                          \
+  do {                                                                                    \
+    if (threadIdx.x == 0 && blockIdx.y < 64) {                                            \
+      unsigned long long t_;                                                              \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");                    \
+      if ((i) == 0)                                                                       \
+        atomicMin(&g_sample_rows[blockIdx.y][0], t_);                                     \
+      else                                                                                \
+        atomicMax(&g_sample_rows[blockIdx.y][1], t_);                                     \
+    }                                                                                     \
+  } while (0)
+#else
+#define MLOPS_SAMPLE_MARK(i) \
+  do {                       \
+  } while (0)
+#define MLOPS_SAMPLE_ROW_SPAN(i) \
+  do {                           \
+  } while (0)
+#endif
+
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
+__device__ __forceinline__ unsigned cluster_rank() { return cooperative_groups::this_cluster().block_rank(); }
+__device__ __forceinline__ void cluster_sync() { cooperative_groups::this_cluster().sync(); }
+template <class T>
+__device__ __forceinline__ T* cluster_map(T* local, unsigned rank) {
+  return cooperative_groups::this_cluster().map_shared_rank(local, rank);
+}
+// The lean forms' cluster barrier for exchanges through shared memory only. this_cluster().sync()
+// releases every state space: MEMBAR.ALL.GPU before the arrive (nvcc 13.0, sm_90), a wait for the
+// thread's memory operations to reach GPU scope at each of a call's 3 - 11 barriers. Here the
+// release is restricted to this CTA's shared memory (MEMBAR.ALL.CTA) and the arrive is relaxed;
+// the wait acquires as usual. Global writes before it are NOT ordered for the other CTAs (the
+// penalties' barriers keep cluster_sync). nvcc before 12.8 lacks the restricted fence: the full one.
+__device__ __forceinline__ void cluster_arrive_smem() {
+#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#else
+  __cluster_barrier_arrive();
+#endif
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait;" ::: "memory"); }
+// The lean forms' reads of another CTA's shared memory: mapa + ld.shared::cluster on 32-bit
+// addresses, as volatile asm so the address is formed at the read. Through map_shared_rank's
+// generic pointers nvcc 13.0 hoisted all 16 CTAs' 64-bit addresses out of the rounds' loops and
+// spilled them (288 bytes of spill stores in the cluster16 gather kernel at 64 registers).
+template <class T>
+__device__ __forceinline__ T remote_load(const T* local, unsigned rank) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4 or 8 bytes");
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(local));
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+  T t;
+  if constexpr (sizeof(T) == 4) {
+    uint32_t v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(ra) : "memory");
+    memcpy(&t, &v, 4);
+  } else {
+    uint64_t v;
+    asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(ra) : "memory");
+    memcpy(&t, &v, 8);
+  }
+  return t;
+}
+__device__ __forceinline__ void cluster_sync_smem() {
+  cluster_arrive_smem();
+  cluster_wait();
+}
+#endif
+
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)
+// A read of another CTA's dynamic shared memory (the staged slice) at the place of `local` in this
+// CTA's: mapa + ld.shared::cluster on the device; on the host, the same offset in block `rank`'s buffer.
+template <class T>
+__device__ __forceinline__ T remote_load_dyn(const T* local, unsigned rank) {
+#if defined(MLOPS_CUDA_ON_HOST)
+  const char* mine = reinterpret_cast<const char*>(g_dyn_shared[tl_slot].data());
+  const size_t off = size_t(reinterpret_cast<const char*>(local) - mine);
+  return *reinterpret_cast<const T*>(reinterpret_cast<const char*>(g_dyn_shared[rank].data()) + off);
+#else
+  return remote_load(local, rank);
+#endif
+}
+#endif
+
+
+template <int NT>
+struct ClusterShared {
+  // a round's histogram of this CTA's slice as it is counted: bin b's copy c at b * kRep + c;
+  // masses as two 32-bit words (a carry-propagating atomic add). Key counts (top-k rounds) use hlo:
+  // a round's copies are dead once summed into cnt, so the two never live together, and the 8 KB
+  // saved let two CTAs of the staged cluster8 (a 76 KB slice at V = 151936) share an SM.
+  uint32_t hlo[256 * kRep], hhi[256 * kRep];
+  // the same histogram, its copies added: what the other CTAs read, double-buffered by round (they
+  // read buffer r % 2 after round r's barrier; this CTA writes it again only after round r + 1's)
+  uint32_t cnt[2][256];
+  uint64_t mass[2][256];
+  uint64_t wtot[8];
+  uint64_t red[NT / 32];
+  uint64_t wsum[NT / 32];  // the draw: each warp's kept sum over its sub-chunk
+  // published for the other CTAs of the cluster, each written once a call
+  uint64_t pub_best, pub_lp, pub_kept;
+  int pub_flags;
+  // broadcasts within the CTA
+  uint64_t b_total, b_acc, b_target, b_tokw;
+  uint64_t b_best, b_mine;  // the lean forms: the cluster's max, this CTA's kept sum
+  uint32_t pub_cand_n;      // the gather forms: this CTA's candidate count, published once a call
+  uint32_t g_off[33];       // where each CTA's candidates start in the gathered list
+  int g_n;                  // the gathered count, -1 when they do not all fit
+  uint32_t pub_bound, g_bound;  // the wide forms: this CTA's list bound, the cluster's largest
+  uint64_t pub_wide;            // the wide forms: the mass of this CTA's portion of the wide bins
+  uint32_t b_prefix, b_mask, b_krem;
+  int b_done, b_warp, b_token, b_flags;
+  // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
+  uint32_t cand_n;
+  float cand[kClusterCand];
+  // the tk / tp forms: the row's sanitized configuration and two of its tests, written by thread 0 before the
+  // staging's barrier and read from here at each use after it. In registers they were live across the whole
+  // kernel, and ptxas, held to 64 registers a thread by __launch_bounds__(512, 2), spilled them (session 14)
+  mlops_sample_config r_cfg;
+  int r_stats, r_fused;
+};
+
+__device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {
+  const unsigned lane = threadIdx.x & 31u;
+#pragma unroll
+  for (unsigned off = 1; off < 32; off <<= 1) {
+    const uint64_t o = __shfl_up_sync(kFull, v, off);
+    if (lane >= off) v += o;
+  }
+  return v;
+}
+
+__device__ __forceinline__ uint64_t warp_sum(uint64_t v) {
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) v += __shfl_xor_sync(kFull, v, off);
+  return v;
+}
+
+// Suffix sums over the 256 bins of a histogram: thread j < 256 holds bin 255 - j's value x and gets
+// the sum over bins >= 255 - j (an inclusive scan in j); threads >= 256 get 0. Every thread of the
+// CTA calls it (two barriers).
+template <int NT>
+__device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint64_t v = 0;
+  if (tid < 256) {
+    v = warp_incl_scan(x);
+    if ((tid & 31) == 31) sh.wtot[tid >> 5] = v;
+  }
+  __syncthreads();
+  if (tid < 256)
+    for (int w = 0; w < (tid >> 5); ++w) v += sh.wtot[w];
+  __syncthreads();
+  return v;
+}
+
+}  // namespace
+}  // namespace mlops::vocab

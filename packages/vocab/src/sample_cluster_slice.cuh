@@ -1,0 +1,254 @@
+// The sampler's cluster kernel: what a CTA does with its own slice of the row. The staging (the slice into
+// shared memory, the max measured on the way) and the candidate lists (the slice's elements at or above a
+// round's bound, by value or by slice index).
+#pragma once
+#include "sample_cluster_shared.cuh"
+
+namespace mlops::vocab {
+namespace {
+
+// Moves the slice's elements with key >= lo to shared memory (unordered: only histograms read
+// them). cand_n ends as their count, larger than kClusterCand when they did not fit.
+// hi (the wide forms): only keys <= hi, the elements of one bin.
+// IDX (the tk forms): the list holds each element's slice index (its bits in cand) instead of its
+// value, which stays at zs[index] (the tk forms never rewrite the staged slice while a list is read).
+template <int NT, class Z, bool IDX = false>
+__device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo, ClusterShared<NT>& sh,
+                                 uint32_t hi = 0xffffffffu) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();
+  // an element x at or above lo (and at most hi) goes to the list
+  auto list = [&](bool in, float x, uint32_t li) {
+    const uint32_t k = key_of(x);
+    const bool on = in && k >= lo && k <= hi;
+    const unsigned ball = __ballot_sync(kFull, on);
+    if (!ball) return;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(ball)));
+    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(ball & ((1u << lane) - 1u)));
+    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(li) : x;
+  };
+  if (v1 - v0 < int64_t(1) << 30) {  // every slice of a real row: 32-bit index arithmetic (run 51's ncu: the
+    const int n = int(v1 - v0);      // 64-bit loop was 11 % of top-p's instructions at B = 64)
+    for (int base = tid & ~31; base < n; base += NT) {  // warp-uniform trip count
+      const int i = base + int(lane);
+      list(i < n, i < n ? z(v0 + i) : 0.0f, uint32_t(i));
+    }
+  } else {
+    for (int64_t base = v0 + (tid & ~31); base < v1; base += NT) {
+      const int64_t i = base + lane;
+      list(i < v1, i < v1 ? z(i) : 0.0f, uint32_t(i - v0));
+    }
+  }
+  __syncthreads();
+}
+
+// build_candidates<IDX> of the tk forms on the staged slice zs (n < 2^30 elements, 16-byte aligned): a
+// lane tests 4 elements of one 16-byte load and a warp pushes (ballot, one atomic) only where one of
+// its 128 is listed (~0.4 % of the elements at top-k 50 on N(0, 3^2) logits), where build_candidates
+// pushes every element. The same elements listed (the list is unordered: every reader counts, sums,
+// or orders by index); cand_n the same.
+template <int NT>
+__device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();
+  auto push = [&](bool on, int li) {  // the whole warp calls it
+    const unsigned ball = __ballot_sync(kFull, on);
+    if (!ball) return;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&sh.cand_n, uint32_t(__popc(ball)));
+    at = __shfl_sync(kFull, at, 0) + uint32_t(__popc(ball & ((1u << lane) - 1u)));
+    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = bits_f32(uint32_t(li));
+  };
+  const int n4 = n >> 2;
+  const float4* s4 = reinterpret_cast<const float4*>(zs);
+  for (int base = tid & ~31; base < n4; base += NT) {  // warp-uniform trip count
+    const int i = base + int(lane);
+    const bool in = i < n4;
+    float4 x = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (in) x = s4[i];
+    const bool o0 = in && key_of(x.x) >= lo, o1 = in && key_of(x.y) >= lo;
+    const bool o2 = in && key_of(x.z) >= lo, o3 = in && key_of(x.w) >= lo;
+    if (__ballot_sync(kFull, o0 || o1 || o2 || o3)) {
+      push(o0, 4 * i);
+      push(o1, 4 * i + 1);
+      push(o2, 4 * i + 2);
+      push(o3, 4 * i + 3);
+    }
+  }
+  if (tid < 32) {  // the last n % 4 elements
+    const int i = 4 * n4 + int(lane);
+    push(i < n && key_of(zs[i < n ? i : 0]) >= lo, i);
+  }
+  __syncthreads();
+}
+
+// build_candidates on the staged slice zs (n < 2^30 elements, 16-byte aligned), keys in [lo, hi]: a lane
+// tests 4 elements of one 16-byte load, and a warp whose 128 elements hold listed ones takes their places
+// with one shared atomic (the 4 ballots' count), then writes each at the offset its ballot gives. Until
+// session 34 such a warp pushed the 4 elements one after the other (ballot, atomic, shuffle each): a chain
+// of 4 dependent atomics on cand_n (GPU run 189, B = 1: the wide round's listing 4675 -> 3833 cycles of
+// cluster16_wide's 40 500). Two passes (a warp's count, one atomic a warp, the writes) were slower (run 188,
+// against run 187 on another machine: top-k's listing 3480 -> 4018 cycles: each pass's key tests cost as
+// much as the chain). Used by the wide round (WIDE / TP forms) only. The same elements listed
+// (the list is unordered: every reader counts, sums, or orders by index, and the order was the atomics'
+// before), cand_n the same. IDX (the tk forms): the list holds each element's slice index (its bits in
+// cand) instead of its value, which stays at zs[index] (the tk forms never rewrite the staged slice while
+// a list is read).
+template <int NT, bool IDX>
+__device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh,
+                                        uint32_t hi = 0xffffffffu) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const unsigned below = (1u << lane) - 1u;  // the lanes under this one
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();  // after every earlier read of cand_n / cand
+  auto in = [&](float x) {
+    const uint32_t k = key_of(x);
+    return k >= lo && k <= hi;
+  };
+  // up to 4 elements of a lane (on[j]: listed), their places taken by one atomic of the warp (the whole warp calls it)
+  auto put = [&](const bool (&on)[4], const float (&x)[4], int li0, int stride) {
+    unsigned b[4];
+    uint32_t t = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      b[j] = __ballot_sync(kFull, on[j]);
+      t += uint32_t(__popc(b[j]));
+    }
+    if (!t) return;
+    uint32_t at = 0;
+    if (lane == 0) at = atomicAdd(&sh.cand_n, t);
+    at = __shfl_sync(kFull, at, 0);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t a = at + uint32_t(__popc(b[j] & below));
+      if (on[j] && a < uint32_t(kClusterCand)) sh.cand[a] = IDX ? bits_f32(uint32_t(li0 + j * stride)) : x[j];
+      at += uint32_t(__popc(b[j]));
+    }
+  };
+  const int n4 = n >> 2;
+  const float4* s4 = reinterpret_cast<const float4*>(zs);
+  for (int base = tid & ~31; base < n4; base += NT) {  // warp-uniform trip count
+    const int i = base + int(lane);
+    const bool inb = i < n4;
+    float4 v = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (inb) v = s4[i];
+    const float x[4] = {v.x, v.y, v.z, v.w};
+    const bool on[4] = {inb && in(v.x), inb && in(v.y), inb && in(v.z), inb && in(v.w)};
+    put(on, x, 4 * i, 1);
+  }
+  if (tid < 32) {  // the last n % 4 elements
+    const int i = 4 * n4 + int(lane);
+    const float x[4] = {i < n ? zs[i] : 0.0f, 0.0f, 0.0f, 0.0f};
+    const bool on[4] = {i < n && in(x[0]), false, false, false};
+    put(on, x, i, 0);
+  }
+  __syncthreads();
+}
+
+// The staged form: the CTA's slice [v0, v1) of the (penalized) row is copied into dynamic shared
+// memory in one pass of independent 16-byte loads (U a thread issued before the first is used: one
+// L2 round trip where the scalar loop of `#pragma unroll 4` waits ~slice / (4 NT) times), the max /
+// lowest argmax / flags measured from the registers on the way (measure = false with the head's
+// statistics), so every later pass (logprob, radix rounds, candidates, draw, walk) reads shared
+// memory. The same values at the same indices as the global reads: the same token. A slice that is
+// not 16-byte aligned (a row stride or V / C not a multiple of 4) takes the scalar loads.
+// V4 (the lean forms): the aligned path stores each 16-byte load as one 16-byte shared store (the
+// four scalar stores of a float4 at a 16-byte stride are a 4-way bank conflict: 3.6-way measured by
+// ncu in run 19 on cluster16_smem).
+// hist (the tk forms, a top-k row measured here): each element's key also counted per top byte into
+// the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
+template <int NT, bool V4 = false>
+__device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
+                                            uint64_t& best, int& fl, uint32_t* hist = nullptr) {
+  constexpr int U = 8;
+  const int tid = threadIdx.x;
+  const int64_t n = v1 - v0;
+  const float* src = z + v0;
+  // element i of the slice, measured exactly: a NaN flags and is skipped, +inf flags, the max key with
+  // its lowest index
+  auto exact = [&](float x, int64_t i) {
+    if (is_nan(x)) {
+      fl |= MLOPS_SAMPLE_FLAG_NAN;
+      return;
+    }
+    const uint32_t k = key_of(x);
+    if (k == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+    const uint64_t b = pack_best(k, uint32_t(v0 + i));
+    best = b > best ? b : best;
+  };
+  // On the way only the thread's largest and smallest keys and the first index of the largest (a thread
+  // meets its elements in increasing index order): 6 instructions an element where exact() takes ~13 with
+  // its 64-bit compare (run 51's ncu: the staging was a third of temperature's instructions at B = 64). A
+  // NaN's key lies above +inf's (sign clear) or below -inf's (sign set), so kmax / kmin see any; a thread
+  // that met one measures its elements again exactly from the staged copy, so best and fl are exact's.
+  uint32_t kmax = 0u, kmin = 0xffffffffu;
+  int imax = -1;
+  auto take = [&](float x, int64_t i, bool stored) {
+    if (!stored) zs[i] = x;
+    if (!measure) return;
+    const uint32_t k = key_of(x);
+    if (hist) atomicAdd(&hist[(k >> 24) * kRep + (unsigned(tid) & unsigned(kRep - 1))], 1u);
+    if (k > kmax) {
+      kmax = k;
+      imax = int(i);
+    }
+    kmin = k < kmin ? k : kmin;
+  };
+  int64_t done = 0;
+  if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    const int64_t n4 = n >> 2;
+    const float4* s4 = reinterpret_cast<const float4*>(src);
+    for (int64_t base = tid; base < n4; base += int64_t(NT) * U) {
+      float4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t i = base + int64_t(u) * NT;
+        if (i < n4) r[u] = s4[i];
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t i = base + int64_t(u) * NT;
+        if (V4 && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
+        if (i < n4) {
+          take(r[u].x, 4 * i, V4);
+          take(r[u].y, 4 * i + 1, V4);
+          take(r[u].z, 4 * i + 2, V4);
+          take(r[u].w, 4 * i + 3, V4);
+        }
+      }
+    }
+    done = 4 * n4;
+  }
+  for (int64_t base = done + tid; base < n; base += int64_t(NT) * U) {
+    float r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t(u) * NT;
+      if (i < n) r[u] = src[i];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t i = base + int64_t(u) * NT;
+      if (i < n) take(r[u], i, false);
+    }
+  }
+  if (!measure || (imax < 0 && kmin == 0xffffffffu)) return;  // the thread met no element
+  if (kmax > kKeyPosInf || kmin < kKeyNegInf) {  // a NaN (key 0 too): this thread's elements again, exactly
+    for (int64_t i4 = tid; 4 * i4 < done; i4 += NT)
+      for (int c = 0; c < 4; ++c) exact(zs[4 * i4 + c], 4 * i4 + c);
+    for (int64_t i = done + tid; i < n; i += NT) exact(zs[i], i);
+    return;
+  }
+  if (kmax == kKeyPosInf) fl |= MLOPS_SAMPLE_FLAG_POSINF;
+  const uint64_t b = pack_best(kmax, uint32_t(v0 + imax));
+  best = b > best ? b : best;
+}
+
+}  // namespace
+}  // namespace mlops::vocab

@@ -1,0 +1,330 @@
+// The sampler's cluster kernel: top-p's first round on the wide digit (wide_top_p): near the max
+// (wide_near_pass) or over every bin (wide_full_pass), then the list of the crossing bin and above
+// (session 37's list_near / bin_first where their macros are on) and its gather.
+#pragma once
+#include "sample_cluster_wide.cuh"
+
+namespace mlops::vocab {
+namespace {
+
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)  // sample_cluster_shared.cuh: sm_90 device code, or the host runner
+// Top-p's first round near the max (session 37): the crossing bin of a real row is a few wide bins below the max's,
+// yet the full round (below) adds every element's weight into one of 2048 bins and reads them back across the
+// cluster in two barriers (run 187: ~6 of a B = 1 call's 20.5 us, ~10 of a B = 64 row's 31.7). Here one pass sums
+// every weight in registers (S: the same integer) and adds into shared memory only the weights of the kNearBins wide
+// bins from the max's down to the one holding m - 10 T (a few % of the bench's elements); one cluster barrier, and
+// every CTA reads the C CTAs' near bins (a lane a bin) and their sums. Every element of those bins is counted and no
+// key lies above the max's bin, so each near bin's mass, and the mass from the top to it, are the full round's:
+// where they reach p * S the crossing bin and the mass above it (acc) are the full round's too. Returns the crossing
+// bin, or -1 where the near bins do not reach (a flat row: the caller runs the full round after a cluster barrier,
+// every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
+// max's less j; their other readers are behind the gather's barrier (or the full round's).
+#ifndef MLOPS_SAMPLE_NEAR_MASK
+// Session 37's two steps after wide_near_pass, checked on the host (tests/c/sample_kernel_on_host.cpp, every
+// combination) but not yet run on a GPU (no device machine was lent after run 200), so off until ci/device/s37v.sh
+// (run 201's plan) times and tests them: the near elements' positions kept as a 64-bit mask a thread and listed from it
+// (list_near), and the tp forms' gather of the crossing bin's entries alone (bin_first).
+#define MLOPS_SAMPLE_NEAR_MASK 0
+#endif
+#ifndef MLOPS_SAMPLE_BIN_FIRST
+#define MLOPS_SAMPLE_BIN_FIRST 0
+#endif
+constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
+constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
+template <int C, int NT>
+__device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near) {
+  static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const uint32_t wm = key_of(m) >> kWideShift;
+  const uint32_t wl = key_of(m + kNearSpan * T.cutoff) >> kWideShift;  // m - 10 T's bin (m's for a NaN)
+  const uint32_t nb = wl < wm ? (wm - wl + 1 < uint32_t(kNearBins) ? wm - wl + 1 : uint32_t(kNearBins)) : 1u;
+  if (tid < kNearBins) {
+    sh.hlo[tid] = 0;
+    sh.hhi[tid] = 0;
+  }
+  __syncthreads();
+  const LeanRow lm = mass_row(cfg, m, T);
+  uint64_t s = 0;
+  near = 0;
+  int bit = 0;  // element tid + e NT is bit e of near (e < 64)
+  for (int i0 = tid; i0 < n; i0 += 4 * NT, bit += 4) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
+    weigh_strided4<NT>(lm, zs, n, i0, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      s += w[j];
+      const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
+#if MLOPS_SAMPLE_NEAR_MASK
+      if (on[j] && b < nb) {
+        near |= 1ull << ((bit + j) & 63);
+        if (w[j]) {
+          atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+          atomicAdd(&sh.hhi[b], w[j] >> 16);
+        }
+      }
+#else
+      if (w[j] && b < nb) {
+        atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+        atomicAdd(&sh.hhi[b], w[j] >> 16);
+      }
+#endif
+    }
+  }
+  s = block_sum_u64<NT>(s, sh);
+  if (tid == 0) sh.pub_wide = s;
+  MLOPS_SAMPLE_MARK(11);
+  cluster_sync_smem();  // every CTA's near bins and sum complete
+  uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // CTA r's bin j at 32 r + j
+  for (int t = tid; t < C * 32; t += NT) {
+    const unsigned r = unsigned(t) >> 5, b = unsigned(t) & 31u;
+    red[t] = b < nb ? mass_of<true>(remote_load(&sh.hlo[b], r), remote_load(&sh.hhi[b], r)) : uint64_t(0);
+  }
+  __syncthreads();
+  MLOPS_SAMPLE_MARK(12);
+  if (tid < 32) {  // lane j: near bin j (from the top)
+    uint64_t mb = 0;
+    for (int r = 0; r < C; ++r) mb += red[32 * r + int(lane)];
+    const uint64_t S = warp_sum(lane < unsigned(C) ? remote_load(&sh.pub_wide, lane) : uint64_t(0));
+    const double th = top_p_threshold(cfg.top_p, S);
+    const uint64_t incl = warp_incl_scan(mb);  // lanes >= nb add 0: the first reaching lane is below nb
+    const unsigned hit = __ballot_sync(kFull, double(incl) >= th);
+    const int h = hit ? __ffs(hit) - 1 : -1;
+    const uint64_t above = __shfl_sync(kFull, incl - mb, h < 0 ? 0 : h);
+    if (lane == 0) {
+      sh.b_total = S;
+      sh.b_warp = h;
+      sh.b_acc = above;
+    }
+  }
+  __syncthreads();
+  thr = top_p_threshold(cfg.top_p, sh.b_total);
+  acc = sh.b_acc;
+  return sh.b_warp < 0 ? -1 : int(wm) - sh.b_warp;
+}
+
+// The full round (the caller's comment), where wide_near_pass's bins do not reach: the crossing bin, or -1 where
+// no bin reaches; acc, thr and sh.b_total as wide_near_pass's.
+template <int C, int NT, bool TP, bool TP2>
+__device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr) {
+  static_assert(C >= 3, "a portion of the wide bins fits cnt / mass (768 words)");
+  constexpr int P = (kWideBins + C - 1) / C;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+  for (int i = tid; i < kWideBins; i += NT) {
+    sh.hlo[i] = 0;
+    sh.hhi[i] = 0;
+  }
+  __syncthreads();
+  const LeanRow lm = mass_row(cfg, m, T);
+  for (int i0 = tid; i0 < n; i0 += 4 * NT) {
+    float x[4];
+    bool on[4];
+    uint32_t w[4];
+    weigh_strided4<NT>(lm, zs, n, i0, x, on, w);
+    if constexpr (TP2) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t b = key_of(x[j]) >> kWideShift, hi = w[j] >> 16;
+        atomicAdd(&sh.hlo[w[j] ? b : lane], w[j] & 0xffffu);  // 0 into the lane's own word where it weighs nothing
+        atomicAdd(&sh.hhi[hi ? b : lane], hi);
+      }
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = key_of(x[j]) >> kWideShift;
+        if constexpr (TP) {
+          atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+          if (w[j] >> 16) atomicAdd(&sh.hhi[b], w[j] >> 16);
+        } else {
+          add_mass_of<true>(&sh.hlo[b], &sh.hhi[b], w[j]);
+        }
+      }
+  }
+  MLOPS_SAMPLE_MARK(11);
+  cluster_sync_smem();  // every CTA's bins complete
+  uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // cnt then mass: 768 words
+  uint64_t part = 0;
+  for (int t = tid; t < P; t += NT) {
+    const int b = int(rank) * P + t;
+    uint64_t s = 0;
+    if (b < kWideBins)
+      for (int r = 0; r < C; ++r)
+        s += mass_of<true>(remote_load(&sh.hlo[b], unsigned(r)), remote_load(&sh.hhi[b], unsigned(r)));
+    red[t] = s;
+    part += s;
+  }
+  part = block_sum_u64<NT>(part, sh);
+  if (tid == 0) sh.pub_wide = part;
+  MLOPS_SAMPLE_MARK(12);
+  cluster_sync_smem();  // every portion published
+  if (tid < 32) {  // lane j: the portion of CTA C - 1 - j (from the top)
+    const uint64_t t = lane < unsigned(C) ? remote_load(&sh.pub_wide, unsigned(C - 1) - lane) : uint64_t(0);
+    const uint64_t incl = warp_incl_scan(t);
+    const uint64_t S = __shfl_sync(kFull, incl, 31);
+    const double th = top_p_threshold(cfg.top_p, S);
+    const unsigned hit = __ballot_sync(kFull, lane < unsigned(C) && double(incl) >= th);
+    const int h = hit ? __ffs(hit) - 1 : 0;
+    const uint64_t above = __shfl_sync(kFull, incl - t, h);
+    if (lane == 0) {
+      sh.b_total = S;
+      sh.b_krem = hit ? uint32_t(C - 1 - h) : ~0u;
+      sh.b_acc = above;
+    }
+  }
+  __syncthreads();
+  thr = top_p_threshold(cfg.top_p, sh.b_total);
+  const uint32_t rp = sh.b_krem;
+  const uint64_t above = sh.b_acc;  // find_from_top writes it only after a barrier
+  if (rp == ~0u) return -1;
+  find_from_top<NT>(
+      P, above,
+      [&](int i) { return int(rp) * P + i < kWideBins ? remote_load(&red[i], rp) : uint64_t(0); },
+      [&](uint64_t s) { return double(s) >= thr; }, sh);
+  acc = sh.b_acc;
+  return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
+}
+
+// A warp's push of one entry a lane where `on`: the lanes' places from one atomic on *n (warp order among them). The
+// whole warp calls it; the place is meaningless where !on.
+__device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned b = __ballot_sync(kFull, on);
+  uint32_t at = 0;
+  if (lane == 0 && b) at = atomicAdd(n, uint32_t(__popc(b)));
+  return __shfl_sync(kFull, at, 0) + uint32_t(__popc(b & ((1u << lane) - 1u)));
+}
+
+// build_candidates_staged's list (keys in [lo, hi]; IDX: slice indices, else values) from wide_near_pass's bit masks
+// (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
+// bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
+// The same set; the list is unordered. Every thread calls it.
+template <int NT, bool IDX>
+__device__ void list_near(const float* zs, uint64_t near, uint32_t lo, uint32_t hi, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  if (tid == 0) sh.cand_n = 0;
+  __syncthreads();  // after every earlier read of cand_n / cand
+  while (__ballot_sync(kFull, near != 0)) {
+    bool on = false;
+    uint32_t i = 0;
+    float x = 0.0f;
+    if (near) {
+      const uint32_t l = uint32_t(near), h = uint32_t(near >> 32);
+      i = uint32_t(tid + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h))) * NT);
+      near &= near - 1;
+      x = zs[i];
+      const uint32_t k = key_of(x);
+      on = k >= lo && k <= hi;
+    }
+    const uint32_t at = warp_slot(on, &sh.cand_n);
+    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i) : x;
+  }
+  __syncthreads();
+}
+
+// The tp forms' list (slice indices of every element at or above the crossing bin, for this CTA's draw) reordered so
+// that the crossing bin's entries (keys <= hi) come first; returns their count, which is all the gather copies: every
+// reader of the gathered list (tp3_rounds, the rounds on it) takes only the keys matching the bin's prefix. On the
+// bench's rows a crossing bin of [6, 7) (a fifth of them) lists ~3 460 elements, over kGather, and its ~1 950 fit
+// (session 37). Where the list overflowed, its count (the gather fails as before). Every thread calls it.
+template <int NT>
+__device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& sh) {
+  constexpr int kQ = (kClusterCand + NT - 1) / NT;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const uint32_t cn = sh.cand_n;  // read after the caller's barrier
+  if (cn > uint32_t(kClusterCand)) return cn;
+  uint32_t e[kQ];
+  bool in[kQ];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const uint32_t i = uint32_t(tid + q * NT);
+    e[q] = i < cn ? f32_bits(sh.cand[i]) : 0u;
+    in[q] = i < cn && key_of(zs[e[q]]) <= hi;
+  }
+  uint32_t* ctr = reinterpret_cast<uint32_t*>(sh.wtot);  // the bin's count, the two write positions
+  if (tid < 3) ctr[tid] = 0;
+  __syncthreads();  // every read of the list above
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const unsigned b = __ballot_sync(kFull, in[q]);
+    if (lane == 0 && b) atomicAdd(&ctr[0], uint32_t(__popc(b)));
+  }
+  __syncthreads();
+  const uint32_t nbin = ctr[0];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+    const bool on = uint32_t(tid + q * NT) < cn;
+    const uint32_t at_b = warp_slot(in[q], &ctr[1]), at_a = nbin + warp_slot(on && !in[q], &ctr[2]);
+    if (in[q]) sh.cand[at_b] = bits_f32(e[q]);
+    else if (on) sh.cand[at_a] = bits_f32(e[q]);
+  }
+  __syncthreads();
+  return nbin;
+}
+
+// Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
+// (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
+// barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
+// cnt / mass (6 KB of 64-bit words, free here: no round has used them) and publishes the portion's
+// mass; a barrier; every CTA reads the C portion masses (S is their sum: the mass of every key, as
+// the first round's), finds the portion and, reading that portion's P bins from its CTA, the bin
+// where the mass from the top reaches p * S: the same integers, the same crossing bin and mass
+// above it (acc) as a round over bytes would reach over the same keys. Its elements only (those
+// above it are all kept and weigh acc) are listed and gathered; the rounds on bits 13 - 20, 5 - 12
+// and 0 - 4 run on the list (or distributed where it does not fit). Returns whether no bin reaches
+// (prefix and mask stay 0: every key kept, as the rounds' own "no bin reaches").
+// Since session 37 this full round (wide_full_pass) runs only where the bins near the max do not reach p * S
+// (wide_near_pass: one pass, one cluster barrier, the same crossing bin, acc, thr and S where they do).
+// TP (the tp forms, on the tk form): the high 16 bits of a weight are added only where they are not 0 (on the
+// bench's rows almost every element weighs below 2^16: one shared RED an element instead of two; the same
+// integers), and the list holds the slice indices of every element at or above the crossing bin (the bin
+// and everything above it: build_candidates_staged's 16-byte loads), so that tk_draw can draw over
+// it (the rounds on the gathered list still count only the bin's elements: they match the prefix).
+// TP2 (the tp2 forms, on the tp form): no branch an element: both words' atomics are unconditional, and an element
+// of weight 0 (or without high bits) adds 0 to word `lane` instead of its bin (adding 0 changes no word; a lane's
+// own word, so no two lanes of a warp meet at one address for nothing). TP's conditionals are a branch and a
+// convergence region (BSSY / BSYNC) each in the SASS, and a predicated red.shared is compiled to the same branch
+// by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
+// executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
+template <int C, int NT, bool TP = false, bool TP2 = false>
+__device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
+                           int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
+                           uint32_t& mask, uint64_t& acc, double& thr) {
+  const int n = int(v1 - v0);
+  uint64_t near;
+  int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr, near);
+  const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * NT;
+  if (bin < 0) {
+    cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
+    bin = wide_full_pass<C, NT, TP, TP2>(cfg, m, T, zs, n, sh, acc, thr);
+    if (bin < 0) return true;
+  }
+  MLOPS_SAMPLE_MARK(13);
+  prefix = uint32_t(bin) << kWideShift;
+  mask = ~0u << kWideShift;
+  if (by_mask) {
+    list_near<NT, TP>(zs, near, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+  } else if constexpr (TP) {
+    build_candidates_staged<NT, true>(zs, n, prefix, sh);
+  } else {
+    build_candidates_staged<NT, false>(zs, n, prefix, sh, prefix | ~mask);
+  }
+  use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+  uint32_t head = 0xffffffffu;  // the whole list
+  if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
+  MLOPS_SAMPLE_MARK(14);
+  // its barrier: every CTA's last read of this one's red is behind it
+  all_n = gather_candidates<C, NT, false, TP, true>(sh, all, zs, head);
+  return false;
+}
+#endif
+
+}  // namespace
+}  // namespace mlops::vocab
