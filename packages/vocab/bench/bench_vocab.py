@@ -172,7 +172,9 @@ SKIP_SAMPLERS = ("t256", "t512", "cluster8", "cluster16", "cluster16_smem_t1024"
 # here too, and run 95 the tpl forms at B = 64: both went back after their runs, slower)
 KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide", "cluster16_tp", "cluster16_tk"),
                 8: (None, "cluster8_tk"),
-                64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3")}
+                32: (None, "cluster4_tp3g"),
+                64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3",
+                     "cluster2_tp3g")}
 
 
 # FlashInfer's call for the same mode (bench_sampling adds these peers when flashinfer imports)

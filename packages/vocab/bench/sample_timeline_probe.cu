@@ -72,10 +72,15 @@ static int row_spans(int n) {
   return 0;
 }
 
-template <int C, bool ES, bool LEAN, bool GATHER, bool LATE, bool WIDE, bool TK, bool TP, bool TP2, bool TP3>
-static int run_case(const char* name, SampleParams p, int launches) {
-  auto kernel = sample_cluster_kernel<C, kClusterThreads, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
-  const size_t bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
+// NT, KERNEL: another kernel of the same marks (the global-slice forms: run_gsl below).
+template <int C, bool ES, bool LEAN, bool GATHER, bool LATE, bool WIDE, bool TK, bool TP, bool TP2, bool TP3,
+          int NT = kClusterThreads>
+static int run_case(const char* name, SampleParams p, int launches, void (*kernel)(SampleParams) = nullptr,
+                    size_t bytes = 0) {
+  if (!kernel) {
+    kernel = sample_cluster_kernel<C, kClusterThreads, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
+    bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
+  }
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
   unsigned long long tl[16][16];
@@ -83,7 +88,7 @@ static int run_case(const char* name, SampleParams p, int launches) {
     const unsigned long long zero[16][16] = {};
     CK(cudaMemcpyToSymbol(g_sample_timeline, zero, sizeof(zero)));
     if (reset_row_spans()) return 1;
-    if (launch_clusters(kernel, C, int(p.rows), kClusterThreads, bytes, p)) return 1;
+    if (launch_clusters(kernel, C, int(p.rows), NT, bytes, p)) return 1;
     CK(cudaDeviceSynchronize());
     if (it < 5) continue;
     CK(cudaMemcpyFromSymbol(tl, g_sample_timeline, sizeof(tl)));
@@ -117,6 +122,17 @@ static int run_case(const char* name, SampleParams p, int launches) {
   if (p.rows > 1) return row_spans(int(p.rows) < 64 ? int(p.rows) : 64);
   return 0;
 }
+
+#if defined(MLOPS_SAMPLE_HAS_GSL)
+// The global-slice tp3 forms (cluster2_tp3g / cluster4_tp3g, session 38): 1024 threads, the gathered list alone in
+// dynamic shared memory. Compiled out against a header from before them (-I<dir>).
+template <int C>
+static int run_gsl(const char* name, SampleParams p, int launches) {
+  return run_case<C, false, true, true, false, false, true, true, false, true, 1024>(
+      name, p, launches, sample_cluster_kernel<C, 1024, true, false, true, true, false, false, true, true, false, true, true>,
+      size_t(kGather) * 4);
+}
+#endif
 
 // Arguments: the batch sizes to run (1 .. 64; default 1 64): B = 1 the planned cluster16 kernels, B > 1 B = 64's
 // cluster8 ones (session 36: B = 16 / 30 put one / two rows' CTAs on an SM, for the row spans).
@@ -209,6 +225,16 @@ int main(int argc, char** argv) {
       if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
           run_case<8, false, true, true, false, false, true, true, false, true>("top-p 0.9, cluster8_tp3", p, n))
         return 1;
+#if defined(MLOPS_SAMPLE_HAS_GSL)  // every mode on the global-slice form: 2 CTAs a row above B = 32, else 4
+      const struct { const char* name; float t; int k; float tp, mp; } g[] = {
+          {"temperature, %s", 0.8f, 0, 1.0f, 0.0f}, {"top-k 50, %s", 0.8f, 50, 1.0f, 0.0f},
+          {"top-k + top-p + min-p, %s", 0.8f, 50, 0.9f, 0.05f}, {"top-p 0.9, %s", 0.8f, 0, 0.9f, 0.0f}};
+      for (const auto& c : g) {
+        char nm[96];
+        std::snprintf(nm, sizeof nm, c.name, b > 32 ? "cluster2_tp3g" : "cluster4_tp3g");
+        if (set(c.t, c.k, c.tp, c.mp, 1.0f) || (b > 32 ? run_gsl<2>(nm, p, n) : run_gsl<4>(nm, p, n))) return 1;
+      }
+#endif
     }
     p.history = hist;
     p.history_stride = 64;
@@ -220,6 +246,11 @@ int main(int argc, char** argv) {
     if (b > 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
                    run_case<8, false, true, true, false, false, true, true, false, true>("penalties + top-p, cluster8_tp3", p, n)))
       return 1;
+#if defined(MLOPS_SAMPLE_HAS_GSL)
+    if (b > 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) || (b > 32 ? run_gsl<2>("penalties + top-p, cluster2_tp3g", p, n)
+                                                             : run_gsl<4>("penalties + top-p, cluster4_tp3g", p, n))))
+      return 1;
+#endif
   }
   return 0;
 }

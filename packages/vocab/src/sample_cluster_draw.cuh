@@ -230,6 +230,117 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   if (p.flags) p.flags[row] = 0;
   if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
 }
+
+// The global-slice forms' draw (GSL, session 38). Their slice stays in global memory, where tk_draw's walk (one
+// thread over its contiguous chunk, an element at a time) would wait an L2 round trip an element and its chunk sums
+// (a thread's contiguous chunk, unless a list holds the kept elements) would read 32 scattered lines a warp load.
+// Here the kept sums go per chunk of kDrawChunk consecutive elements (at most 2048 of them: a slice of at most
+// 131072 elements, which the host checks), as a low and a high word a chunk in hlo / hhi (a weight's low 16 bits and
+// the rest: neither word wraps at 64 elements): from the CTA's candidate list where it holds every kept element
+// (filtered rows, like tk_draw's), else by warps over the slice, 2 chunks a warp a trip (a lane's 4 elements one
+// 16-byte load, their exps interleaved), a half-warp's sum a chunk. Thread t sums chunks t q .. t q + q - 1 (q =
+// ceil(chunks / NT)), draw_locate finds the CTA and the thread, that thread the chunk, and warp 0 walks the chunk
+// (2 elements a lane, one scan). The same integers in the same index order as the definition: the same token.
+constexpr int kDrawChunk = 64;
+template <int C, int NT>
+__device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
+                                           const float* zs, const LeanRow& lr, uint32_t tau, bool list,
+                                           ClusterShared<NT>& sh) {
+  static_assert(kDrawChunk == 64, "a half-warp's 16 lanes x 4 elements a chunk; a lane's 2 in the walk");
+  constexpr int NW = NT / 32;
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const int warp = tid >> 5;
+  const int n = int(v1 - v0);
+  const int nch = (n + kDrawChunk - 1) / kDrawChunk;  // <= 256 * kRep (the host's slice bound)
+  for (int c = tid; c < nch; c += NT) {
+    sh.hlo[c] = 0;
+    sh.hhi[c] = 0;
+  }
+  __syncthreads();
+  if (list) {
+    const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
+    const int nl = int(sh.cand_n);  // <= kClusterCand
+    for (int i = tid; i < nl; i += NT) {
+      const uint32_t li = ci[i];
+      const float x = zs[li];
+      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+      if (w) {
+        const uint32_t c = li / uint32_t(kDrawChunk);
+        atomicAdd(&sh.hlo[c], w & 0xffffu);
+        if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
+      }
+    }
+  } else {
+    const bool sparse = tau > 0u || lr.min_w > 0u;
+    for (int c0 = 2 * warp; c0 < nch; c0 += 2 * NW) {  // warp-uniform trip count (lean_weights_sparse4)
+      const int i = c0 * kDrawChunk + int(lane) * 4;   // lanes 0 - 15: chunk c0, 16 - 31: chunk c0 + 1
+      float x[4];
+      bool on[4];
+      uint32_t w[4];
+      if (i + 3 < n) {  // zs + i is 16-byte aligned: the host's slices start at multiples of 4 elements
+        const float4 v = *reinterpret_cast<const float4*>(zs + i);
+        x[0] = v.x;
+        x[1] = v.y;
+        x[2] = v.z;
+        x[3] = v.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[j] = i + j < n ? zs[i + j] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) on[j] = i + j < n && key_of(x[j]) >= tau;
+      if (sparse)
+        lean_weights_sparse4(lr, x, on, w);
+      else
+        lean_weights4(lr, x, on, w);
+      uint64_t s = uint64_t(w[0]) + w[1] + w[2] + w[3];
+#pragma unroll
+      for (int off = 8; off >= 1; off >>= 1) s += __shfl_xor_sync(kFull, s, off);  // the half-warp's chunk
+      const int c = c0 + int(lane >> 4);
+      if ((lane & 15u) == 0 && c < nch) {
+        sh.hlo[c] = uint32_t(s & 0xffffu);
+        sh.hhi[c] = uint32_t(s >> 16);  // < 2^22: 64 weights below 2^31 each
+      }
+    }
+  }
+  __syncthreads();
+  const int q = (nch + NT - 1) / NT;
+  const int cb = tid * q < nch ? tid * q : nch, ce = cb + q < nch ? cb + q : nch;
+  auto chunk_sum = [&](int c) { return uint64_t(sh.hlo[c]) + (uint64_t(sh.hhi[c]) << 16); };
+  uint64_t s = 0;
+  for (int c = cb; c < ce; ++c) s += chunk_sum(c);
+  uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
+  if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;  // CTA-uniform
+  if (s && ex <= t && t < ex + s) {  // the one thread whose chunks hold the target: which chunk
+    uint64_t run = ex;
+    int c = cb;
+    for (; c + 1 < ce; ++c) {
+      const uint64_t k = chunk_sum(c);
+      if (t < run + k) break;
+      run += k;
+    }
+    sh.b_warp = c;
+    sh.b_target = t - run;
+  }
+  __syncthreads();
+  if (warp != 0) return;
+  const int c = sh.b_warp;
+  const uint64_t tt = sh.b_target;
+  const int i = c * kDrawChunk + 2 * int(lane);
+  const float x0 = i < n ? zs[i] : 0.0f, x1 = i + 1 < n ? zs[i + 1] : 0.0f;
+  const uint32_t w0 = lean_weight1(lr, x0, i < n && key_of(x0) >= tau);
+  const uint32_t w1 = lean_weight1(lr, x1, i + 1 < n && key_of(x1) >= tau);
+  const uint64_t ls = uint64_t(w0) + w1;
+  const uint64_t incl = warp_incl_scan(ls), lex = incl - ls;
+  if (ls && lex <= tt && tt < incl) {  // the first element whose running sum exceeds tt (its weight is > 0)
+    const bool first = tt < lex + w0;
+    const uint32_t w = first ? w0 : w1;
+    p.tokens[row] = int32_t(v0 + int64_t(i + (first ? 0 : 1)));
+    if (p.flags) p.flags[row] = 0;
+    if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+  }
+}
 #endif
 
 }  // namespace

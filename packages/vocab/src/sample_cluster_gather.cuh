@@ -22,9 +22,11 @@ namespace {
 // IDX (the tk forms): the lists hold slice indices; the values are read from each CTA's staged slice zs.
 // WARPS (the wide round's gather, session 34): the copy by warps a CTA's list (below).
 // head (the tp forms, session 37): the count of a CTA's first list entries to gather (bin_first's), where not the whole list.
-template <int C, int NT, bool BOUND = false, bool IDX = false, bool WARPS = false>
+// GSL (the global-slice forms, with IDX): zs is this CTA's slice in global memory and CTA r's starts gch elements a
+// rank further (slice_value): the values come from global memory, not from the other CTA's shared memory.
+template <int C, int NT, bool BOUND = false, bool IDX = false, bool WARPS = false, bool GSL = false>
 __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* all, const float* zs = nullptr,
-                                                 uint32_t head = 0xffffffffu) {
+                                                 uint32_t head = 0xffffffffu, int64_t gch = 0) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   if (tid == 0) sh.pub_cand_n = head != 0xffffffffu ? head : sh.cand_n;  // head: only the list's first entries
@@ -58,7 +60,7 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
       while (r + 1 < C && uint32_t(i) >= sh.g_off[r + 1]) ++r;
       if constexpr (IDX) {
         const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[uint32_t(i) - sh.g_off[r]]), unsigned(r));
-        all[i] = remote_load_dyn(&zs[li], unsigned(r));
+        all[i] = slice_value<GSL>(zs, li, unsigned(r), gch);
       } else {
         all[i] = remote_load(&sh.cand[uint32_t(i) - sh.g_off[r]], unsigned(r));
       }
@@ -87,7 +89,7 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
           if constexpr (IDX) {
 #pragma unroll
             for (int u = 0; u < 4; ++u)
-              if (j0 + uint32_t(u) * step < m) v[u] = f32_bits(remote_load_dyn(&zs[v[u]], unsigned(r)));
+              if (j0 + uint32_t(u) * step < m) v[u] = f32_bits(slice_value<GSL>(zs, v[u], unsigned(r), gch));
           }
 #pragma unroll
           for (int u = 0; u < 4; ++u)

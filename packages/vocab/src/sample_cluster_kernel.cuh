@@ -31,6 +31,12 @@ namespace {
 
 // Bytes of dynamic shared memory the staged form takes for a row of `vocab` over C CTAs.
 MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((vocab + C - 1) / C * 4 + 15) / 16 * 16; }
+// The global-slice forms' slice length: V / C rounded up to whole 16-byte groups, so that every CTA's slice starts
+// 16-byte aligned where the row does (their float4 reads of it: build_candidates_tk / _staged, chunk_draw).
+MLOPS_HD constexpr int64_t gsl_slice(int64_t vocab, int C) { return ((vocab + C - 1) / C + 3) / 4 * 4; }
+#define MLOPS_SAMPLE_HAS_GSL 1  // the GSL forms exist (bench/sample_timeline_probe.cu times them where they do)
+// The most elements a global-slice CTA takes: chunk_draw's chunk sums, 2048 chunks of 64, in hlo / hhi.
+constexpr int64_t kGslMaxSlice = 2048 * 64;
 
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way.
 // ES (the *_es variants): a top-p round below the first stops the rounds when the chosen bin holds
@@ -49,8 +55,14 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // one shared RED an element where the weight's high bits are 0, a list of slice indices of every element at or
 // above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
 // list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
+// GSL (the *_tp3g variants, on the tk forms, session 38): the slice stays in global memory (STAGE's pass measures and
+// counts only, every later read of the slice goes to the row, the gather reads the other slices there), the dynamic
+// shared memory holds the gathered list alone and the draw goes by chunks of 64 (chunk_draw). For a batch that
+// staged clusters run in several rounds (B = 64: 30 clusters of 8 at a time on the H200, GPU run 196): 1024-thread
+// CTAs, one an SM, 2 a row at B = 64, every row at once, each pass over the slice an L2 read.
 template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
+          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false,
+          bool GSL = false>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
@@ -62,6 +74,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
+  static_assert(!GSL || (TK && STAGE), "the global-slice forms are tk forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
@@ -80,7 +93,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   const int64_t step = p.steps[row];  // read before any barrier: rank 0 advances it after the last
   MLOPS_SAMPLE_MARK(0);
   MLOPS_SAMPLE_ROW_SPAN(0);
-  const int64_t ch = (V + C - 1) / C;
+  const int64_t ch = GSL ? gsl_slice(V, C) : (V + C - 1) / C;
   const int64_t v0 = int64_t(rank) * ch < V ? int64_t(rank) * ch : V;
   const int64_t v1 = v0 + ch < V ? v0 + ch : V;
   float* zs = nullptr;  // the staged slice (STAGE): element v at zs[v - v0]
@@ -94,6 +107,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   }
   // the gather forms: the cluster's candidates, after the slice in dynamic shared memory
   float* all = GATHER ? zs + cluster_stage_bytes(V, C) / 4 : nullptr;
+  if constexpr (GSL) {  // the slice stays in the (penalized) row; the dynamic shared memory holds the gathered list
+    all = zs;
+    zs = p.logits + row * p.logits_stride + v0;
+  }
   int all_n = -1;  // >= 0 once gathered: every later round reads all[0 .. all_n) in this CTA alone
   bool gather_tried = false;
   // element v of this CTA's slice, from shared memory (STAGE) or the row
@@ -154,7 +171,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
       __syncthreads();
     }
-    stage_slice<NT, LEAN>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
+    if (!GSL || !stats)  // GSL: nothing to store, and with the head's statistics nothing to measure
+      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   MLOPS_SAMPLE_MARK(2);
@@ -360,7 +378,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           MLOPS_SAMPLE_MARK(15);
           if constexpr (GATHER) {
             gather_tried = true;
-            all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
+            all_n = gather_candidates<C, NT, false, TK, false, GSL>(sh, all, zs, 0xffffffffu, ch);
           }
           MLOPS_SAMPLE_MARK(5);
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA
@@ -390,7 +408,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (!has_top_k) {
           wide = true;
           gather_tried = true;
-          top = wide_top_p<C, NT, TP, TP2>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr) ? -1 : 2;
+          top = wide_top_p<C, NT, TP, TP2, GSL>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
+                                                ch) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
           MLOPS_SAMPLE_MARK(7);
           if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)
@@ -536,7 +555,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         // whose gather did not fit, some CTAs may hold candidates and others not)
         if (GATHER && level == 3 && !gather_tried) {
           gather_tried = true;
-          all_n = gather_candidates<C, NT, false, TK>(sh, all, zs);
+          all_n = gather_candidates<C, NT, false, TK, false, GSL>(sh, all, zs, 0xffffffffu, ch);
         } else if (LATE && level == 2 && all_n < 0) {
           late_gather<C, NT>(zr, v0, v1, prefix > tau ? prefix : tau, sh, all, use_cand, all_n);
         }
@@ -553,7 +572,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     kw.min_thr = min_p_threshold(rcfg.min_p);
     if constexpr (TK) {
       writer = false;  // the thread that finds the target writes the token itself
-      tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+      if constexpr (GSL)
+        chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+      else
+        tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
     } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
       lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, sh);

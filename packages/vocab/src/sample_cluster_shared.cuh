@@ -3,6 +3,8 @@
 // host meanings for tests/c/sample_kernel_on_host.cpp), a CTA's static shared memory (ClusterShared) and the
 // warp / 256-bin scans every phase uses.
 #pragma once
+#include <cstddef>  // offsetof
+
 #include "sample_kernel.cuh"
 
 #if !defined(MLOPS_CUDA_ON_HOST)
@@ -126,6 +128,14 @@ __device__ __forceinline__ T remote_load_dyn(const T* local, unsigned rank) {
 #else
   return remote_load(local, rank);
 #endif
+}
+
+// Element li of CTA r's slice, read by this CTA, whose own slice is zs: from CTA r's staged copy (shared memory), or
+// (GSL, the global-slice forms, whose slices lie gch elements apart in the row) from global memory.
+template <bool GSL>
+__device__ __forceinline__ float slice_value(const float* zs, uint32_t li, unsigned r, int64_t gch) {
+  if constexpr (GSL) return zs[(int64_t(r) - int64_t(cluster_rank())) * gch + int64_t(li)];
+  else return remote_load_dyn(&zs[li], r);
 }
 #endif
 

@@ -163,7 +163,9 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
 // ncu in run 19 on cluster16_smem).
 // hist (the tk forms, a top-k row measured here): each element's key also counted per top byte into
 // the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
-template <int NT, bool V4 = false>
+// STORE = false (the global-slice forms, GSL): the pass measures (and counts) only; zs is the slice itself in global
+// memory (z + v0), which the NaN path reads again.
+template <int NT, bool V4 = false, bool STORE = true>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
                                             uint64_t& best, int& fl, uint32_t* hist = nullptr) {
   constexpr int U = 8;
@@ -190,7 +192,7 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
   uint32_t kmax = 0u, kmin = 0xffffffffu;
   int imax = -1;
   auto take = [&](float x, int64_t i, bool stored) {
-    if (!stored) zs[i] = x;
+    if (STORE && !stored) zs[i] = x;
     if (!measure) return;
     const uint32_t k = key_of(x);
     if (hist) atomicAdd(&hist[(k >> 24) * kRep + (unsigned(tid) & unsigned(kRep - 1))], 1u);
@@ -214,7 +216,7 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t i = base + int64_t(u) * NT;
-        if (V4 && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
+        if (V4 && STORE && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
         if (i < n4) {
           take(r[u].x, 4 * i, V4);
           take(r[u].y, 4 * i + 1, V4);

@@ -111,7 +111,11 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
 template <int C, int NT, bool TP, bool TP2>
 __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr) {
-  static_assert(C >= 3, "a portion of the wide bins fits cnt / mass (768 words)");
+  // A CTA's portion of the wide bins, summed over the cluster, goes to cnt then mass (768 64-bit words) at C >= 3;
+  // at C = 2 (the global-slice forms) to the candidate list's words (1024), free until the list is built after this
+  // round: a cluster barrier at the end keeps the other CTA's reads of them (find_from_top) before it.
+  static_assert(C >= 3 || (C == 2 && kClusterCand >= 2 * ((kWideBins + 1) / 2) &&
+                           offsetof(ClusterShared<NT>, cand) % 8 == 0), "a portion of the wide bins fits cnt / mass");
   constexpr int P = (kWideBins + C - 1) / C;
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
@@ -149,7 +153,7 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
   }
   MLOPS_SAMPLE_MARK(11);
   cluster_sync_smem();  // every CTA's bins complete
-  uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // cnt then mass: 768 words
+  uint64_t* red = C >= 3 ? reinterpret_cast<uint64_t*>(&sh.cnt[0][0]) : reinterpret_cast<uint64_t*>(sh.cand);
   uint64_t part = 0;
   for (int t = tid; t < P; t += NT) {
     const int b = int(rank) * P + t;
@@ -188,7 +192,9 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
       [&](int i) { return int(rp) * P + i < kWideBins ? remote_load(&red[i], rp) : uint64_t(0); },
       [&](uint64_t s) { return double(s) >= thr; }, sh);
   acc = sh.b_acc;
-  return int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
+  const int bin = int(rp) * P + sh.b_warp;  // b_warp >= 0: the portion reaches
+  if constexpr (C < 3) cluster_sync_smem();  // the other CTA's last read of red (cand) is behind it
+  return bin;
 }
 
 // A warp's push of one entry a lane where `on`: the lanes' places from one atomic on *n (warp order among them). The
@@ -293,10 +299,11 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // convergence region (BSSY / BSYNC) each in the SASS, and a predicated red.shared is compiled to the same branch
 // by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
 // executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
-template <int C, int NT, bool TP = false, bool TP2 = false>
+// GSL (the global-slice forms): zs is the slice in global memory, the gather reads the other slices there (gch apart).
+template <int C, int NT, bool TP = false, bool TP2 = false, bool GSL = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
-                           uint32_t& mask, uint64_t& acc, double& thr) {
+                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0) {
   const int n = int(v1 - v0);
   uint64_t near;
   int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr, near);
@@ -321,7 +328,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
   MLOPS_SAMPLE_MARK(14);
   // its barrier: every CTA's last read of this one's red is behind it
-  all_n = gather_candidates<C, NT, false, TP, true>(sh, all, zs, head);
+  all_n = gather_candidates<C, NT, false, TP, true, GSL>(sh, all, zs, head, gch);
   return false;
 }
 #endif

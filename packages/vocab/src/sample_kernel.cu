@@ -127,6 +127,20 @@ cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t 
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+// The global-slice tp3 forms (kSampleStaged 11, vocab_api.cpp): 1024-thread CTAs, C a row, the gathered list alone
+// in dynamic shared memory (8 KB: no opt-in). False (nothing launched) where the slices would not start 16-byte
+// aligned (the logits' address or row stride) or a slice is over chunk_draw's kGslMaxSlice.
+template <int C>
+bool launch_global(const SampleParams& p, cudaStream_t s, cudaError_t* e) {
+  if ((reinterpret_cast<uintptr_t>(p.logits) & 15u) != 0 || (p.logits_stride & 3) != 0 ||
+      gsl_slice(p.vocab, C) > kGslMaxSlice)
+    return false;
+  ClusterLaunch<C, 1024> l(p.rows, s, kGatherBytes);
+  *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, 1024, true, false, true, true, false, false, true, true, false, true, true>, p);
+  if (*e == cudaSuccess) *e = cudaGetLastError();
+  return true;
+}
+
 template <int C>
 int cluster_code_arch() {
   cudaFuncAttributes attr;
@@ -191,6 +205,9 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
     case 8: return staged512_cluster<false, true, true, false, false, true, true>(cluster, vocab, &bytes) != 0;  // tp
     case 9: return staged512_cluster<false, true, true, false, false, true, true, true>(cluster, vocab, &bytes) != 0;  // tp2
     case 10: return staged512_cluster<false, true, true, false, false, true, true, false, true>(cluster, vocab, &bytes) != 0;  // tp3
+    // the global-slice tp3 forms: where a contiguous row's slices start 16-byte aligned (the launch checks the address
+    // and stride: else cluster8_tp3 runs, the same tokens)
+    case 11: return vocab % 4 == 0 && gsl_slice(vocab, cluster) <= kGslMaxSlice;
   }
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)), b16 = size_t(cluster_stage_bytes(vocab, 16));
   if (cluster == 16 && threads == 1024 && staged_ok<16, 1024>(b16)) return true;
@@ -212,6 +229,10 @@ cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged
     case 8: ran = launch_staged512<false, true, true, false, false, true, true>(p, cluster, s, &e); break;
     case 9: ran = launch_staged512<false, true, true, false, false, true, true, true>(p, cluster, s, &e); break;
     case 10: ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, cluster, s, &e); break;
+    case 11:  // the global-slice tp3 forms, else cluster8_tp3 (the same tokens)
+      ran = cluster == 4 ? launch_global<4>(p, s, &e) : launch_global<2>(p, s, &e);
+      if (!ran) ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, 8, s, &e);
+      break;
     case 0: break;
     default: {  // the first staged forms (512 or 1024 threads)
       const size_t b8 = size_t(cluster_stage_bytes(p.vocab, 8)), b16 = size_t(cluster_stage_bytes(p.vocab, 16));
@@ -226,6 +247,8 @@ cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged
   switch (cluster) {
     case 8: return launch_cluster<8>(p, s);
     case 16: return cluster16_ok() ? launch_cluster<16>(p, s) : launch_cluster<8>(p, s);  // same tokens
+    case 2:
+    case 4: return launch_cluster<8>(p, s);  // a global-slice form where nothing staged runs: the same tokens
   }
   return cudaErrorInvalidValue;
 }

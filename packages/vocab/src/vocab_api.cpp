@@ -276,15 +276,20 @@ const mlops_sample_variant kSampleVariants[] = {
     // level 2's 256 bins and, where the chosen bin holds at most 32 weighted elements, one warp's exact threshold
     // over them (tp3_rounds, session 15): cluster8_tp3 planned above B = 8 for top-p rows without top-k since GPU
     // run 85 (mlops_sample_plan_configs)
-    {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"}};
-constexpr int kNumSample = 27;
+    {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"},
+    // the tp3 forms with the slice left in global memory (GSL, session 38): 1024-thread CTAs, one an SM, 2 or 4 a row,
+    // so that B = 64 (or 32) runs every row at once where the staged cluster8 forms run 30 rows at a time; the draw by
+    // chunks of 64. Not planned until measured
+    {27, 1024, 0, 2, "cluster2_tp3g"}, {28, 1024, 0, 4, "cluster4_tp3g"}};
+constexpr int kNumSample = 29;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
 // The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
 // loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh):
 // 1, 2 with the top-p rounds' early stop, 3 with the lean draw, 4 lean with gathered rounds, 5 the
 // gather form with the second gather, 6 the late form with the wide first rounds, 7 the tk forms, 8 the tp forms,
-// 9 the tp2 forms, 10 the tp3 forms.
-constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10};
+// 9 the tp2 forms, 10 the tp3 forms, 11 the global-slice tp3 forms (their slice measured on the way, not copied).
+constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10,
+                                           11, 11};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and
@@ -525,6 +530,8 @@ int mlops_sample_variant_runs_as(int index, int64_t rows, int64_t vocab) {
   Device d;
   if (!current_device(&d) || !cluster_runs(v, d, rows)) return kSampleFallback;
   const int unstaged = v.cluster == 16 && sample_cluster16_ok() ? 5 : 4;  // cluster16 / cluster8
+  if (kSampleStaged[index] == 11 && !sample_cluster_staged_ok(v.cluster, v.threads, vocab, 11))  // global-slice forms
+    return sample_cluster_staged_ok(8, kSampleVariants[25].threads, vocab, 10) ? 25 : 4;  // cluster8_tp3 / cluster8
   if (kSampleStaged[index])
     return sample_cluster_staged_ok(v.cluster, v.threads, vocab, kSampleStaged[index]) ? index : unstaged;
   return unstaged;

@@ -36,7 +36,22 @@ struct Case {
 // cluster: one cluster of `cluster` CTAs a row, run together).
 static void emulate(SampleParams p, int threads, bool split, int cluster, int staged, std::vector<SplitRow>& ws) {
   if (cluster) {  // the penalties are the kernel's own first phase
-    const dim3 grid(unsigned(cluster), unsigned(p.rows));
+    const dim3 grid(unsigned(staged == 11 && p.logits_stride % 4 != 0 ? 4 : cluster), unsigned(p.rows));
+    if (staged == 11 && p.logits_stride % 4 == 0) {  // the global-slice tp3 form: the gathered list alone, poisoned
+      set_host_dynamic_shared(4 * kGather);
+      for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
+      if (threads == 1024)
+        run_cluster_grid(grid, 2, 1024, [&] { sample_cluster_kernel<2, 1024, true, false, true, true, false, false, true, true, false, true, true>(p); });
+      else if (cluster == 2)
+        run_cluster_grid(grid, 2, 256, [&] { sample_cluster_kernel<2, 256, true, false, true, true, false, false, true, true, false, true, true>(p); });
+      else
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, true, false, true, true>(p); });
+      return;
+    }
+    if (staged == 11) {  // rows whose slices would not start 16-byte aligned: the launch runs the tp3 form instead
+      staged = 10;
+      cluster = 4;
+    }
     if (staged) {  // the slice in (poisoned) dynamic shared memory: every read after staging comes from it
       set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged >= 4 ? 4 * kGather : 0));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
@@ -176,6 +191,10 @@ int main() {
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
       {"top_p 0.99, two peaks (crossing in the bulk)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
       {"top_p 0.9, two peaks (crossing at a peak)", 2, 12000, cfg(1.0f, 0, 0.9f, 0.0f), 0.3f, false, false, false, false, 2},
+      // slices of 18000 at 2 CTAs: chunk_draw's 282 chunks of 64 over 256 threads, 2 a thread (the list's path and the
+      // slice's)
+      {"temperature, long slices", 2, 36000, cfg(0.8f, 0, 1.0f, 0.0f), 3.0f, false, false},
+      {"top_p 0.9, long slices", 2, 36000, cfg(0.8f, 0, 0.9f, 0.0f), 3.0f, false, false},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -220,18 +239,19 @@ int main() {
     // t256, t1024, split, cluster 4 x 256, cluster 3 x 256, the staged (slice in shared memory)
     // clusters 4 x 256 and 3 x 256, the staged early-stop form, the lean form, the gather form and
     // the late form, the wide form, the tk form, the tp form, the tp2 form and the tp3 form (4 x 256 or 3 x 256
-    // by case)
-    for (int variant = 0; variant < 16; ++variant) {
+    // by case), the global-slice tp3 form (2 x 256, 3 x 256, 2 x 1024)
+    for (int variant = 0; variant < 19; ++variant) {
       if (const char* only = std::getenv("SAMPLE_ON_HOST_VARIANT"); only && std::atoi(only) != variant) continue;
       // Every variant on every case since the runner is fiber-based (session 25; 31 s here before this, with t1024 on
       // every other case, the 3-CTA clusters on the others and one step for all but t256, when each emulated thread
       // was an OS thread)
       const bool split = variant == 2;
-      const int staged = variant == 15 ? 10 : variant == 14 ? 9 : variant == 13 ? 8 : variant == 12 ? 7 : variant == 11 ? 6 : variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
-      const int cluster = variant == 3 || variant == 5 ? 4
+      const int staged = variant >= 16 ? 11 : variant == 15 ? 10 : variant == 14 ? 9 : variant == 13 ? 8 : variant == 12 ? 7 : variant == 11 ? 6 : variant == 10 ? 5 : variant == 9 ? 4 : variant == 8 ? 3 : variant == 7 ? 2 : variant >= 5 ? 1 : 0;
+      const int cluster = variant == 16 || variant == 18 ? 2 : variant == 17 ? 3
+                          : variant == 3 || variant == 5 ? 4
                           : variant == 4 || variant == 6 ? 3
                           : variant >= 7 ? (case_no % 2 ? 4 : 3) : 0;
-      const int threads = variant == 0 ? 256 : 1024;
+      const int threads = variant == 0 ? 256 : variant >= 16 && variant < 18 ? 256 : 1024;
       for (int64_t step0 : {int64_t(41), int64_t(0)}) {  // two steps: two draws
         std::vector<float> zh = z, zk = z;
         std::vector<int64_t> sh_(size_t(c.B), step0), sk(size_t(c.B), step0);
@@ -255,7 +275,8 @@ int main() {
         const char* names[] = {"t256",     "t1024",         "split",         "cluster4",
                                "cluster3", "cluster4_smem", "cluster3_smem", "cluster_smem_es",
                                "cluster_lean", "cluster_gather", "cluster_late", "cluster_wide", "cluster_tk",
-                               "cluster_tp", "cluster_tp2", "cluster_tp3"};
+                               "cluster_tp", "cluster_tp2", "cluster_tp3", "cluster2_tp3g", "cluster3_tp3g",
+                               "cluster2_tp3g_t1024"};
         const char* vn = names[variant];
         CHECK(th == tk, "%s [%s, step %lld]: tokens %d %d %d vs host %d %d %d", c.name, vn, (long long)step0, tk[0],
               tk[c.B > 1], tk[c.B - 1], th[0], th[c.B > 1], th[c.B - 1]);
