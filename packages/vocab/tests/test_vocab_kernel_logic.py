@@ -75,11 +75,11 @@ def test_lm_head_stream_device_code_on_host(tmp_path):
 
 
 def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 4417)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701)
 
 
 def test_sampler_prepared_forms_on_host_equal_host_emulation(tmp_path):
     """Session 37's forms that are off by default until a GPU run times them (sample_cluster_wide_top_p.cuh: list_near,
     MLOPS_SAMPLE_NEAR_MASK; bin_first, MLOPS_SAMPLE_BIN_FIRST): the same runner with both on, so they stay checked."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 4417,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701,
                    ("MLOPS_SAMPLE_NEAR_MASK=1", "MLOPS_SAMPLE_BIN_FIRST=1"))
