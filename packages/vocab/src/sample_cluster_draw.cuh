@@ -118,6 +118,27 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
   if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
 }
 
+// The list draws' chunk sums (tk_draw<TP>, chunk_draw): each kept weight of the CTA's candidate list (slice indices; the
+// caller knows it holds every kept element) added into the sums of the chunk of `chunk` consecutive slice elements that
+// holds it, the low 16 bits into hlo[c] and the rest into hhi[c] (neither word wraps: a chunk holds fewer than 2^16
+// elements). The words zeroed before, a barrier after: the caller's.
+template <int NT>
+__device__ __forceinline__ void list_chunk_sums(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
+                                                ClusterShared<NT>& sh) {
+  const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
+  const int nl = int(sh.cand_n);  // <= kClusterCand
+  for (int i = int(threadIdx.x); i < nl; i += NT) {
+    const uint32_t li = ci[i];
+    const float x = zs[li];
+    const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+    if (w) {
+      const uint32_t c = li / chunk;
+      atomicAdd(&sh.hlo[c], w & 0xffffu);
+      if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
+    }
+  }
+}
+
 // The tk forms' draw. A CTA whose candidate list holds every element of its slice at or above tau (`list`,
 // the CTA's own) weighs only the list (slice indices into zs), compacts the kept ones as (index, weight)
 // and, if it holds the target, finds the element whose kept weights at lower indices (of its slice) sum
@@ -148,17 +169,7 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
     sh.hlo[tid] = 0;
     sh.hhi[tid] = 0;
     __syncthreads();
-    const int nl = int(sh.cand_n);  // <= kClusterCand
-    for (int i = tid; i < nl; i += NT) {
-      const uint32_t li = ci[i];
-      const float x = zs[li];
-      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
-      if (w) {
-        const uint32_t c = li / uint32_t(q);
-        atomicAdd(&sh.hlo[c], w & 0xffffu);
-        if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
-      }
-    }
+    list_chunk_sums<NT>(zs, lr, tau, uint32_t(q), sh);
     __syncthreads();
     s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
   } else if (list) {
@@ -259,18 +270,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
   }
   __syncthreads();
   if (list) {
-    const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
-    const int nl = int(sh.cand_n);  // <= kClusterCand
-    for (int i = tid; i < nl; i += NT) {
-      const uint32_t li = ci[i];
-      const float x = zs[li];
-      const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
-      if (w) {
-        const uint32_t c = li / uint32_t(kDrawChunk);
-        atomicAdd(&sh.hlo[c], w & 0xffffu);
-        if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
-      }
-    }
+    list_chunk_sums<NT>(zs, lr, tau, uint32_t(kDrawChunk), sh);
   } else {
     const bool sparse = tau > 0u || lr.min_w > 0u;
     for (int c0 = 2 * warp; c0 < nch; c0 += 2 * NW) {  // warp-uniform trip count (lean_weights_sparse4)
