@@ -13,7 +13,7 @@
 #   defaults to 1 in src/sample_cluster_wide_top_p.cuh (or the one the probe says wins).
 # PART=b (the global-slice forms, cluster2_tp3g / cluster4_tp3g): the before wheel (the macros' defaults) alone, two
 #   rounds of the sampling bench at B = 8, 16, 32, 64 for temperature, top-k 50, the combination, top-p and
-#   penalties + top-p, the planned call and cluster8_tp3 / cluster2_tp3g / cluster4_tp3g named; the probe stp_old
+#   penalties + top-p, the planned call and cluster8_tp3 / cluster2_tp3g (_t512) / cluster4_tp3g named; the probe stp_old
 #   (its tp3g cases: row spans at B = 32 / 64, one round of rows?); their own GPU tests (-k tp3g) and racecheck /
 #   memcheck of their sanitizer subset. If they win: the planner (mlops_sample_plan_configs) takes them by B.
 # Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x PART=a bash ci/device/s38g.sh` runs the shell logic with the GPU commands
@@ -41,7 +41,7 @@ else
     MLOPS_BENCH_OUT=$R/bench-gsl-$k PYTHONPATH=$B:$PWD/tools/testing timeout 150 python3 \
       packages/vocab/bench/bench_vocab.py --only sampling --quick --batches 8,16,32,64 \
       --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 \
-      --variants cluster8_tp3,cluster2_tp3g,cluster4_tp3g > $R/bench-gsl-$k.log 2>&1
+      --variants cluster8_tp3,cluster2_tp3g,cluster4_tp3g,cluster2_tp3g_t512 > $R/bench-gsl-$k.log 2>&1
     summ bench-gsl-$k $?
   done
   fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py $B 4 300 -k tp3g

@@ -174,7 +174,7 @@ KERNEL_TIMED = {1: (None, "cluster16_lean", "cluster16_late", "cluster16_wide", 
                 8: (None, "cluster8_tk"),
                 32: (None, "cluster4_tp3g"),
                 64: (None, "cluster8_lean", "cluster8_late", "cluster8_wide", "cluster8_tp", "cluster8_tp2", "cluster8_tp3",
-                     "cluster2_tp3g")}
+                     "cluster2_tp3g", "cluster2_tp3g_t512")}
 
 
 # FlashInfer's call for the same mode (bench_sampling adds these peers when flashinfer imports)

@@ -126,10 +126,10 @@ static int run_case(const char* name, SampleParams p, int launches, void (*kerne
 #if defined(MLOPS_SAMPLE_HAS_GSL)
 // The global-slice tp3 forms (cluster2_tp3g / cluster4_tp3g, session 38): 1024 threads, the gathered list alone in
 // dynamic shared memory. Compiled out against a header from before them (-I<dir>).
-template <int C>
+template <int C, int NT = 1024>
 static int run_gsl(const char* name, SampleParams p, int launches) {
-  return run_case<C, false, true, true, false, false, true, true, false, true, 1024>(
-      name, p, launches, sample_cluster_kernel<C, 1024, true, false, true, true, false, false, true, true, false, true, true>,
+  return run_case<C, false, true, true, false, false, true, true, false, true, NT>(
+      name, p, launches, sample_cluster_kernel<C, NT, true, false, true, true, false, false, true, true, false, true, true>,
       size_t(kGather) * 4);
 }
 #endif
@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
         std::snprintf(nm, sizeof nm, c.name, b > 32 ? "cluster2_tp3g" : "cluster4_tp3g");
         if (set(c.t, c.k, c.tp, c.mp, 1.0f) || (b > 32 ? run_gsl<2>(nm, p, n) : run_gsl<4>(nm, p, n))) return 1;
       }
+      if (b > 32 && (set(0.8f, 0, 0.9f, 0.0f, 1.0f) || run_gsl<2, 512>("top-p 0.9, cluster2_tp3g_t512", p, n))) return 1;
 #endif
     }
     p.history = hist;

@@ -127,16 +127,16 @@ cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t 
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-// The global-slice tp3 forms (kSampleStaged 11, vocab_api.cpp): 1024-thread CTAs, C a row, the gathered list alone
-// in dynamic shared memory (8 KB: no opt-in). False (nothing launched) where the slices would not start 16-byte
-// aligned (the logits' address or row stride) or a slice is over chunk_draw's kGslMaxSlice.
-template <int C>
+// The global-slice tp3 forms (kSampleStaged 11, vocab_api.cpp): NT-thread CTAs (1024, or 512 for cluster2_tp3g_t512),
+// C a row, the gathered list alone in dynamic shared memory (8 KB: no opt-in). False (nothing launched) where the
+// slices would not start 16-byte aligned (the logits' address or row stride) or a slice is over kGslMaxSlice.
+template <int C, int NT = 1024>
 bool launch_global(const SampleParams& p, cudaStream_t s, cudaError_t* e) {
   if ((reinterpret_cast<uintptr_t>(p.logits) & 15u) != 0 || (p.logits_stride & 3) != 0 ||
       gsl_slice(p.vocab, C) > kGslMaxSlice)
     return false;
-  ClusterLaunch<C, 1024> l(p.rows, s, kGatherBytes);
-  *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, 1024, true, false, true, true, false, false, true, true, false, true, true>, p);
+  ClusterLaunch<C, NT> l(p.rows, s, kGatherBytes);
+  *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, false, true, true, false, false, true, true, false, true, true>, p);
   if (*e == cudaSuccess) *e = cudaGetLastError();
   return true;
 }
@@ -230,7 +230,8 @@ cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged
     case 9: ran = launch_staged512<false, true, true, false, false, true, true, true>(p, cluster, s, &e); break;
     case 10: ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, cluster, s, &e); break;
     case 11:  // the global-slice tp3 forms, else cluster8_tp3 (the same tokens)
-      ran = cluster == 4 ? launch_global<4>(p, s, &e) : launch_global<2>(p, s, &e);
+      ran = cluster == 4 ? launch_global<4>(p, s, &e) : threads == 512 ? launch_global<2, 512>(p, s, &e)
+                                                                        : launch_global<2>(p, s, &e);
       if (!ran) ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, 8, s, &e);
       break;
     case 0: break;

@@ -279,9 +279,9 @@ const mlops_sample_variant kSampleVariants[] = {
     {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"},
     // the tp3 forms with the slice left in global memory (GSL, session 38): 1024-thread CTAs, one an SM, 2 or 4 a row,
     // so that B = 64 (or 32) runs every row at once where the staged cluster8 forms run 30 rows at a time; the draw by
-    // chunks of 64. Not planned until measured
-    {27, 1024, 0, 2, "cluster2_tp3g"}, {28, 1024, 0, 4, "cluster4_tp3g"}};
-constexpr int kNumSample = 29;
+    // chunks of 64. Not planned until measured. _t512: the same at 512 threads (the scheduler may put two on an SM)
+    {27, 1024, 0, 2, "cluster2_tp3g"}, {28, 1024, 0, 4, "cluster4_tp3g"}, {29, 512, 0, 2, "cluster2_tp3g_t512"}};
+constexpr int kNumSample = 30;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
 // The cluster variants whose CTAs copy their slice into shared memory once (one pass of 16-byte
 // loads, the max measured on the way) and read only shared memory after it (sample_cluster_kernel.cuh):
@@ -289,7 +289,7 @@ static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, 
 // gather form with the second gather, 6 the late form with the wide first rounds, 7 the tk forms, 8 the tp forms,
 // 9 the tp2 forms, 10 the tp3 forms, 11 the global-slice tp3 forms (their slice measured on the way, not copied).
 constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10,
-                                           11, 11};
+                                           11, 11, 11};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and

@@ -207,7 +207,7 @@ def test_staged_variants_run_staged_on_sm90():
                  "cluster8_lean", "cluster16_lean", "cluster8_gather", "cluster16_gather", "cluster8_late",
                  "cluster16_late", "cluster8_wide", "cluster16_wide", "cluster8_tk", "cluster16_tk", "cluster8_tp",
                  "cluster16_tp", "cluster8_tp2", "cluster16_tp2", "cluster8_tp3", "cluster16_tp3", "cluster2_tp3g",
-                 "cluster4_tp3g"):
+                 "cluster4_tp3g", "cluster2_tp3g_t512"):
         got = mv.sample_variant_runs_as(name, 64, 151936)
         assert got in names
         if major == 9 and mv.sample_variant_runs(name):
