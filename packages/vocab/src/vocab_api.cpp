@@ -291,6 +291,8 @@ static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, 
 constexpr int kSampleStaged[kNumSample] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10,
                                            11, 11, 11};
 constexpr int kSampleFallback = 2;  // t1024: what a cluster variant runs where it cannot
+constexpr int kSampleTp3At8 = 25;   // cluster8_tp3: what the global-slice forms run where their slices would misalign
+static_assert(kSampleStaged[kSampleTp3At8] == 10 && kSampleStaged[kSampleTp3At8 + 1] == 10, "cluster8_tp3 / cluster16_tp3");
 
 // Whether a cluster variant can run as itself: an sm_90+ device, code generated for sm_90+, and
 // rows on grid.y.
@@ -531,7 +533,7 @@ int mlops_sample_variant_runs_as(int index, int64_t rows, int64_t vocab) {
   if (!current_device(&d) || !cluster_runs(v, d, rows)) return kSampleFallback;
   const int unstaged = v.cluster == 16 && sample_cluster16_ok() ? 5 : 4;  // cluster16 / cluster8
   if (kSampleStaged[index] == 11 && !sample_cluster_staged_ok(v.cluster, v.threads, vocab, 11))  // global-slice forms
-    return sample_cluster_staged_ok(8, kSampleVariants[25].threads, vocab, 10) ? 25 : 4;  // cluster8_tp3 / cluster8
+    return sample_cluster_staged_ok(8, kSampleVariants[kSampleTp3At8].threads, vocab, 10) ? kSampleTp3At8 : 4;  // or cluster8
   if (kSampleStaged[index])
     return sample_cluster_staged_ok(v.cluster, v.threads, vocab, kSampleStaged[index]) ? index : unstaged;
   return unstaged;
