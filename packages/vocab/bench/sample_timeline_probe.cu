@@ -10,7 +10,8 @@
 //
 // (-I<dir> first, holding another sample_cluster_kernel.cuh with the same marks: the code before a change, timed in
 // the same call. Since session 38 the kernel is split over sample_cluster_*.cuh, which it includes by quotes, so
-// <dir> holds all of them, found beside the kernel file before the -I paths; a file from before the split stands alone.)
+// <dir> holds all of them, found beside the kernel file before the -I paths; a file from before the split stands alone.
+// Headers from before the forms (sample_cluster_forms.cuh, session 38) take this probe's source of their own commit.)
 #define MLOPS_SAMPLE_TIMELINE 1
 #include <algorithm>
 #include <cstdio>
@@ -72,15 +73,12 @@ static int row_spans(int n) {
   return 0;
 }
 
-// NT, KERNEL: another kernel of the same marks (the global-slice forms: run_gsl below).
-template <int C, bool ES, bool LEAN, bool GATHER, bool LATE, bool WIDE, bool TK, bool TP, bool TP2, bool TP3,
-          int NT = kClusterThreads>
-static int run_case(const char* name, SampleParams p, int launches, void (*kernel)(SampleParams) = nullptr,
-                    size_t bytes = 0) {
-  if (!kernel) {
-    kernel = sample_cluster_kernel<C, kClusterThreads, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
-    bytes = size_t(cluster_stage_bytes(p.vocab, C)) + (GATHER ? size_t(kGather) * 4 : 0);
-  }
+// F: the kernel's form (sample_cluster_forms.cuh); NT threads; the global-slice forms (F::gsl) keep only the gathered
+// list in dynamic shared memory.
+template <int C, class F, int NT = kClusterThreads>
+static int run_case(const char* name, SampleParams p, int launches) {
+  auto kernel = sample_cluster_kernel<C, NT, F>;
+  const size_t bytes = (F::gsl ? 0 : size_t(cluster_stage_bytes(p.vocab, C))) + (F::gather ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
   unsigned long long tl[16][16];
@@ -128,9 +126,7 @@ static int run_case(const char* name, SampleParams p, int launches, void (*kerne
 // dynamic shared memory. Compiled out against a header from before them (-I<dir>).
 template <int C, int NT = 1024>
 static int run_gsl(const char* name, SampleParams p, int launches) {
-  return run_case<C, false, true, true, false, false, true, true, false, true, NT>(
-      name, p, launches, sample_cluster_kernel<C, NT, true, false, true, true, false, false, true, true, false, true, true>,
-      size_t(kGather) * 4);
+  return run_case<C, Tp3gForm, NT>(name, p, launches);
 }
 #endif
 
@@ -195,35 +191,35 @@ int main(int argc, char** argv) {
     p.penalty_counts = nullptr;
     if (b == 1) {
       if (set(0.0f, 0, 1.0f, 0.0f, 1.0f) ||
-          run_case<16, false, true, false, false, false, false, false, false, false>("greedy, cluster16_lean", p, n))
+          run_case<16, LeanForm>("greedy, cluster16_lean", p, n))
         return 1;
       if (set(0.8f, 0, 1.0f, 0.0f, 1.0f) ||
-          run_case<16, false, true, false, false, false, false, false, false, false>("temperature, cluster16_lean", p, n))
+          run_case<16, LeanForm>("temperature, cluster16_lean", p, n))
         return 1;
       if (set(0.8f, 50, 1.0f, 0.0f, 1.0f) ||
-          run_case<16, false, true, true, false, false, true, false, false, false>("top-k 50, cluster16_tk", p, n))
+          run_case<16, TkForm>("top-k 50, cluster16_tk", p, n))
         return 1;
       if (set(0.8f, 50, 0.9f, 0.05f, 1.0f) ||
-          run_case<16, false, true, true, false, false, true, false, false, false>("top-k + top-p + min-p, cluster16_tk", p, n))
+          run_case<16, TkForm>("top-k + top-p + min-p, cluster16_tk", p, n))
         return 1;
       if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
-          run_case<16, false, true, true, true, true, false, false, false, false>("top-p 0.9, cluster16_wide", p, n))
+          run_case<16, WideForm>("top-p 0.9, cluster16_wide", p, n))
         return 1;
       if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
-          run_case<16, false, true, true, false, false, true, true, false, true>("top-p 0.9, cluster16_tp3", p, n))
+          run_case<16, Tp3Form>("top-p 0.9, cluster16_tp3", p, n))
         return 1;
     } else {
       if (set(0.8f, 0, 1.0f, 0.0f, 1.0f) ||
-          run_case<8, false, true, false, false, false, false, false, false, false>("temperature, cluster8_lean", p, n))
+          run_case<8, LeanForm>("temperature, cluster8_lean", p, n))
         return 1;
       if (set(0.8f, 50, 1.0f, 0.0f, 1.0f) ||
-          run_case<8, false, true, true, false, false, true, false, false, false>("top-k 50, cluster8_tk", p, n))
+          run_case<8, TkForm>("top-k 50, cluster8_tk", p, n))
         return 1;
       if (set(0.8f, 50, 0.9f, 0.05f, 1.0f) ||
-          run_case<8, false, true, true, false, false, true, false, false, false>("top-k + top-p + min-p, cluster8_tk", p, n))
+          run_case<8, TkForm>("top-k + top-p + min-p, cluster8_tk", p, n))
         return 1;
       if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
-          run_case<8, false, true, true, false, false, true, true, false, true>("top-p 0.9, cluster8_tp3", p, n))
+          run_case<8, Tp3Form>("top-p 0.9, cluster8_tp3", p, n))
         return 1;
 #if defined(MLOPS_SAMPLE_HAS_GSL)  // every mode on the global-slice form: 2 CTAs a row above B = 32, else 4
       const struct { const char* name; float t; int k; float tp, mp; } g[] = {
@@ -242,10 +238,10 @@ int main(int argc, char** argv) {
     p.history_len = hlen;
     p.penalty_counts = counts;
     if (b == 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
-                   run_case<16, false, true, true, true, true, false, false, false, false>("penalties + top-p, cluster16_wide", p, n)))
+                   run_case<16, WideForm>("penalties + top-p, cluster16_wide", p, n)))
       return 1;
     if (b > 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) ||
-                   run_case<8, false, true, true, false, false, true, true, false, true>("penalties + top-p, cluster8_tp3", p, n)))
+                   run_case<8, Tp3Form>("penalties + top-p, cluster8_tp3", p, n)))
       return 1;
 #if defined(MLOPS_SAMPLE_HAS_GSL)
     if (b > 1 && (set(0.8f, 0, 0.9f, 0.0f, 1.2f) || (b > 32 ? run_gsl<2>("penalties + top-p, cluster2_tp3g", p, n)

@@ -22,9 +22,11 @@
 // tests/c/sample_kernel_on_host.cpp runs this code on the host with its clusters emulated.
 //
 // The phases' code, in the order the kernel includes it: sample_cluster_shared.cuh, _slice, _lean, _gather,
-// _wide, _wide_top_p, _list_rounds, _draw (each file includes the one before it).
+// _wide, _wide_top_p, _list_rounds, _draw (each file includes the one before it); the variants' forms (which
+// phases a kernel takes) in sample_cluster_forms.cuh.
 #pragma once
 #include "sample_cluster_draw.cuh"
+#include "sample_cluster_forms.cuh"
 
 namespace mlops::vocab {
 namespace {
@@ -38,33 +40,13 @@ MLOPS_HD constexpr int64_t gsl_slice(int64_t vocab, int C) { return ((vocab + C 
 // The most elements a global-slice CTA takes: chunk_draw's chunk sums, 2048 chunks of 64, in hlo / hhi.
 constexpr int64_t kGslMaxSlice = 2048 * 64;
 
-// 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way.
-// ES (the *_es variants): a top-p round below the first stops the rounds when the chosen bin holds
-// exactly one element of non-zero weight (counted cluster-wide next to the masses). The rounds
-// below it would only narrow the threshold from the bin's lower bound to that element's key, and
-// every key between the two is of an element of zero weight (the bin holds no other weight): the
-// same kept weights, the same S, the same token and log-probability. The first round (over the
-// whole slice, where few bins take most elements) counts nothing: one un-replicated atomic an
-// element there would serialise; later rounds see only the prefix's elements.
-// WIDE (the *_wide variants, on the late form): top-k's first round in each CTA alone on a wide
-// digit, then one gather (wide_topk_gather); top-p without top-k: a first round on the wide digit
-// across the cluster and a gather of the crossing bin's elements (wide_top_p).
-// TK (the *_tk variants, on the gather form): candidate lists of slice indices, top-p after a gathered
-// top-k decided on the list (tk_top_p), the draw over a CTA's list where it holds the kept elements (tk_draw).
-// TP (the *_tp variants, on the tk form): top-p without top-k takes the wide forms' first round (wide_top_p<TP>:
-// one shared RED an element where the weight's high bits are 0, a list of slice indices of every element at or
-// above the crossing bin, gathered by index), the early stop on the gathered list, and the draw over a CTA's
-// list by chunk sums (tk_draw<TP>): no draw pass over the slice where the list holds the kept elements.
-// GSL (the *_tp3g variants, on the tk forms, session 38): the slice stays in global memory (STAGE's pass measures and
-// counts only, every later read of the slice goes to the row, the gather reads the other slices there), the dynamic
-// shared memory holds the gathered list alone and the draw goes by chunks of 64 (chunk_draw). For a batch that
-// staged clusters run in several rounds (B = 64: 30 clusters of 8 at a time on the H200, GPU run 196): 1024-thread
-// CTAs, one an SM, 2 a row at B = 64, every row at once, each pass over the slice an L2 read.
-template <int C, int NT, bool STAGE = false, bool ES = false, bool LEAN = false, bool GATHER = false,
-          bool LATE = false, bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false,
-          bool GSL = false>
+// 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way. F: the variant's form, which steps it
+// takes (sample_cluster_forms.cuh); the unstaged form by default.
+template <int C, int NT, class F = ClusterForm>
 __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(SampleParams p) {
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
+  constexpr bool STAGE = F::stage, ES = F::es, LEAN = F::lean, GATHER = F::gather, LATE = F::late, WIDE = F::wide,
+                 TK = F::tk, TP = F::tp, TP2 = F::tp2, TP3 = F::tp3, GSL = F::gsl;
   static_assert(NT >= 256 && NT % 32 == 0 && NT / 32 <= 32, "the bin scans take 256 threads; one warp scans the warps");
   static_assert(!LEAN || (STAGE && !ES && C <= 32), "the lean draw rewrites the staged slice; one warp reads the cluster");
   static_assert(!GATHER || LEAN, "the gathered rounds are a lean form's");

@@ -80,8 +80,7 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
 // (once a device), and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
-template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
-          bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
+template <int C, int NT, class F = StagedForm>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
   static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
@@ -91,7 +90,7 @@ bool staged_ok(size_t bytes) {
     cudaGetLastError();
     return false;
   }
-  auto kernel = sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>;
+  auto kernel = sample_cluster_kernel<C, NT, F>;
   std::lock_guard<std::mutex> g(mu);
   if (max_dyn[dev] == 0) {
     int optin = 0;
@@ -119,11 +118,10 @@ bool staged_ok(size_t bytes) {
   return ok_bytes[dev] == bytes;
 }
 
-template <int C, int NT, bool ES = false, bool LEAN = false, bool GATHER = false, bool LATE = false,
-          bool WIDE = false, bool TK = false, bool TP = false, bool TP2 = false, bool TP3 = false>
+template <int C, int NT, class F = StagedForm>
 cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t bytes) {
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
-  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>, p);
+  cudaError_t e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, F>, p);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -136,7 +134,7 @@ bool launch_global(const SampleParams& p, cudaStream_t s, cudaError_t* e) {
       gsl_slice(p.vocab, C) > kGslMaxSlice)
     return false;
   ClusterLaunch<C, NT> l(p.rows, s, kGatherBytes);
-  *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, true, false, true, true, false, false, true, true, false, true, true>, p);
+  *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, Tp3gForm>, p);
   if (*e == cudaSuccess) *e = cudaGetLastError();
   return true;
 }
@@ -159,20 +157,18 @@ int sample_cluster_code_arch(int cluster) { return cluster > 8 ? cluster_code_ar
 
 bool sample_cluster16_ok() { return cluster16_ok(); }
 
-// The 512-thread staged forms (kSampleStaged 2 .. 10, vocab_api.cpp; ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3 as
-// sample_cluster_kernel takes them; the GATHER-based forms keep the gathered list after the slice) at a cluster
-// of 16, or of 8 where that is asked or where 16 cannot schedule: the cluster size whose staged form runs, 0
-// where neither fits (the unstaged form runs: the same tokens).
-template <bool ES, bool LEAN = false, bool GATHER = false, bool LATE = false, bool WIDE = false, bool TK = false,
-          bool TP = false, bool TP2 = false, bool TP3 = false>
+// The 512-thread staged forms (kSampleStaged 2 .. 10, vocab_api.cpp; F: sample_cluster_forms.cuh; the gather-based
+// forms keep the gathered list after the slice) at a cluster of 16, or of 8 where that is asked or where 16 cannot
+// schedule: the cluster size whose staged form runs, 0 where neither fits (the unstaged form runs: the same tokens).
+template <class F>
 int staged512_cluster(int cluster, int64_t vocab, size_t* bytes) {
-  const size_t extra = GATHER ? kGatherBytes : 0;
+  const size_t extra = F::gather ? kGatherBytes : 0;
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)) + extra, b16 = size_t(cluster_stage_bytes(vocab, 16)) + extra;
-  if (cluster == 16 && staged_ok<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(b16)) {
+  if (cluster == 16 && staged_ok<16, kClusterThreads, F>(b16)) {
     *bytes = b16;
     return 16;
   }
-  if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(b8)) {
+  if ((cluster == 8 || !cluster16_ok()) && staged_ok<8, kClusterThreads, F>(b8)) {
     *bytes = b8;
     return 8;
   }
@@ -180,13 +176,12 @@ int staged512_cluster(int cluster, int64_t vocab, size_t* bytes) {
 }
 
 // staged512_cluster's form launched, if one fits: true and its launch status in *e; false where none fits.
-template <bool ES, bool LEAN = false, bool GATHER = false, bool LATE = false, bool WIDE = false, bool TK = false,
-          bool TP = false, bool TP2 = false, bool TP3 = false>
+template <class F>
 bool launch_staged512(const SampleParams& p, int cluster, cudaStream_t s, cudaError_t* e) {
   size_t bytes = 0;
-  switch (staged512_cluster<ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(cluster, p.vocab, &bytes)) {
-    case 16: *e = launch_cluster_staged<16, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(p, s, bytes); return true;
-    case 8: *e = launch_cluster_staged<8, kClusterThreads, ES, LEAN, GATHER, LATE, WIDE, TK, TP, TP2, TP3>(p, s, bytes); return true;
+  switch (staged512_cluster<F>(cluster, p.vocab, &bytes)) {
+    case 16: *e = launch_cluster_staged<16, kClusterThreads, F>(p, s, bytes); return true;
+    case 8: *e = launch_cluster_staged<8, kClusterThreads, F>(p, s, bytes); return true;
   }
   return false;
 }
@@ -196,15 +191,15 @@ bool launch_staged512(const SampleParams& p, int cluster, cudaStream_t s, cudaEr
 bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int staged) {
   size_t bytes = 0;
   switch (staged) {
-    case 2: return staged512_cluster<true>(cluster, vocab, &bytes) != 0;                  // the early-stop forms
-    case 3: return staged512_cluster<false, true>(cluster, vocab, &bytes) != 0;           // the lean forms
-    case 4: return staged512_cluster<false, true, true>(cluster, vocab, &bytes) != 0;     // the gather forms
-    case 5: return staged512_cluster<false, true, true, true>(cluster, vocab, &bytes) != 0;        // the late forms
-    case 6: return staged512_cluster<false, true, true, true, true>(cluster, vocab, &bytes) != 0;  // the wide forms
-    case 7: return staged512_cluster<false, true, true, false, false, true>(cluster, vocab, &bytes) != 0;  // tk
-    case 8: return staged512_cluster<false, true, true, false, false, true, true>(cluster, vocab, &bytes) != 0;  // tp
-    case 9: return staged512_cluster<false, true, true, false, false, true, true, true>(cluster, vocab, &bytes) != 0;  // tp2
-    case 10: return staged512_cluster<false, true, true, false, false, true, true, false, true>(cluster, vocab, &bytes) != 0;  // tp3
+    case 2: return staged512_cluster<EsForm>(cluster, vocab, &bytes) != 0;                  // the early-stop forms
+    case 3: return staged512_cluster<LeanForm>(cluster, vocab, &bytes) != 0;           // the lean forms
+    case 4: return staged512_cluster<GatherForm>(cluster, vocab, &bytes) != 0;     // the gather forms
+    case 5: return staged512_cluster<LateForm>(cluster, vocab, &bytes) != 0;        // the late forms
+    case 6: return staged512_cluster<WideForm>(cluster, vocab, &bytes) != 0;  // the wide forms
+    case 7: return staged512_cluster<TkForm>(cluster, vocab, &bytes) != 0;  // tk
+    case 8: return staged512_cluster<TpForm>(cluster, vocab, &bytes) != 0;  // tp
+    case 9: return staged512_cluster<Tp2Form>(cluster, vocab, &bytes) != 0;  // tp2
+    case 10: return staged512_cluster<Tp3Form>(cluster, vocab, &bytes) != 0;  // tp3
     // the global-slice tp3 forms: where a contiguous row's slices start 16-byte aligned (the launch checks the address
     // and stride: else cluster8_tp3 runs, the same tokens)
     case 11: return vocab % 4 == 0 && gsl_slice(vocab, cluster) <= kGslMaxSlice;
@@ -220,19 +215,19 @@ cudaError_t sample_launch_cluster(const SampleParams& p, int cluster, int staged
   cudaError_t e = cudaSuccess;
   bool ran = false;  // a staged form launched; where its slice does not fit, the unstaged form (the same tokens)
   switch (staged) {
-    case 2: ran = launch_staged512<true>(p, cluster, s, &e); break;
-    case 3: ran = launch_staged512<false, true>(p, cluster, s, &e); break;
-    case 4: ran = launch_staged512<false, true, true>(p, cluster, s, &e); break;
-    case 5: ran = launch_staged512<false, true, true, true>(p, cluster, s, &e); break;
-    case 6: ran = launch_staged512<false, true, true, true, true>(p, cluster, s, &e); break;
-    case 7: ran = launch_staged512<false, true, true, false, false, true>(p, cluster, s, &e); break;
-    case 8: ran = launch_staged512<false, true, true, false, false, true, true>(p, cluster, s, &e); break;
-    case 9: ran = launch_staged512<false, true, true, false, false, true, true, true>(p, cluster, s, &e); break;
-    case 10: ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, cluster, s, &e); break;
+    case 2: ran = launch_staged512<EsForm>(p, cluster, s, &e); break;
+    case 3: ran = launch_staged512<LeanForm>(p, cluster, s, &e); break;
+    case 4: ran = launch_staged512<GatherForm>(p, cluster, s, &e); break;
+    case 5: ran = launch_staged512<LateForm>(p, cluster, s, &e); break;
+    case 6: ran = launch_staged512<WideForm>(p, cluster, s, &e); break;
+    case 7: ran = launch_staged512<TkForm>(p, cluster, s, &e); break;
+    case 8: ran = launch_staged512<TpForm>(p, cluster, s, &e); break;
+    case 9: ran = launch_staged512<Tp2Form>(p, cluster, s, &e); break;
+    case 10: ran = launch_staged512<Tp3Form>(p, cluster, s, &e); break;
     case 11:  // the global-slice tp3 forms, else cluster8_tp3 (the same tokens)
       ran = cluster == 4 ? launch_global<4>(p, s, &e) : threads == 512 ? launch_global<2, 512>(p, s, &e)
                                                                         : launch_global<2>(p, s, &e);
-      if (!ran) ran = launch_staged512<false, true, true, false, false, true, true, false, true>(p, 8, s, &e);
+      if (!ran) ran = launch_staged512<Tp3Form>(p, 8, s, &e);
       break;
     case 0: break;
     default: {  // the first staged forms (512 or 1024 threads)

@@ -41,11 +41,11 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
       set_host_dynamic_shared(4 * kGather);
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
       if (threads == 1024)
-        run_cluster_grid(grid, 2, 1024, [&] { sample_cluster_kernel<2, 1024, true, false, true, true, false, false, true, true, false, true, true>(p); });
+        run_cluster_grid(grid, 2, 1024, [&] { sample_cluster_kernel<2, 1024, Tp3gForm>(p); });
       else if (cluster == 2)
-        run_cluster_grid(grid, 2, 256, [&] { sample_cluster_kernel<2, 256, true, false, true, true, false, false, true, true, false, true, true>(p); });
+        run_cluster_grid(grid, 2, 256, [&] { sample_cluster_kernel<2, 256, Tp3gForm>(p); });
       else
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, true, false, true, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, Tp3gForm>(p); });
       return;
     }
     if (staged == 11) {  // rows whose slices would not start 16-byte aligned: the launch runs the tp3 form instead
@@ -56,40 +56,40 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
       set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged >= 4 ? 4 * kGather : 0));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
       if (staged == 10 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, false, false, true, true, false, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, Tp3Form>(p); });
       else if (staged == 10)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, true, false, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, Tp3Form>(p); });
       else if (staged == 9 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, false, false, true, true, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, Tp2Form>(p); });
       else if (staged == 9)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, true, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, Tp2Form>(p); });
       else if (staged == 8 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, false, false, true, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, TpForm>(p); });
       else if (staged == 8)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, TpForm>(p); });
       else if (staged == 7 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, false, false, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, TkForm>(p); });
       else if (staged == 7)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, false, false, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, TkForm>(p); });
       else if (staged == 6 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, true, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, WideForm>(p); });
       else if (staged == 6)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, true, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, WideForm>(p); });
       else if (staged == 5 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, LateForm>(p); });
       else if (staged == 5)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, LateForm>(p); });
       else if (staged == 4 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, GatherForm>(p); });
       else if (staged == 4)
-        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true, true>(p); });
+        run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, GatherForm>(p); });
       else if (staged == 3 && cluster == 4)
-        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, false, true>(p); });
-      else if (staged == 3) run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, false, true>(p); });
-      else if (staged == 2 && cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true, true>(p); });
-      else if (staged == 2) run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true, true>(p); });
-      else if (cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, true>(p); });
-      else run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, true>(p); });
+        run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, LeanForm>(p); });
+      else if (staged == 3) run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, LeanForm>(p); });
+      else if (staged == 2 && cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, EsForm>(p); });
+      else if (staged == 2) run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, EsForm>(p); });
+      else if (cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256, StagedForm>(p); });
+      else run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, StagedForm>(p); });
       return;
     }
     if (cluster == 4) run_cluster_grid(grid, 4, 256, [&] { sample_cluster_kernel<4, 256>(p); });
