@@ -6,7 +6,7 @@
 # from bench/sample_timeline_probe.cu of the same commit (F="-O3 -std=c++17 -arch=sm_90 -fmad=false
 # -Ipackages/vocab/src -Ipackages/vocab/include -Ipackages/common/include"; nvcc [-D...] $F -o .carry/s38g/stp_<side>):
 # stp_old (no -D), stp_bf (-DMLOPS_SAMPLE_BIN_FIRST=1), stp_mask (-DMLOPS_SAMPLE_NEAR_MASK=1), stp (both).
-# PART=a (session 37's question): the probes named in PROBES (default "old bf mask new") at B = 1 8 16 32 64, the
+# PART=a (session 37's question): the probes named in PROBES (default "old bf mask new") at B = 1 8 64, the
 #   sampling bench before / new / before / new (temperature as the anchor, top-p, penalties + top-p; B = 1, 8, 64; the
 #   planned call and cluster8_tp3 / cluster16_tp3 named), both vocab GPU files whole on the new wheel (6 shards each)
 #   and compute-sanitizer (SAN) of the wide / tp sanitizer subset. If new wins and its tests pass: the macros'
@@ -16,7 +16,7 @@
 #   penalties + top-p, the planned call and cluster8_tp3 / cluster2_tp3g (_t512) / cluster4_tp3g named; the probe stp_old
 #   (its tp3g cases: row spans at B = 32 / 64, one round of rows?); their own GPU tests (-k tp3g) and racecheck /
 #   memcheck of their sanitizer subset. If they win: the planner (mlops_sample_plan_configs) takes them by B.
-# .carry/s38g as left by session 38: wheels of 937dd19, probes of 4f8766b (the same kernels and probe source).
+# .carry/s38g as left by session 38: wheels and probes of 7701dc0.
 # Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x PART=a bash ci/device/s38g.sh` runs the shell logic with the GPU commands
 # echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
@@ -30,7 +30,7 @@ probe() {  # probe SIDE LABEL BATCHES...
 }
 if [ "${PART:-a}" = a ]; then
   for k in 1 2; do
-    for side in ${PROBES:-old bf mask new}; do probe $side $side-$k 1 8 16 32 64; done
+    for side in ${PROBES:-old bf mask new}; do probe $side $side-$k 1 8 64; done
   done
   bench_ab 90 --modes temperature,top_p0.9,penalties_top_p0.9 --variants cluster8_tp3,cluster16_tp3
   fshards vocab packages/vocab/tests/test_vocab_gpu.py $N 6 300
