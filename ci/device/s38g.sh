@@ -10,7 +10,8 @@
 #   sampling bench before / new / before / new (temperature as the anchor, top-p, penalties + top-p; B = 1, 8, 64; the
 #   planned call and cluster8_tp3 / cluster16_tp3 named), both vocab GPU files whole on the new wheel (6 shards each)
 #   and compute-sanitizer (SAN) of the wide / tp sanitizer subset. If new wins and its tests pass: the macros'
-#   defaults to 1 in src/sample_cluster_wide_top_p.cuh (or the one the probe says wins).
+#   defaults to 1 in src/sample_cluster_wide_top_p.cuh (or the one the probe says wins). The probes' GSL cases (B = 8,
+#   64) time list_near's two-word mask on the global-slice forms too (stp_mask / stp against stp_old).
 # PART=b (the global-slice forms, cluster2_tp3g / cluster4_tp3g): the before wheel (the macros' defaults) alone, two
 #   rounds of the sampling bench at B = 8, 16, 32, 64 for temperature, top-k 50, the combination, top-p and
 #   penalties + top-p, the planned call and cluster8_tp3 / cluster2_tp3g (_t512) / cluster4_tp3g named; the probe stp_old

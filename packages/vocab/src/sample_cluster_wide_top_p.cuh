@@ -31,9 +31,12 @@ namespace {
 #endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
-template <int C, int NT>
+// W (MLOPS_SAMPLE_NEAR_MASK): the mask's words a thread, 2 for the global-slice forms (near2: elements 64 .. 127 of the
+// thread's, for their 1024-thread CTAs' ~75 elements a thread at C = 2), else 1 (near2 untouched).
+template <int C, int NT, int W = 1>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
-                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near) {
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2) {
+  static_assert(W == 1 || W == 2, "one or two mask words");
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -48,7 +51,8 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   const LeanRow lm = mass_row(cfg, m, T);
   uint64_t s = 0;
   near = 0;
-  int bit = 0;  // element tid + e NT is bit e of near (e < 64)
+  if constexpr (W == 2) near2 = 0;
+  int bit = 0;  // element tid + e NT is bit e of near (e < 64; W = 2: bit e - 64 of near2 for e < 128)
   for (int i0 = tid; i0 < n; i0 += 4 * NT, bit += 4) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
     float x[4];
     bool on[4];
@@ -60,7 +64,10 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
 #if MLOPS_SAMPLE_NEAR_MASK
       if (on[j] && b < nb) {
-        near |= 1ull << ((bit + j) & 63);
+        if (W == 1 || bit < 64)  // a trip's 4 bits lie in one word (bit is a multiple of 4)
+          near |= 1ull << ((bit + j) & 63);
+        else
+          near2 |= 1ull << ((bit + j) & 63);
         if (w[j]) {
           atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
           atomicAdd(&sh.hhi[b], w[j] >> 16);
@@ -211,11 +218,37 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
 // (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
 // bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
 // The same set; the list is unordered. Every thread calls it.
-template <int NT, bool IDX>
-__device__ void list_near(const float* zs, uint64_t near, uint32_t lo, uint32_t hi, ClusterShared<NT>& sh) {
+// W = 2 (the global-slice forms): near2's elements (64 + e) after near's.
+template <int NT, bool IDX, int W = 1>
+__device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
+                          ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
+  if constexpr (W == 2) {  // near's elements first, then near2's, one pass of the loop below a word
+    while (__ballot_sync(kFull, (near | near2) != 0)) {
+      bool on = false;
+      uint32_t i = 0;
+      float x = 0.0f;
+      if (near | near2) {
+        const bool lo_word = near != 0;
+        const uint64_t w = lo_word ? near : near2;
+        const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
+        i = uint32_t(tid + ((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))) * NT);
+        if (lo_word)
+          near &= near - 1;
+        else
+          near2 &= near2 - 1;
+        x = zs[i];
+        const uint32_t k = key_of(x);
+        on = k >= lo && k <= hi;
+      }
+      const uint32_t at = warp_slot(on, &sh.cand_n);
+      if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i) : x;
+    }
+    __syncthreads();
+    return;
+  }
   while (__ballot_sync(kFull, near != 0)) {
     bool on = false;
     uint32_t i = 0;
@@ -305,9 +338,10 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
                            uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0) {
   const int n = int(v1 - v0);
-  uint64_t near;
-  int bin = wide_near_pass<C, NT>(cfg, m, T, zs, n, sh, acc, thr, near);
-  const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * NT;
+  constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
+  uint64_t near, near2 = 0;
+  int bin = wide_near_pass<C, NT, W>(cfg, m, T, zs, n, sh, acc, thr, near, near2);
+  const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
     bin = wide_full_pass<C, NT, TP, TP2>(cfg, m, T, zs, n, sh, acc, thr);
@@ -317,7 +351,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
   if (by_mask) {
-    list_near<NT, TP>(zs, near, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+    list_near<NT, TP, W>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
   } else if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
