@@ -218,45 +218,26 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
 // (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
 // bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
 // The same set; the list is unordered. Every thread calls it.
-// W = 2 (the global-slice forms): near2's elements (64 + e) after near's.
+// W = 2 (the global-slice forms): near2's elements (64 + e) after near's; W = 1: the caller's near2 is 0.
 template <int NT, bool IDX, int W = 1>
 __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
                           ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
-  if constexpr (W == 2) {  // near's elements first, then near2's, one pass of the loop below a word
-    while (__ballot_sync(kFull, (near | near2) != 0)) {
-      bool on = false;
-      uint32_t i = 0;
-      float x = 0.0f;
-      if (near | near2) {
-        const bool lo_word = near != 0;
-        const uint64_t w = lo_word ? near : near2;
-        const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
-        i = uint32_t(tid + ((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))) * NT);
-        if (lo_word)
-          near &= near - 1;
-        else
-          near2 &= near2 - 1;
-        x = zs[i];
-        const uint32_t k = key_of(x);
-        on = k >= lo && k <= hi;
-      }
-      const uint32_t at = warp_slot(on, &sh.cand_n);
-      if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i) : x;
-    }
-    __syncthreads();
-    return;
-  }
-  while (__ballot_sync(kFull, near != 0)) {
+  while (__ballot_sync(kFull, (near | near2) != 0)) {  // near's elements first, then near2's (W = 2; else 0)
     bool on = false;
     uint32_t i = 0;
     float x = 0.0f;
-    if (near) {
-      const uint32_t l = uint32_t(near), h = uint32_t(near >> 32);
-      i = uint32_t(tid + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h))) * NT);
-      near &= near - 1;
+    if (near | near2) {
+      const bool lo_word = W == 1 || near != 0;
+      const uint64_t w = lo_word ? near : near2;
+      const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
+      i = uint32_t(tid + ((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))) * NT);
+      if (lo_word)
+        near &= near - 1;
+      else
+        near2 &= near2 - 1;
       x = zs[i];
       const uint32_t k = key_of(x);
       on = k >= lo && k <= hi;

@@ -35,9 +35,13 @@ struct Case {
 // What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D;
 // cluster: one cluster of `cluster` CTAs a row, run together).
 static void emulate(SampleParams p, int threads, bool split, int cluster, int staged, std::vector<SplitRow>& ws) {
+  if (staged == 11 && p.logits_stride % 4 != 0) {  // slices that would not start 16-byte aligned: the launch runs tp3
+    staged = 10;
+    cluster = 4;
+  }
   if (cluster) {  // the penalties are the kernel's own first phase
-    const dim3 grid(unsigned(staged == 11 && p.logits_stride % 4 != 0 ? 4 : cluster), unsigned(p.rows));
-    if (staged == 11 && p.logits_stride % 4 == 0) {  // the global-slice tp3 form: the gathered list alone, poisoned
+    const dim3 grid(unsigned(cluster), unsigned(p.rows));
+    if (staged == 11) {  // the global-slice tp3 form: the gathered list alone, poisoned
       set_host_dynamic_shared(4 * kGather);
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
       if (threads == 1024)
@@ -47,10 +51,6 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
       else
         run_cluster_grid(grid, 3, 256, [&] { sample_cluster_kernel<3, 256, Tp3gForm>(p); });
       return;
-    }
-    if (staged == 11) {  // rows whose slices would not start 16-byte aligned: the launch runs the tp3 form instead
-      staged = 10;
-      cluster = 4;
     }
     if (staged) {  // the slice in (poisoned) dynamic shared memory: every read after staging comes from it
       set_host_dynamic_shared(size_t(cluster_stage_bytes(p.vocab, cluster)) + (staged >= 4 ? 4 * kGather : 0));
