@@ -39,15 +39,15 @@ if [ "${PART:-a}" = a ]; then
   ksanitize vocab $N 300 packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and (wide or tp)"
 else
   probe old gsl 8 16 32 64
-  for k in 1 2; do
+  for k in $(seq ${ROUNDS:-2}); do  # ROUNDS=1 where the device budget left is short (session 39)
     MLOPS_BENCH_OUT=$R/bench-gsl-$k PYTHONPATH=$B:$PWD/tools/testing timeout 150 python3 \
       packages/vocab/bench/bench_vocab.py --only sampling --quick --batches 8,16,32,64 \
       --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 \
       --variants cluster8_tp3,cluster2_tp3g,cluster4_tp3g,cluster2_tp3g_t512 > $R/bench-gsl-$k.log 2>&1
     summ bench-gsl-$k $?
   done
-  fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py $B 4 300 -k tp3g
-  ksanitize vocab $B 300 packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and tp3g"
+  fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py $B 4 ${TLIM:-300} -k tp3g
+  ksanitize vocab $B ${TLIM:-300} packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and tp3g"
 fi
 wait
 (cd $OUT/r && tar czf $OUT/v.tgz v)
