@@ -20,14 +20,16 @@ namespace {
 // every CTA deciding alike from the same integers). sh.b_total = S. Near bins in hlo / hhi [0, kNearBins), bin j the
 // max's less j; their other readers are behind the gather's barrier (or the full round's).
 #ifndef MLOPS_SAMPLE_NEAR_MASK
-// Session 37's two steps after wide_near_pass, checked on the host (tests/c/sample_kernel_on_host.cpp, every
-// combination) but not yet run on a GPU (no device machine was lent after run 200), so off until ci/device/s37v.sh
-// (run 201's plan) times and tests them: the near elements' positions kept as a 64-bit mask a thread and listed from it
-// (list_near), and the tp forms' gather of the crossing bin's entries alone (bin_first).
-#define MLOPS_SAMPLE_NEAR_MASK 0
+// Session 37's two steps after wide_near_pass (checked on the host: tests/c/sample_kernel_on_host.cpp, every
+// combination): the near elements' positions kept as a 64-bit mask a thread and listed from it (list_near), and the tp
+// forms' gather of the crossing bin's entries alone (bin_first). On since session 39 (GPU run 202, docs/vocab.md
+// "Session 39": the timeline probe's whole kernel, B = 1 top-p cluster16_wide 17.41 -> 16.70 us, B = 64 cluster8_tp3 row
+// 0 26.18 -> 24.07, the launch's span 85.8 -> 81.5; list_near is the gain, bin_first within the noise; both GPU test
+// files whole passed on the wheel with both on). -D...=0 builds the form before them (the probes' "old" side).
+#define MLOPS_SAMPLE_NEAR_MASK 1
 #endif
 #ifndef MLOPS_SAMPLE_BIN_FIRST
-#define MLOPS_SAMPLE_BIN_FIRST 0
+#define MLOPS_SAMPLE_BIN_FIRST 1
 #endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T

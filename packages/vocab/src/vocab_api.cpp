@@ -619,6 +619,19 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // slower (55.4 / 47.7 vs 51.1 / 44.8), so a batch with a sampled row without top-p keeps cluster8_wide; at B = 8
   // the two tie (34.1 vs 34.0) and at B = 1 cluster16_tp loses (28.8 vs cluster16_wide's 26.4): B <= 8 unchanged.
   if (all_greedy && has_stats && !has_history) return 2;
+  // GPU run 201 (session 39, 4414356's kernels; docs/vocab.md "Session 39"): the global-slice form cluster2_tp3g runs
+  // every row at once (2 CTAs of 1024 threads a row, one an SM) where the staged forms run 30 clusters at a time, and
+  // its time hardly moves with B (temperature 34.5 / 35.3 / 36.0 us at B = 8 / 32 / 64, top-k 50 31.9 / 32.9 / 34.4,
+  // top-p 61.0 / 62.5 / 64.3). B = 64: temperature 36.0 vs cluster8_lean's 50.0, top-k 34.4 vs cluster8_tk's 60.0, top-k
+  // + top-p + min-p 37.8 vs 66.8, top-p 64.3 vs cluster8_tp3's 91.9, penalties + top-p 71.8 vs 102.0. B = 32 (the staged
+  // forms' second round starts at B = 31, run 197): top-k 32.9 vs 38.9 and the combination 36.1 vs 43.4, but
+  // temperature 35.3 vs 31.5 and top-p 62.5 vs 55.5; run 197's B = 48 (temperature 43.5, top-p 77.9) puts the
+  // crossing for those near B = 37 (B = 33 .. 47 unmeasured): every sampled batch takes it from B = 40 on, a batch whose
+  // sampled rows all have top-k from B = 31. Only while the rows fit one CTA an SM (rows <= SMs / 2), at the measured
+  // V (its slices <= kGslMaxSlice: V <= 262144; from V = 65536 on, where a row fills the staged forms' shared memory);
+  // greedy batches (one argmax a row) and the head's statistics with it unmeasured: the picks below.
+  const bool gsl_fits = sm >= 90 && 2 * rows <= sms && vocab > 65536 && vocab <= 262144;
+  if (gsl_fits && !all_greedy && (rows >= 40 || (rows >= 31 && any_top_k && !any_sampled_no_top_k))) return 27;
   if (any_top_k && !any_sampled_no_top_k) return rows < 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
   // GPU run 85 (session 15, commit a8d2e8a's tp3 forms: the rounds on the gathered list weighed once into level 2's bins,

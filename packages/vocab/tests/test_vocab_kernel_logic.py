@@ -78,8 +78,9 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701)
 
 
-def test_sampler_prepared_forms_on_host_equal_host_emulation(tmp_path):
-    """Session 37's forms that are off by default until a GPU run times them (sample_cluster_wide_top_p.cuh: list_near,
-    MLOPS_SAMPLE_NEAR_MASK; bin_first, MLOPS_SAMPLE_BIN_FIRST): the same runner with both on, so they stay checked."""
+def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
+    """The forms before session 37's list_near and bin_first (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_NEAR_MASK,
+    MLOPS_SAMPLE_BIN_FIRST, on by default since GPU run 202): the same runner with both off, so the timeline probes'
+    "old" side (built with -D...=0) stays checked."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701,
-                   ("MLOPS_SAMPLE_NEAR_MASK=1", "MLOPS_SAMPLE_BIN_FIRST=1"))
+                   ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0"))

@@ -174,18 +174,20 @@ def test_mode_aware_plan():
 
     V = 151936
 
-    def plan(rows, cfgs, stats=False, history=False, sm=90):
+    def plan(rows, cfgs, stats=False, history=False, sm=90, vocab=V):
         packed = pack_configs(cfgs if isinstance(cfgs, list) else [cfgs] * rows)
-        return mv.sample_variants()[C.sample_plan_configs(rows, V, sm, 132, packed.data_ptr(), stats, history)]["name"]
+        return mv.sample_variants()[C.sample_plan_configs(rows, vocab, sm, 132, packed.data_ptr(), stats, history)]["name"]
 
     # GPU run 21 (H200): the lean cluster variants, the gather forms where a row has top-k (B <= 8)
     # or top-k and top-p (B > 8), t1024 for greedy with the statistics; split no longer planned;
     # run 31: the wide forms for top-p without top-k
+    # GPU run 201 (session 39): every sampled batch of B = 64 takes the global-slice form cluster2_tp3g
     for rows in (1, 8, 64):
         lean = "cluster16_lean" if rows <= 8 else "cluster8_lean"
         gather = "cluster16_gather" if rows <= 8 else "cluster8_gather"
-        assert plan(rows, dict(temperature=0.8)) == lean
-        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == lean
+        gsl = (lambda pick: "cluster2_tp3g") if rows == 64 else (lambda pick: pick)
+        assert plan(rows, dict(temperature=0.8)) == gsl(lean)
+        assert plan(rows, dict(temperature=0.8, min_p=0.05), history=True) == gsl(lean)
         assert plan(rows, dict(temperature=0.0)) == lean
         assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
         assert plan(rows, dict(temperature=0.0), stats=True, history=True) == lean
@@ -193,25 +195,25 @@ def test_mode_aware_plan():
         # above B = 8, cluster8_tp where every sampled row has top-p and none top-k; since run 85 (session 15)
         # cluster8_tp3
         wide = "cluster16_wide" if rows <= 8 else "cluster8_tp3"
-        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == wide
-        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == wide
+        assert plan(rows, dict(temperature=0.8, top_p=0.9)) == gsl(wide)
+        assert plan(rows, dict(temperature=0.8, top_p=0.9), history=True) == gsl(wide)
         assert plan(rows, [dict(temperature=0.0)] + [dict(temperature=0.8, top_p=0.9)] * (rows - 1)) == (
-            wide if rows > 1 else "cluster16_lean")
+            gsl(wide) if rows > 1 else "cluster16_lean")
         # GPU run 66 (session 12): the tk forms where every sampled row has top-k (with the statistics too);
         # run 69: cluster8_tk from B = 8 on
         tk = "cluster16_tk" if rows < 8 else "cluster8_tk"
-        assert plan(rows, dict(temperature=0.8, top_k=50)) == tk
-        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == tk
+        assert plan(rows, dict(temperature=0.8, top_k=50)) == gsl(tk)
+        assert plan(rows, dict(temperature=0.8, top_k=50), stats=True) == gsl(tk)
         both = dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)
-        assert plan(rows, both) == tk
-        assert plan(rows, both, stats=True) == tk
-        assert plan(rows, [dict(temperature=0.0)] + [both] * (rows - 1)) == (tk if rows > 1 else lean)
+        assert plan(rows, both) == gsl(tk)
+        assert plan(rows, both, stats=True) == gsl(tk)
+        assert plan(rows, [dict(temperature=0.0)] + [both] * (rows - 1)) == (gsl(tk) if rows > 1 else lean)
         # batches with a sampled row without top-k keep the earlier picks: GPU runs 52 / 53, top-k and top-p
         # from B = 8 on the wide form, the gather form below (with the statistics too)
         mixed = [dict(temperature=0.8)] + [both] * (rows - 1)
         if rows > 1:
-            assert plan(rows, mixed) == (gather if rows < 8 else "cluster8_wide")
-            assert plan(rows, mixed, stats=True) == gather
+            assert plan(rows, mixed) == gsl(gather if rows < 8 else "cluster8_wide")
+            assert plan(rows, mixed, stats=True) == gsl(gather)
         # configurations on the device (mlops_sample_plan): the smallest worst loss
         assert mv.sample_variants()[C.sample_plan(rows, V, 90, 132)]["name"] == (gather if rows <= 8 else lean)
     # the unmeasured batch sizes between follow B = 64 from B = 9 on
@@ -227,9 +229,32 @@ def test_mode_aware_plan():
     assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16_wide"
     assert plan(2, [dict(temperature=0.0), dict(temperature=0.8)], stats=True) == "cluster16_lean"
     # a large batch with top-k rows and top-p rows apart: the lean form (the wide one's top-k is not measured better)
-    assert plan(64, [dict(temperature=0.8, top_k=50)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
-    assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
-    assert plan(64, [dict(temperature=0.8)] * 63 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_wide"
+    # (B = 39: below the global-slice form's batch sizes)
+    assert plan(39, [dict(temperature=0.8, top_k=50)] * 38 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
+    assert plan(39, [dict(temperature=0.8)] * 38 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
+    assert plan(39, [dict(temperature=0.8)] * 38 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_wide"
+    # GPU run 201: cluster2_tp3g from B = 40 on for every sampled batch, from B = 31 where every sampled row has top-k,
+    # while 2 CTAs a row fit the SMs (B <= 66 of 132) and only at 65536 < V <= 262144; greedy batches as before
+    for rows in (40, 48, 66):
+        for cfg in (dict(temperature=0.8), dict(temperature=0.8, top_p=0.9), dict(temperature=0.8, top_k=50)):
+            assert plan(rows, cfg) == "cluster2_tp3g"
+        assert plan(rows, [dict(temperature=0.8, top_k=50)] * (rows - 1) + [dict(temperature=0.8, top_p=0.9)]) == (
+            "cluster2_tp3g")
+        assert plan(rows, dict(temperature=0.0)) == "cluster8_lean"
+        assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
+    assert plan(39, dict(temperature=0.8)) == "cluster8_lean"
+    assert plan(39, dict(temperature=0.8, top_p=0.9)) == "cluster8_tp3"
+    assert plan(31, dict(temperature=0.8, top_k=50)) == "cluster2_tp3g"
+    assert plan(31, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == "cluster2_tp3g"
+    assert plan(30, dict(temperature=0.8, top_k=50)) == "cluster8_tk"
+    assert plan(31, [dict(temperature=0.8)] + [dict(temperature=0.8, top_k=50)] * 30) == "cluster8_lean"
+    assert plan(67, dict(temperature=0.8)) == "cluster8_lean"
+    assert plan(67, dict(temperature=0.8, top_k=50)) == "cluster8_tk"
+    assert plan(64, dict(temperature=0.8), vocab=32000) == "cluster8_lean"
+    assert plan(64, dict(temperature=0.8), vocab=65536) == "cluster8_lean"
+    assert plan(64, dict(temperature=0.8), vocab=262144) == "cluster2_tp3g"
+    assert plan(64, dict(temperature=0.8), vocab=262145) == "cluster8_lean"
+    assert plan(64, dict(temperature=0.8), sm=80) == "t1024"
     assert plan(7, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster16_tk"
     assert plan(9, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster8_tk"
     assert plan(7, [dict(temperature=0.8, top_p=0.9)] + [dict(temperature=0.8, top_k=50, top_p=0.9)] * 6) == "cluster16_gather"
