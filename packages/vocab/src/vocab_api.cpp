@@ -279,7 +279,8 @@ const mlops_sample_variant kSampleVariants[] = {
     {25, 512, 0, 8, "cluster8_tp3"}, {26, 512, 0, 16, "cluster16_tp3"},
     // the tp3 forms with the slice left in global memory (GSL, session 38): 1024-thread CTAs, one an SM, 2 or 4 a row,
     // so that B = 64 (or 32) runs every row at once where the staged cluster8 forms run 30 rows at a time; the draw by
-    // chunks of 64. Not planned until measured. _t512: the same at 512 threads (the scheduler may put two on an SM)
+    // chunks of 64. cluster2_tp3g planned from B = 40 (GPU run 201: mlops_sample_plan_configs); cluster4_tp3g and _t512
+    // (the same at 512 threads, which the scheduler may put two on an SM) lost everywhere measured: not planned
     {27, 1024, 0, 2, "cluster2_tp3g"}, {28, 1024, 0, 4, "cluster4_tp3g"}, {29, 512, 0, 2, "cluster2_tp3g_t512"}};
 constexpr int kNumSample = 30;
 static_assert(sizeof kSampleVariants / sizeof kSampleVariants[0] == kNumSample, "kNumSample");
