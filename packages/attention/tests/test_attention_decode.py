@@ -144,10 +144,10 @@ def test_scratch_partials_rebuild_the_output(G):
     for b, L in enumerate(lens):
         closed = L // GROUP - 1 if L >= 2 * GROUP else 0
         P = 1 + (closed + 1) // 2
-        m, l, acc = sv["m"][b, :, :P].double(), sv["l"][b, :, :P].double(), sv["acc"][b, :, :P].double()
-        assert bool(torch.isfinite(m).all()) and bool((l > 0).all())
+        m, lsum, acc = sv["m"][b, :, :P].double(), sv["l"][b, :, :P].double(), sv["acc"][b, :, :P].double()
+        assert bool(torch.isfinite(m).all()) and bool((lsum > 0).all())
         e = torch.exp(m - m.amax(-1, keepdim=True))  # [Hq, P]
-        rebuilt = (e[..., None] * acc).sum(1) / (e * l).sum(1)[:, None]
+        rebuilt = (e[..., None] * acc).sum(1) / (e * lsum).sum(1)[:, None]
         assert torch.allclose(rebuilt, out[b], rtol=1e-5, atol=1e-6), (b, (rebuilt - out[b]).abs().max().item())
 
 

@@ -21,8 +21,8 @@ and on the shared-memory candidates,
 the draw, the penalty kernels and every phase of the split variant (tokens, flags, log-probabilities,
 steps, penalized logits, the penalty workspace back to zero); the lean forms' weight (lean_weight_of_u) against
 rint(exp_det(u) * 2^31) on every 61st float of [-80, 0] and every float where its n differs from exp_det's.
-Mutations of the candidate gather, the split draw's chunk target, phase A2's masses and phase A's counts are each caught by it (checked when
-it was written). What it cannot see is the GPU's own scheduling and memory model: the GPU suite's."""
+Mutations of the candidate gather, the split draw's chunk target, phase A2's masses and phase A's counts are each
+caught by it (checked when it was written). What it cannot see is the GPU's own scheduling and memory model: the GPU suite's."""
 
 import os
 import pathlib
