@@ -17,7 +17,8 @@
 #   penalties + top-p, the planned call and cluster8_tp3 / cluster2_tp3g (_t512) / cluster4_tp3g named; the probe stp_old
 #   (its tp3g cases: row spans at B = 32 / 64, one round of rows?); their own GPU tests (-k tp3g) and racecheck /
 #   memcheck of their sanitizer subset. If they win: the planner (mlops_sample_plan_configs) takes them by B.
-# .carry/s38g as left by session 38: wheels and probes of 4414356.
+# .carry/s38g as left by session 38: wheels and probes of 4414356. Ran in session 39: run 201 (PART=b ROUNDS=1 TLIM=200)
+# and run 202 (PART=a), docs/vocab.md "Session 39"; HEAD's default build since equals new/ (both macros on).
 # Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x PART=a bash ci/device/s38g.sh` runs the shell logic with the GPU commands
 # echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
