@@ -629,9 +629,12 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // temperature 35.3 vs 31.5 and top-p 62.5 vs 55.5; run 197's B = 48 (temperature 43.5, top-p 77.9) puts the
   // crossing for those near B = 37 (B = 33 .. 47 unmeasured): every sampled batch takes it from B = 40 on, a batch whose
   // sampled rows all have top-k from B = 31. Only while the rows fit one CTA an SM (rows <= SMs / 2), at the measured
-  // V (its slices <= kGslMaxSlice: V <= 262144; from V = 65536 on, where a row fills the staged forms' shared memory);
-  // greedy batches (one argmax a row) and the head's statistics with it unmeasured: the picks below.
-  const bool gsl_fits = sm >= 90 && 2 * rows <= sms && vocab > 65536 && vocab <= 262144;
+  // V (above 65536, where a row fills the staged forms' shared memory, and where the form runs as itself:
+  // sample_cluster_staged_ok, the check mlops_sample_variant_runs_as makes: V a multiple of 4, slices <= kGslMaxSlice,
+  // so V <= 262144); greedy batches (one argmax a row) and the head's statistics with it unmeasured: the picks below.
+  const mlops_sample_variant& gsl = kSampleVariants[27];
+  const bool gsl_fits = sm >= 90 && 2 * rows <= sms && vocab > 65536 &&
+                        sample_cluster_staged_ok(gsl.cluster, gsl.threads, vocab, kSampleStaged[27]);
   if (gsl_fits && !all_greedy && (rows >= 40 || (rows >= 31 && any_top_k && !any_sampled_no_top_k))) return 27;
   if (any_top_k && !any_sampled_no_top_k) return rows < 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;

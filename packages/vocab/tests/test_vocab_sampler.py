@@ -254,6 +254,7 @@ def test_mode_aware_plan():
     assert plan(64, dict(temperature=0.8), vocab=65536) == "cluster8_lean"
     assert plan(64, dict(temperature=0.8), vocab=262144) == "cluster2_tp3g"
     assert plan(64, dict(temperature=0.8), vocab=262145) == "cluster8_lean"
+    assert plan(64, dict(temperature=0.8), vocab=151938) == "cluster8_lean"  # V % 4: the form would run as cluster8_tp3
     assert plan(64, dict(temperature=0.8), sm=80) == "t1024"
     assert plan(7, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster16_tk"
     assert plan(9, dict(temperature=0.8, top_k=50, top_p=0.9)) == "cluster8_tk"
