@@ -113,6 +113,25 @@ __device__ __forceinline__ void weigh_strided4(const LeanRow& lm, const float* z
   }
   lean_weights4(lm, x, on, w);
 }
+
+// Quad q of a slice of n elements starting 16-byte aligned (elements 4q .. 4q + 3): one 16-byte load where the
+// whole quad lies in the slice, element by element (0 past n) for a last partial one, zeros past the slice.
+__device__ __forceinline__ float4 load_quad(const float* zs, int n, int q) {
+  const int e = 4 * q;
+  if (e + 4 <= n) return reinterpret_cast<const float4*>(zs)[q];
+  float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (e < n) r.x = zs[e];
+  if (e + 1 < n) r.y = zs[e + 1];
+  if (e + 2 < n) r.z = zs[e + 2];
+  return r;
+}
+
+// The slice position of bit e of a thread's near mask (wide_near_pass): element tid + e NT (Q false), else element j
+// of the thread's quad u (e = 4 u + j), quad tid + u NT (Q: the quad-loaded pass).
+template <int NT, bool Q>
+__device__ __forceinline__ uint32_t near_element(int tid, uint32_t e) {
+  return Q ? uint32_t(4 * (tid + int(e >> 2) * NT)) + (e & 3u) : uint32_t(tid + int(e) * NT);
+}
 #endif
 
 }  // namespace

@@ -31,14 +31,26 @@ namespace {
 #ifndef MLOPS_SAMPLE_BIN_FIRST
 #define MLOPS_SAMPLE_BIN_FIRST 1
 #endif
+// The global-slice forms' near pass in 16-byte loads (session 40; U below): their slice is the row in global memory
+// (L2 after the max's pass), and the strided pass's 4 scalar loads a thread a trip leave too few bytes in flight for
+// L2's latency (run 201: 22.9 of a B = 64 top-p row's 51.5 us, ~1.7 TB/s over the 128 SMs' slices, where the max's
+// pass, 8 float4 a trip, reads them from HBM in 9.9). MLOPS_SAMPLE_GSL_QUADS = U float4 loads a trip (1, 2 or 4),
+// 0 the strided pass (the form before). Off until a GPU run measures it (ci/device/s40g.sh).
+#ifndef MLOPS_SAMPLE_GSL_QUADS
+#define MLOPS_SAMPLE_GSL_QUADS 0
+#endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
 // W (MLOPS_SAMPLE_NEAR_MASK): the mask's words a thread, 2 for the global-slice forms (near2: elements 64 .. 127 of the
 // thread's, for their 1024-thread CTAs' ~75 elements a thread at C = 2), else 1 (near2 untouched).
-template <int C, int NT, int W = 1>
+// U (MLOPS_SAMPLE_GSL_QUADS, the global-slice forms): 0, element tid + e NT is the thread's e-th (bit e); else the
+// thread's quads tid + u NT (elements 4 (tid + u NT) .. + 3), U of them loaded a trip before any is weighed, element j
+// of quad u being bit 4 u + j (quad_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
+template <int C, int NT, int W = 1, int U = 0>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2) {
   static_assert(W == 1 || W == 2, "one or two mask words");
+  static_assert(U == 0 || U == 1 || U == 2 || U == 4, "0, 1, 2 or 4 quads a trip");
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -54,19 +66,15 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   uint64_t s = 0;
   near = 0;
   if constexpr (W == 2) near2 = 0;
-  int bit = 0;  // element tid + e NT is bit e of near (e < 64; W = 2: bit e - 64 of near2 for e < 128)
-  for (int i0 = tid; i0 < n; i0 += 4 * NT, bit += 4) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
-    float x[4];
-    bool on[4];
-    uint32_t w[4];
-    weigh_strided4<NT>(lm, zs, n, i0, x, on, w);
+  // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit` (in one word: a multiple of 4)
+  auto take4 = [&](const float (&x)[4], const bool (&on)[4], const uint32_t (&w)[4], int bit) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       s += w[j];
       const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
 #if MLOPS_SAMPLE_NEAR_MASK
       if (on[j] && b < nb) {
-        if (W == 1 || bit < 64)  // a trip's 4 bits lie in one word (bit is a multiple of 4)
+        if (W == 1 || bit < 64)
           near |= 1ull << ((bit + j) & 63);
         else
           near2 |= 1ull << ((bit + j) & 63);
@@ -81,6 +89,32 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         atomicAdd(&sh.hhi[b], w[j] >> 16);
       }
 #endif
+    }
+  };
+  if constexpr (U > 0) {
+    const int nq = (n + 3) >> 2;
+    for (int q0 = tid, bit = 0; q0 < nq; q0 += U * NT, bit += 4 * U) {  // bit: quad u's first bit is bit + 4 u
+      float4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) r[u] = load_quad(zs, n, q0 + u * NT);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int e0 = 4 * (q0 + u * NT);
+        const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
+        const bool on[4] = {e0 < n, e0 + 1 < n, e0 + 2 < n, e0 + 3 < n};
+        uint32_t w[4];
+        lean_weights4(lm, x, on, w);
+        take4(x, on, w, bit + 4 * u);
+      }
+    }
+  } else {
+    // element tid + e NT is bit e of near (e < 64; W = 2: bit e - 64 of near2 for e < 128)
+    for (int i0 = tid, bit = 0; i0 < n; i0 += 4 * NT, bit += 4) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)
+      float x[4];
+      bool on[4];
+      uint32_t w[4];
+      weigh_strided4<NT>(lm, zs, n, i0, x, on, w);
+      take4(x, on, w, bit);
     }
   }
   s = block_sum_u64<NT>(s, sh);
@@ -220,8 +254,9 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
 // (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
 // bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
 // The same set; the list is unordered. Every thread calls it.
-// W = 2 (the global-slice forms): near2's elements (64 + e) after near's; W = 1: the caller's near2 is 0.
-template <int NT, bool IDX, int W = 1>
+// W = 2 (the global-slice forms): near2's elements (64 + e) after near's; W = 1: the caller's near2 is 0. Q: the
+// mask of the quad-loaded pass (wide_near_pass's U > 0; near_element maps a bit to its element).
+template <int NT, bool IDX, int W = 1, bool Q = false>
 __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
                           ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
@@ -235,7 +270,7 @@ __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32
       const bool lo_word = W == 1 || near != 0;
       const uint64_t w = lo_word ? near : near2;
       const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
-      i = uint32_t(tid + ((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))) * NT);
+      i = near_element<NT, Q>(tid, uint32_t((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))));
       if (lo_word)
         near &= near - 1;
       else
@@ -322,8 +357,9 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
                            uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0) {
   const int n = int(v1 - v0);
   constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
+  constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : 0;  // the near pass's float4 loads a trip (0: strided elements)
   uint64_t near, near2 = 0;
-  int bin = wide_near_pass<C, NT, W>(cfg, m, T, zs, n, sh, acc, thr, near, near2);
+  int bin = wide_near_pass<C, NT, W, U>(cfg, m, T, zs, n, sh, acc, thr, near, near2);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
@@ -334,7 +370,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
   if (by_mask) {
-    list_near<NT, TP, W>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+    list_near<NT, TP, W, (U > 0)>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
   } else if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
