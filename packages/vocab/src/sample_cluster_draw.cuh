@@ -252,6 +252,14 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
 // 16-byte load, their exps interleaved), a half-warp's sum a chunk. Thread t sums chunks t q .. t q + q - 1 (q =
 // ceil(chunks / NT)), draw_locate finds the CTA and the thread, that thread the chunk, and warp 0 walks the chunk
 // (2 elements a lane, one scan). The same integers in the same index order as the definition: the same token.
+// MLOPS_SAMPLE_GSL_DRAW_LOADS (session 40): the unfiltered pass's 16-byte loads a lane a trip, D pairs of chunks a
+// warp a trip; 1 is the pass before (run 202's probe: ~20 of a B = 64 temperature row's 30 us); 2 or 4 put more of
+// the slice's L2 reads in flight. Off (1) until a GPU run measures it (ci/device/s40g.sh).
+#ifndef MLOPS_SAMPLE_GSL_DRAW_LOADS
+#define MLOPS_SAMPLE_GSL_DRAW_LOADS 1
+#endif
+static_assert(MLOPS_SAMPLE_GSL_DRAW_LOADS == 1 || MLOPS_SAMPLE_GSL_DRAW_LOADS == 2 || MLOPS_SAMPLE_GSL_DRAW_LOADS == 4,
+              "1, 2 or 4 loads a lane a trip");
 constexpr int kDrawChunk = 64;
 template <int C, int NT>
 __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
@@ -273,34 +281,36 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
     list_chunk_sums<NT>(zs, lr, tau, uint32_t(kDrawChunk), sh);
   } else {
     const bool sparse = tau > 0u || lr.min_w > 0u;
-    for (int c0 = 2 * warp; c0 < nch; c0 += 2 * NW) {  // warp-uniform trip count (lean_weights_sparse4)
-      const int i = c0 * kDrawChunk + int(lane) * 4;   // lanes 0 - 15: chunk c0, 16 - 31: chunk c0 + 1
-      float x[4];
-      bool on[4];
-      uint32_t w[4];
-      if (i + 3 < n) {  // zs + i is 16-byte aligned: the host's slices start at multiples of 4 elements
-        const float4 v = *reinterpret_cast<const float4*>(zs + i);
-        x[0] = v.x;
-        x[1] = v.y;
-        x[2] = v.z;
-        x[3] = v.w;
-      } else {
+    constexpr int D = MLOPS_SAMPLE_GSL_DRAW_LOADS;  // a lane's 16-byte loads a trip, all issued before any is weighed
+    for (int cw = 2 * warp; cw < nch; cw += 2 * NW * D) {  // warp-uniform trip count (lean_weights_sparse4)
+      float4 v[D];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) x[j] = i + j < n ? zs[i + j] : 0.0f;
+      for (int d = 0; d < D; ++d) {  // lanes 0 - 15: chunk c0, 16 - 31: chunk c0 + 1
+        const int i = (cw + 2 * NW * d) * kDrawChunk + int(lane) * 4;
+        v[d] = load_quad(zs, n, i >> 2);  // zs + i is 16-byte aligned: the host's slices start at multiples of 4
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) on[j] = i + j < n && key_of(x[j]) >= tau;
-      if (sparse)
-        lean_weights_sparse4(lr, x, on, w);
-      else
-        lean_weights4(lr, x, on, w);
-      uint64_t s = uint64_t(w[0]) + w[1] + w[2] + w[3];
+      for (int d = 0; d < D; ++d) {
+        const int c0 = cw + 2 * NW * d;
+        if (D > 1 && c0 >= nch) break;  // warp-uniform
+        const int i = c0 * kDrawChunk + int(lane) * 4;
+        const float x[4] = {v[d].x, v[d].y, v[d].z, v[d].w};
+        bool on[4];
+        uint32_t w[4];
 #pragma unroll
-      for (int off = 8; off >= 1; off >>= 1) s += __shfl_xor_sync(kFull, s, off);  // the half-warp's chunk
-      const int c = c0 + int(lane >> 4);
-      if ((lane & 15u) == 0 && c < nch) {
-        sh.hlo[c] = uint32_t(s & 0xffffu);
-        sh.hhi[c] = uint32_t(s >> 16);  // < 2^22: 64 weights below 2^31 each
+        for (int j = 0; j < 4; ++j) on[j] = i + j < n && key_of(x[j]) >= tau;
+        if (sparse)
+          lean_weights_sparse4(lr, x, on, w);
+        else
+          lean_weights4(lr, x, on, w);
+        uint64_t s = uint64_t(w[0]) + w[1] + w[2] + w[3];
+#pragma unroll
+        for (int off = 8; off >= 1; off >>= 1) s += __shfl_xor_sync(kFull, s, off);  // the half-warp's chunk
+        const int c = c0 + int(lane >> 4);
+        if ((lane & 15u) == 0 && c < nch) {
+          sh.hlo[c] = uint32_t(s & 0xffffu);
+          sh.hhi[c] = uint32_t(s >> 16);  // < 2^22: 64 weights below 2^31 each
+        }
       }
     }
   }
