@@ -282,7 +282,37 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
   } else {
     const bool sparse = tau > 0u || lr.min_w > 0u;
     constexpr int D = MLOPS_SAMPLE_GSL_DRAW_LOADS;  // a lane's 16-byte loads a trip, all issued before any is weighed
-    for (int cw = 2 * warp; cw < nch; cw += 2 * NW * D) {  // warp-uniform trip count (lean_weights_sparse4)
+    // the pair of chunks c0, c0 + 1 (lanes 0 - 15, 16 - 31): a lane's 4 weights summed over its half-warp, stored
+    auto store_pair = [&](int c0, const uint32_t (&w)[4]) {
+      uint64_t s = uint64_t(w[0]) + w[1] + w[2] + w[3];
+#pragma unroll
+      for (int off = 8; off >= 1; off >>= 1) s += __shfl_xor_sync(kFull, s, off);  // the half-warp's chunk
+      const int c = c0 + int(lane >> 4);
+      if ((lane & 15u) == 0 && c < nch) {
+        sh.hlo[c] = uint32_t(s & 0xffffu);
+        sh.hhi[c] = uint32_t(s >> 16);  // < 2^22: 64 weights below 2^31 each
+      }
+    };
+    int cw = 2 * warp;
+    if (MLOPS_SAMPLE_GSL_LEAN && !sparse) {
+      // (MLOPS_SAMPLE_GSL_LEAN) no top-k bound or min-p (tau = 0: every key passes) and the trip's D pairs of chunks
+      // wholly in the slice: no test an element, lean_weights4 without its NaN test (the same weights)
+      constexpr bool kOn[4] = {true, true, true, true};
+      for (; (cw + 2 * NW * (D - 1) + 2) * kDrawChunk <= n; cw += 2 * NW * D) {
+        float4 v[D];
+#pragma unroll
+        for (int d = 0; d < D; ++d)
+          v[d] = reinterpret_cast<const float4*>(zs)[((cw + 2 * NW * d) * kDrawChunk >> 2) + int(lane)];
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+          const float x[4] = {v[d].x, v[d].y, v[d].z, v[d].w};
+          uint32_t w[4];
+          lean_weights4<false>(lr, x, kOn, w);
+          store_pair(cw + 2 * NW * d, w);
+        }
+      }
+    }
+    for (; cw < nch; cw += 2 * NW * D) {  // warp-uniform trip count (lean_weights_sparse4)
       float4 v[D];
 #pragma unroll
       for (int d = 0; d < D; ++d) {  // lanes 0 - 15: chunk c0, 16 - 31: chunk c0 + 1
@@ -303,14 +333,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
           lean_weights_sparse4(lr, x, on, w);
         else
           lean_weights4(lr, x, on, w);
-        uint64_t s = uint64_t(w[0]) + w[1] + w[2] + w[3];
-#pragma unroll
-        for (int off = 8; off >= 1; off >>= 1) s += __shfl_xor_sync(kFull, s, off);  // the half-warp's chunk
-        const int c = c0 + int(lane >> 4);
-        if ((lane & 15u) == 0 && c < nch) {
-          sh.hlo[c] = uint32_t(s & 0xffffu);
-          sh.hhi[c] = uint32_t(s >> 16);  // < 2^22: 64 weights below 2^31 each
-        }
+        store_pair(c0, w);
       }
     }
   }

@@ -57,7 +57,9 @@ struct LeanRow {
 // give 0 either way (exp(-80) * 2^31 < 1e-25), so u is clamped to -80 for the polynomial; a NaN u (a
 // subnormal T) is not live, and sample_weight's F2I of a NaN is 0 too. min-p: u < u_min means w <
 // min_p * 2^31 (lean_min_u), and w >= min_w is double(w) >= min_p * 2^31 for an integer w (the
-// product is exact in double).
+// product is exact in double). NAN_TEST false (the global-slice near pass, MLOPS_SAMPLE_GSL_LEAN): no NaN test, the
+// same weights: a NaN x makes d NaN, and d >= cutoff is false for it (2 instructions an element fewer).
+template <bool NAN_TEST = true>
 __device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)[4], const bool (&on)[4],
                                               uint32_t (&w)[4]) {
   float u[4];
@@ -66,7 +68,7 @@ __device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)
   for (int j = 0; j < 4; ++j) {
     const float d = x[j] - r.m;
     u[j] = d * r.inv;
-    live[j] = on[j] && !is_nan(x[j]) && d >= r.cutoff && u[j] >= r.u_min;
+    live[j] = on[j] && (!NAN_TEST || !is_nan(x[j])) && d >= r.cutoff && u[j] >= r.u_min;
     any = any || live[j];
     w[j] = 0;
   }

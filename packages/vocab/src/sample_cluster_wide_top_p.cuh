@@ -39,6 +39,13 @@ namespace {
 #ifndef MLOPS_SAMPLE_GSL_QUADS
 #define MLOPS_SAMPLE_GSL_QUADS 0
 #endif
+// With the quads (U > 0), MLOPS_SAMPLE_GSL_LEAN = 1 cuts the pass's instructions an element (the pass is ~40 of them:
+// with every SM busy at B = 64, its ~12 us of issue is half its time): the trips whose U quads all lie in the slice
+// test no bound; a near element is told by its key against the near bins' lowest key (one compare, where the bin's
+// index took ~8 instructions); lean_weights4 without its NaN test (the same weights). The same bins, mask and S.
+#ifndef MLOPS_SAMPLE_GSL_LEAN
+#define MLOPS_SAMPLE_GSL_LEAN 0
+#endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
 // W (MLOPS_SAMPLE_NEAR_MASK): the mask's words a thread, 2 for the global-slice forms (near2: elements 64 .. 127 of the
@@ -91,7 +98,58 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
 #endif
     }
   };
-  if constexpr (U > 0) {
+  if constexpr (U > 0 && MLOPS_SAMPLE_GSL_LEAN) {
+    // take4 for 4 elements of the slice (LEAN): near ones found by one float compare against the near bins' lowest
+    // key's float (every element whose key reaches it passes, and -0.0 too where that float is +0.0), then told
+    // exactly by the bin's index inside the (rare) branch, as take4 does
+    const uint32_t klo = (wm - nb + 1u) << kWideShift;
+    const float xlo = klo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(klo);
+    auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], int bit) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        s += w[j];
+        if (x[j] >= xlo) {
+          const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
+          if (b < nb) {
+#if MLOPS_SAMPLE_NEAR_MASK
+            if (W == 1 || bit < 64)
+              near |= 1ull << ((bit + j) & 63);
+            else
+              near2 |= 1ull << ((bit + j) & 63);
+#endif
+            if (w[j]) {
+              atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
+              atomicAdd(&sh.hhi[b], w[j] >> 16);
+            }
+          }
+        }
+      }
+    };
+    const int nq = (n + 3) >> 2, nfull = n >> 2;  // quads; those wholly in the slice
+    constexpr bool kOn[4] = {true, true, true, true};
+    int q0 = tid, bit = 0;  // bit: 4 ((q0 - tid) / NT), quad q0's first
+    for (; q0 + (U - 1) * NT < nfull; q0 += U * NT, bit += 4 * U) {  // the trip's U quads all in the slice
+      float4 r[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) r[u] = reinterpret_cast<const float4*>(zs)[q0 + u * NT];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
+        uint32_t w[4];
+        lean_weights4<false>(lm, x, kOn, w);
+        take4_in(x, w, bit + 4 * u);
+      }
+    }
+    for (; q0 < nq; q0 += NT, bit += 4) {  // the rest, a quad at a time (at most U - 1 and a partial one)
+      const float4 r = load_quad(zs, n, q0);
+      const int e0 = 4 * q0;
+      const float x[4] = {r.x, r.y, r.z, r.w};
+      const bool on[4] = {e0 < n, e0 + 1 < n, e0 + 2 < n, e0 + 3 < n};
+      uint32_t w[4];
+      lean_weights4(lm, x, on, w);
+      take4(x, on, w, bit);
+    }
+  } else if constexpr (U > 0) {
     const int nq = (n + 3) >> 2;
     for (int q0 = tid, bit = 0; q0 < nq; q0 += U * NT, bit += 4 * U) {  // bit: quad u's first bit is bit + 4 u
       float4 r[U];
