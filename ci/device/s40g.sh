@@ -1,18 +1,21 @@
 #!/bin/bash
-# Session 40's call: the global-slice near pass in float4 loads (MLOPS_SAMPLE_GSL_QUADS, sample_cluster_wide_top_p.cuh).
-# and chunk_draw's unfiltered pass with D loads a lane a trip (MLOPS_SAMPLE_GSL_DRAW_LOADS, sample_cluster_draw.cuh).
+# Session 40's call: the global-slice near pass in float4 loads (MLOPS_SAMPLE_GSL_QUADS, sample_cluster_wide_top_p.cuh),
+# chunk_draw's unfiltered pass with D loads a lane a trip (MLOPS_SAMPLE_GSL_DRAW_LOADS, sample_cluster_draw.cuh) and both
+# with fewer instructions an element (MLOPS_SAMPLE_GSL_LEAN).
 # Carry .carry/s40g, built here in a fresh worktree: before/ (0c1ac42's default build: U = 0, the strided pass) and
 # q1/ q2/ q4/ (0c1ac42: sm90 vocab wheels of `python3 -m nox -s gpu_build -- --tags sm90 --package vocab` with
 # CUDAFLAGS=-DMLOPS_SAMPLE_GSL_QUADS=U, a fresh build dir each), q2d2/ q4d4/ (c9c3b13, CUDAFLAGS="-DMLOPS_SAMPLE_GSL_QUADS=U
 # -DMLOPS_SAMPLE_GSL_DRAW_LOADS=D"; D = 1 is 0c1ac42's pass), and the timeline probes stp_q0 / 1 / 2 / 4 (0c1ac42) and
-# stp_q2d2 / q4d4 (c9c3b13) (nvcc -D... -O3 -std=c++17 -arch=sm_90 -fmad=false -I... bench/sample_timeline_probe.cu).
-# 1. the probes, q0 q1 q2 q4 q2d2 q4d4 in turn, 3 rounds, at B = 64 (2 CTAs a row on the global-slice forms) and 32 (4);
+# stp_q2d2 / q4d4 (c9c3b13) (nvcc -D... -O3 -std=c++17 -arch=sm_90 -fmad=false -I... bench/sample_timeline_probe.cu);
+# q2Ld2/ q4Ld4/ and stp_q2Ld2 / stp_q4Ld4 the same with -DMLOPS_SAMPLE_GSL_LEAN=1 (276c2fb).
+# 1. the probes, q0 q2 q4 q2d2 q4d4 q2Ld2 q4Ld4 in turn, 3 rounds, at B = 64 (2 CTAs a row on the global-slice forms)
+#    and 32 (4) (q1's too, one round);
 # 2. ncu of one cluster2_tp3g launch of the probe at B = 64 (35 a case: top-p is launch 110, temperature 10): top-p on
-#    q0 and q2, temperature on q0 and q2d2; the details page and the SASS stall digest (ci/device/ncu_digest.py);
-# 3. the sampling bench of before and q2, in turn, two rounds each (B = 1, 8, 31, 32, 40, 48, 64, 66; temperature,
+#    q0 and q4Ld4, temperature on q0 and q4Ld4; the details page and the SASS stall digest (ci/device/ncu_digest.py);
+# 3. the sampling bench of before and q4Ld4, in turn, two rounds each (B = 1, 8, 31, 32, 40, 48, 64, 66; temperature,
 #    top-k 50, the combination, top-p, penalties + top-p; the planned call and cluster2_tp3g / cluster8_tp3 named),
-#    then q1, q4, q2d2 and q4d4 one round at B = 32, 48, 64;
-#    and the probes' fastest U (BEST, from their top-p cluster2_tp3g rows) in summary.txt.
+#    then q2, q4, q2d2, q4d4 and q2Ld2 one round at B = 32, 48, 64;
+#    and the probes' fastest build (BEST, from their top-p cluster2_tp3g rows) in summary.txt.
 # PART=b TW=<wheel dir> (the next call, the machine warm): test_vocab_sampler_gpu.py whole on that wheel (6 shards) and
 #    racecheck / memcheck of its tp3g sanitizer subset.
 # Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s40g.sh` runs the shell logic with the GPU commands echoed.
@@ -20,7 +23,7 @@ export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs
 C=.carry/s40g
 [ -n "$DRY" ] && ncu() { echo "DRY ncu $*"; }
-for w in before q1 q2 q4 q2d2 q4d4; do
+for w in before q1 q2 q4 q2d2 q4d4 q2Ld2 q4Ld4; do
   rm -rf /tmp/s40g-$w; inst "$C/$w/mlops_vocab-*.whl" /tmp/s40g-$w; echo "install $w rc=$? [${SECONDS}s]" >> $R/summary.txt
 done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
@@ -45,8 +48,9 @@ if [ "${PART:-a}" = b ]; then  # PART=b TW=<wheel>: the tests (step 4) of the wh
   cat $R/summary.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt
   exit 0
 fi
-for k in 1 2 3; do for q in 0 1 2 4 2d2 4d4; do run_probe $q q$q-$k 64 32; done; done
-nc q0 top-p 110; nc q2 top-p 110; nc q0 temperature 10; nc q2d2 temperature 10
+run_probe 1 q1-1 64 32
+for k in 1 2 3; do for q in 0 2 4 2d2 4d4 2Ld2 4Ld4; do run_probe $q q$q-$k 64 32; done; done
+nc q0 top-p 110; nc q4Ld4 top-p 110; nc q0 temperature 10; nc q4Ld4 temperature 10
 bench() {  # bench WHEEL ROUND BATCHES
   local name=bench-$1-$2; mkdir -p $R/$name
   MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/s40g-$1:$PWD/tools/testing timeout 150 python3 \
@@ -55,9 +59,9 @@ bench() {  # bench WHEEL ROUND BATCHES
     --variants cluster2_tp3g,cluster8_tp3 > $R/$name.log 2>&1
   summ $name $?
 }
-for k in 1 2; do for w in before q2; do bench $w $k 1,8,31,32,40,48,64,66; done; done
-for w in q1 q4 q2d2 q4d4; do bench $w 1 32,48,64; done
-# the fastest U by the probes: the median over rounds of top-p cluster2_tp3g's row 0 "end" (us)
+for k in 1 2; do for w in before q4Ld4; do bench $w $k 1,8,31,32,40,48,64,66; done; done
+for w in q2 q4 q2d2 q4d4 q2Ld2; do bench $w 1 32,48,64; done
+# the fastest build by the probes: the median over rounds of top-p cluster2_tp3g's row 0 "end" (us)
 BEST=$(python3 - $R <<'EOF' 2>> $R/summary.txt
 import glob, re, statistics, sys
 t = {}
@@ -66,11 +70,11 @@ for f in glob.glob(sys.argv[1] + "/timeline-q*-*.log"):
     blk = open(f).read().split("top-p 0.9, cluster2_tp3g (")[1:]
     m = re.search(r"\n  end +\d+ +\d+ +([\d.]+)", blk[0]) if blk else None
     if m: t.setdefault(q, []).append(float(m.group(1)))
-med = {q: statistics.median(v) for q, v in t.items() if q in ("1", "2", "4")}
+med = {q: statistics.median(v) for q, v in t.items() if q != "0"}
 print(min(med, key=med.get) if med else "2")
 print("probe medians", {q: statistics.median(v) for q, v in t.items()}, file=sys.stderr)
 EOF
 )
-echo "probes' best U: $BEST [${SECONDS}s]" >> $R/summary.txt
+echo "probes' best: q$BEST [${SECONDS}s]" >> $R/summary.txt
 (cd $OUT/r && tar czf $OUT/v.tgz v)
 cat $R/summary.txt
