@@ -9,9 +9,9 @@
 # stp_q2d2 / q4d4 (c9c3b13) (nvcc -D... -O3 -std=c++17 -arch=sm_90 -fmad=false -I... bench/sample_timeline_probe.cu);
 # q2Ld2/ q4Ld4/ and stp_q2Ld2 / stp_q4Ld4 the same with -DMLOPS_SAMPLE_GSL_LEAN=1 (276c2fb).
 # 1. the probes, q0 q2 q4 q2d2 q4d4 q2Ld2 q4Ld4 in turn, 2 rounds, at B = 64 (2 CTAs a row on the global-slice forms)
-#    and 32 (4) (q1's too, one round);
+#    and 32 (4) (PR rounds: 2 unless set);
 # 2. ncu of one cluster2_tp3g launch of the probe at B = 64 (35 a case: top-p is launch 110, temperature 10): top-p on
-#    q0 and q4Ld4; the details page and the SASS stall digest (ci/device/ncu_digest.py);
+#    the builds in NCU ("q0 q4Ld4" unless set); the details page and the SASS stall digest (ci/device/ncu_digest.py);
 # 3. the sampling bench of before and q4Ld4, in turn, two rounds each (B = 1, 8, 31, 32, 40, 48, 64, 66; temperature,
 #    top-k 50, the combination, top-p, penalties + top-p; the planned call and cluster2_tp3g / cluster8_tp3 named),
 #    then q2, q4, q2d2, q4d4 and q2Ld2 one round at B = 32, 48, 64;
@@ -49,9 +49,8 @@ if [ "${PART:-a}" = b ]; then  # PART=b TW=<wheel>: the tests (step 4) of the wh
   cat $R/summary.txt $R/tests-sorted.txt $R/failures.txt $R/sanitizer.txt
   exit 0
 fi
-run_probe 1 q1-1 64 32
-for k in 1 2; do for q in 0 2 4 2d2 4d4 2Ld2 4Ld4; do run_probe $q q$q-$k 64 32; done; done
-nc q0 top-p 110; nc q4Ld4 top-p 110
+for k in $(seq ${PR:-2}); do for q in 0 2 4 2d2 4d4 2Ld2 4Ld4; do run_probe $q q$q-$k 64 32; done; done
+for q in ${NCU-q0 q4Ld4}; do nc $q top-p 110; done
 bench() {  # bench WHEEL ROUND BATCHES
   local name=bench-$1-$2; mkdir -p $R/$name
   MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/s40g-$1:$PWD/tools/testing timeout 150 python3 \
@@ -77,8 +76,8 @@ print("probe medians", {q: statistics.median(v) for q, v in t.items()}, file=sys
 EOF
 )
 echo "probes' best: q$BEST [${SECONDS}s]" >> $R/summary.txt
-# ONE=1: the tests of q4Ld4 (PART=b's) in this call, bounded by the ~590 s a call may take
-L=$((580 - SECONDS)); [ $L -gt 300 ] && L=300
+# ONE=1: the tests of q4Ld4 (PART=b's) in this call, to END s of the call (580 unless set: a call may take ~590)
+L=$((${END:-580} - SECONDS)); [ $L -gt 300 ] && L=300
 if [ -n "$ONE" ] && [ $L -ge 100 ]; then
   fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py /tmp/s40g-q4Ld4 6 $L
   ksanitize vocab /tmp/s40g-q4Ld4 $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and tp3g"
