@@ -19,7 +19,9 @@
 #    tests of q4Ld4 (the build with every new path) in the time left (at least 100 s).
 # PART=b TW=<wheel dir> (the next call, the machine warm): test_vocab_sampler_gpu.py whole on that wheel (6 shards) and
 #    racecheck / memcheck of its tp3g sanitizer subset.
-# Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s40g.sh` runs the shell logic with the GPU commands echoed.
+# Ran once: GPU run 203 (session 40, an H100: `ONE=1 PR=1 NCU=q4Ld4 END=400`; its ncu matched no kernel, the -k regex
+# being of the demangled name until --kernel-name-base mangled was added) and run 204 (the probes q0 / q2Ld2 / q4Ld4
+# twice more and the bench of before / q2Ld2 twice, by hand on the same machine). Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s40g.sh` runs the shell logic with the GPU commands echoed.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=$OUT/r/v; mkdir -p $R; source ci/device/lib.sh; dry_stubs
 C=.carry/s40g
@@ -34,7 +36,7 @@ run_probe() {  # run_probe Q LABEL BATCHES...
 }
 nc() {  # nc PROBE CASE LAUNCH: ncu of the probe's cluster2_tp3g launch LAUNCH (B = 64; 35 launches a case)
   local exe=$C/stp_$1 o=ncu-$1-$2; [ -n "$DRY" ] && exe="echo DRY $exe"
-  timeout 150 ncu --set full --import-source no -k regex:ILi2ELi1024ENS1_8Tp3gForm --launch-skip $3 -c 1 \
+  timeout 150 ncu --set full --import-source no --kernel-name-base mangled -k regex:ILi2ELi1024ENS1_8Tp3gForm --launch-skip $3 -c 1 \
     -o $R/$o $exe 64 > $R/$o.log 2>&1; summ $o $?
   ncu -i $R/$o.ncu-rep --page details --print-units base > $R/$o-details.txt 2>&1
   ncu -i $R/$o.ncu-rep --page source --csv --print-source sass > $R/$o-source.csv 2>&1

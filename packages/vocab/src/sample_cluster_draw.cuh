@@ -253,10 +253,12 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
 // ceil(chunks / NT)), draw_locate finds the CTA and the thread, that thread the chunk, and warp 0 walks the chunk
 // (2 elements a lane, one scan). The same integers in the same index order as the definition: the same token.
 // MLOPS_SAMPLE_GSL_DRAW_LOADS (session 40): the unfiltered pass's 16-byte loads a lane a trip, D pairs of chunks a
-// warp a trip; 1 is the pass before (run 202's probe: ~20 of a B = 64 temperature row's 30 us); 2 or 4 put more of
-// the slice's L2 reads in flight. Off (1) until a GPU run measures it (ci/device/s40g.sh).
+// warp a trip; 1 is the pass before (run 202's probe: ~20 of a B = 64 temperature row's 30 us). GPU run 203 (an H100):
+// D = 2 or 4 alone moves nothing (the pass is issue-bound), MLOPS_SAMPLE_GSL_LEAN (no bound or key test on whole trips
+// of a row without top-k or min-p, lean_weights4<false>) takes the pass 21.2 -> 15.6 us and the bench's B = 64
+// temperature 37.5 -> 31.3. D = 4 with LEAN by default since (the build GPU-tested whole); -D...=1 the pass before.
 #ifndef MLOPS_SAMPLE_GSL_DRAW_LOADS
-#define MLOPS_SAMPLE_GSL_DRAW_LOADS 1
+#define MLOPS_SAMPLE_GSL_DRAW_LOADS 4
 #endif
 static_assert(MLOPS_SAMPLE_GSL_DRAW_LOADS == 1 || MLOPS_SAMPLE_GSL_DRAW_LOADS == 2 || MLOPS_SAMPLE_GSL_DRAW_LOADS == 4,
               "1, 2 or 4 loads a lane a trip");

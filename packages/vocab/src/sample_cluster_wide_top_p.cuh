@@ -32,19 +32,21 @@ namespace {
 #define MLOPS_SAMPLE_BIN_FIRST 1
 #endif
 // The global-slice forms' near pass in 16-byte loads (session 40; U below): their slice is the row in global memory
-// (L2 after the max's pass), and the strided pass's 4 scalar loads a thread a trip leave too few bytes in flight for
-// L2's latency (run 201: 22.9 of a B = 64 top-p row's 51.5 us, ~1.7 TB/s over the 128 SMs' slices, where the max's
-// pass, 8 float4 a trip, reads them from HBM in 9.9). MLOPS_SAMPLE_GSL_QUADS = U float4 loads a trip (1, 2 or 4),
-// 0 the strided pass (the form before). Off until a GPU run measures it (ci/device/s40g.sh).
+// (L2 after the max's pass), and the strided pass's 4 scalar loads a thread a trip left too few bytes in flight for
+// L2's latency (run 201: 22.9 of a B = 64 top-p row's 51.5 us, where the max's pass, 8 float4 a trip, reads the slices
+// from HBM in 9.9). MLOPS_SAMPLE_GSL_QUADS = U float4 loads a trip (1, 2 or 4), 0 the strided pass (the form before).
+// MLOPS_SAMPLE_GSL_LEAN = 1 (with U > 0) cuts the pass's instructions an element (~40 of them: with every SM busy at
+// B = 64, ~12 us of issue): the trips whose U quads all lie in the slice test no bound; a near element is found by one
+// float compare against the near bins' lowest key's float and told exactly inside; lean_weights4 without its NaN test
+// (the same weights). The same bins, mask and S. GPU run 203 (session 40, an H100: docs/vocab.md "Session 40"): the
+// probe's B = 64 top-p row's near pass 26.5 -> 21.6 us with U = 4 alone, 18.4 with LEAN too (U = 2 and 4 alike); the
+// bench's B = 64 top-p 69.4 -> 61.8 us. On (U = 4, LEAN) since; -DMLOPS_SAMPLE_GSL_QUADS=0 -DMLOPS_SAMPLE_GSL_LEAN=0
+// builds the pass before (the kernel-on-host runner checks both).
 #ifndef MLOPS_SAMPLE_GSL_QUADS
-#define MLOPS_SAMPLE_GSL_QUADS 0
+#define MLOPS_SAMPLE_GSL_QUADS 4
 #endif
-// With the quads (U > 0), MLOPS_SAMPLE_GSL_LEAN = 1 cuts the pass's instructions an element (the pass is ~40 of them:
-// with every SM busy at B = 64, its ~12 us of issue is half its time): the trips whose U quads all lie in the slice
-// test no bound; a near element is told by its key against the near bins' lowest key (one compare, where the bin's
-// index took ~8 instructions); lean_weights4 without its NaN test (the same weights). The same bins, mask and S.
 #ifndef MLOPS_SAMPLE_GSL_LEAN
-#define MLOPS_SAMPLE_GSL_LEAN 0
+#define MLOPS_SAMPLE_GSL_LEAN 1
 #endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T

@@ -86,11 +86,12 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0"))
 
 
-def test_sampler_global_slice_passes_on_host_equal_host_emulation(tmp_path):
-    """The global-slice forms' near pass in float4 loads, their draw with 4 loads a lane in flight and both with fewer
-    instructions an element (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_GSL_QUADS, MLOPS_SAMPLE_GSL_LEAN;
-    sample_cluster_draw.cuh: MLOPS_SAMPLE_GSL_DRAW_LOADS; session 40): the build with them on, which the default build
-    does not compile. A wrong bit -> element map of the quad mask, the draw's two chunks of a trip swapped and the near
-    mask's bits dropped are each caught by the runner (84, 30 and 68 failures at U / D = 2, when it was written)."""
+def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):
+    """The global-slice forms' passes before session 40 (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_GSL_QUADS,
+    MLOPS_SAMPLE_GSL_LEAN; sample_cluster_draw.cuh: MLOPS_SAMPLE_GSL_DRAW_LOADS; on by default since GPU run 203): the
+    strided near pass and the one-load draw, which the default build no longer compiles, so the probes' "before" side
+    stays checked. The default build's quad mask is checked by the runner above: a wrong bit -> element map of it, the
+    draw's two chunks of a trip swapped and the near mask's bits dropped in the LEAN pass are each caught (84, 30 and 68
+    failures at U / D = 2, when it was written)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701,
-                   ("MLOPS_SAMPLE_GSL_QUADS=4", "MLOPS_SAMPLE_GSL_DRAW_LOADS=4", "MLOPS_SAMPLE_GSL_LEAN=1"))
+                   ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0"))
