@@ -48,6 +48,12 @@ namespace {
 #ifndef MLOPS_SAMPLE_GSL_LEAN
 #define MLOPS_SAMPLE_GSL_LEAN 1
 #endif
+// MLOPS_SAMPLE_GSL_LIST_LOADS = K (session 40, prepared; 1, the listing before, until a GPU run times it): the
+// global-slice forms' list_near takes a lane's next K near elements a round, their K L2 loads in flight at once (run
+// 205's ncu: the listing's one load a lane a round ~8 % of a B = 64 top-p launch's stall samples). The same set listed.
+#ifndef MLOPS_SAMPLE_GSL_LIST_LOADS
+#define MLOPS_SAMPLE_GSL_LIST_LOADS 1
+#endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
 // W (MLOPS_SAMPLE_NEAR_MASK): the mask's words a thread, 2 for the global-slice forms (near2: elements 64 .. 127 of the
@@ -316,31 +322,40 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
 // The same set; the list is unordered. Every thread calls it.
 // W = 2 (the global-slice forms): near2's elements (64 + e) after near's; W = 1: the caller's near2 is 0. Q: the
 // mask of the quad-loaded pass (wide_near_pass's U > 0; near_element maps a bit to its element).
-template <int NT, bool IDX, int W = 1, bool Q = false>
+template <int NT, bool IDX, int W = 1, bool Q = false, int K = 1>
 __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
                           ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
   while (__ballot_sync(kFull, (near | near2) != 0)) {  // near's elements first, then near2's (W = 2; else 0)
-    bool on = false;
-    uint32_t i = 0;
-    float x = 0.0f;
-    if (near | near2) {
-      const bool lo_word = W == 1 || near != 0;
-      const uint64_t w = lo_word ? near : near2;
-      const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
-      i = near_element<NT, Q>(tid, uint32_t((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))));
-      if (lo_word)
-        near &= near - 1;
-      else
-        near2 &= near2 - 1;
-      x = zs[i];
-      const uint32_t k = key_of(x);
-      on = k >= lo && k <= hi;
+    uint32_t i[K];
+    bool has[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {  // a lane's next K elements: their K loads in flight at once (K > 1)
+      has[k] = (near | near2) != 0;
+      i[k] = 0;
+      if (has[k]) {
+        const bool lo_word = W == 1 || near != 0;
+        const uint64_t w = lo_word ? near : near2;
+        const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
+        i[k] = near_element<NT, Q>(tid, uint32_t((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))));
+        if (lo_word)
+          near &= near - 1;
+        else
+          near2 &= near2 - 1;
+      }
     }
-    const uint32_t at = warp_slot(on, &sh.cand_n);
-    if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i) : x;
+    float x[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) x[k] = has[k] ? zs[i[k]] : 0.0f;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const uint32_t key = key_of(x[k]);
+      const bool on = has[k] && key >= lo && key <= hi;
+      const uint32_t at = warp_slot(on, &sh.cand_n);
+      if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i[k]) : x[k];
+    }
   }
   __syncthreads();
 }
@@ -430,7 +445,8 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
   if (by_mask) {
-    list_near<NT, TP, W, (U > 0)>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+    constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
+    list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
   } else if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {

@@ -92,6 +92,9 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     strided near pass and the one-load draw, which the default build no longer compiles, so the probes' "before" side
     stays checked. The default build's quad mask is checked by the runner above: a wrong bit -> element map of it, the
     draw's two chunks of a trip swapped and the near mask's bits dropped in the LEAN pass are each caught (84, 30 and 68
-    failures at U / D = 2, when it was written)."""
+    failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
+    (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
+    (46 failures)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701,
-                   ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0"))
+                   ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
+                    "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))
