@@ -60,7 +60,7 @@ constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): d
 // thread's, for their 1024-thread CTAs' ~75 elements a thread at C = 2), else 1 (near2 untouched).
 // U (MLOPS_SAMPLE_GSL_QUADS, the global-slice forms): 0, element tid + e NT is the thread's e-th (bit e); else the
 // thread's quads tid + u NT (elements 4 (tid + u NT) .. + 3), U of them loaded a trip before any is weighed, element j
-// of quad u being bit 4 u + j (quad_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
+// of quad u being bit 4 u + j (near_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
 template <int C, int NT, int W = 1, int U = 0>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2) {
@@ -81,29 +81,27 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   uint64_t s = 0;
   near = 0;
   if constexpr (W == 2) near2 = 0;
-  // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit` (in one word: a multiple of 4)
+  // element j of the 4 from mask bit `bit` (a multiple of 4: the 4 in one word; MLOPS_SAMPLE_NEAR_MASK) in near bin b,
+  // its weight wj added into the bin's words
+  auto near_add = [&](uint32_t b, uint32_t wj, int bit, int j) {
+#if MLOPS_SAMPLE_NEAR_MASK
+    if (W == 1 || bit < 64)
+      near |= 1ull << ((bit + j) & 63);
+    else
+      near2 |= 1ull << ((bit + j) & 63);
+#endif
+    if (wj) {
+      atomicAdd(&sh.hlo[b], wj & 0xffffu);
+      atomicAdd(&sh.hhi[b], wj >> 16);
+    }
+  };
+  // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit`
   auto take4 = [&](const float (&x)[4], const bool (&on)[4], const uint32_t (&w)[4], int bit) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       s += w[j];
       const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
-#if MLOPS_SAMPLE_NEAR_MASK
-      if (on[j] && b < nb) {
-        if (W == 1 || bit < 64)
-          near |= 1ull << ((bit + j) & 63);
-        else
-          near2 |= 1ull << ((bit + j) & 63);
-        if (w[j]) {
-          atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
-          atomicAdd(&sh.hhi[b], w[j] >> 16);
-        }
-      }
-#else
-      if (w[j] && b < nb) {
-        atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
-        atomicAdd(&sh.hhi[b], w[j] >> 16);
-      }
-#endif
+      if ((MLOPS_SAMPLE_NEAR_MASK ? on[j] : w[j] != 0u) && b < nb) near_add(b, w[j], bit, j);
     }
   };
   if constexpr (U > 0 && MLOPS_SAMPLE_GSL_LEAN) {
@@ -118,18 +116,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         s += w[j];
         if (x[j] >= xlo) {
           const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
-          if (b < nb) {
-#if MLOPS_SAMPLE_NEAR_MASK
-            if (W == 1 || bit < 64)
-              near |= 1ull << ((bit + j) & 63);
-            else
-              near2 |= 1ull << ((bit + j) & 63);
-#endif
-            if (w[j]) {
-              atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
-              atomicAdd(&sh.hhi[b], w[j] >> 16);
-            }
-          }
+          if (b < nb) near_add(b, w[j], bit, j);
         }
       }
     };
