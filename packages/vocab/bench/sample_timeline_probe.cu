@@ -73,25 +73,12 @@ static int row_spans(int n) {
   return 0;
 }
 
-// F: the kernel's form (sample_cluster_forms.cuh); NT threads; the global-slice forms (F::gsl) keep the gathered list
-// in dynamic shared memory, and with MLOPS_SAMPLE_GSL_STAGE at 1024 threads as many staged quads of the slice as fit
-// after it in whole warps' 32 (sample_kernel.cu's gsl_stage_quads).
+// F: the kernel's form (sample_cluster_forms.cuh); NT threads; the global-slice forms (F::gsl) keep only the gathered
+// list in dynamic shared memory.
 template <int C, class F, int NT = kClusterThreads>
 static int run_case(const char* name, SampleParams p, int launches) {
   auto kernel = sample_cluster_kernel<C, NT, F>;
-  size_t bytes = (F::gsl ? 0 : size_t(cluster_stage_bytes(p.vocab, C))) + (F::gather ? size_t(kGather) * 4 : 0);
-#if defined(MLOPS_SAMPLE_GSL_STAGE)
-  if (F::gsl && NT == 1024 && MLOPS_SAMPLE_GSL_STAGE) {
-    int optin = 0;
-    cudaFuncAttributes a;
-    CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
-    CK(cudaFuncGetAttributes(&a, kernel));
-    const int q = (optin - int(a.sharedSizeBytes) - int(bytes)) / 16 / 32 * 32, nq = int(gsl_slice(p.vocab, C) / 4);
-    p.stage_quads = q < nq ? q : nq;
-    bytes += 16 * size_t(p.stage_quads);
-    std::printf("%s: %d quads of each slice staged (%zu bytes of dynamic shared memory)\n", name, p.stage_quads, bytes);
-  }
-#endif
+  const size_t bytes = (F::gsl ? 0 : size_t(cluster_stage_bytes(p.vocab, C))) + (F::gather ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
   unsigned long long tl[16][16];

@@ -124,12 +124,12 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
 // elements). The words zeroed before, a barrier after: the caller's.
 template <int NT>
 __device__ __forceinline__ void list_chunk_sums(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
-                                                ClusterShared<NT>& sh, GslStaged st = {}) {
+                                                ClusterShared<NT>& sh) {
   const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
   const int nl = int(sh.cand_n);  // <= kClusterCand
   for (int i = int(threadIdx.x); i < nl; i += NT) {
     const uint32_t li = ci[i];
-    const float x = gsl_at(zs, st, int(li));
+    const float x = zs[li];
     const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
     if (w) {
       const uint32_t c = li / chunk;
@@ -266,7 +266,7 @@ constexpr int kDrawChunk = 64;
 template <int C, int NT>
 __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                            const float* zs, const LeanRow& lr, uint32_t tau, bool list,
-                                           ClusterShared<NT>& sh, GslStaged st = {}) {
+                                           ClusterShared<NT>& sh) {
   static_assert(kDrawChunk == 64, "a half-warp's 16 lanes x 4 elements a chunk; a lane's 2 in the walk");
   constexpr int NW = NT / 32;
   const int tid = threadIdx.x;
@@ -280,7 +280,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
   }
   __syncthreads();
   if (list) {
-    list_chunk_sums<NT>(zs, lr, tau, uint32_t(kDrawChunk), sh, st);
+    list_chunk_sums<NT>(zs, lr, tau, uint32_t(kDrawChunk), sh);
   } else {
     const bool sparse = tau > 0u || lr.min_w > 0u;
     constexpr int D = MLOPS_SAMPLE_GSL_DRAW_LOADS;  // a lane's 16-byte loads a trip, all issued before any is weighed
@@ -304,7 +304,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
         float4 v[D];
 #pragma unroll
         for (int d = 0; d < D; ++d)
-          v[d] = gsl_quad(zs, st, ((cw + 2 * NW * d) * kDrawChunk >> 2) + int(lane));
+          v[d] = reinterpret_cast<const float4*>(zs)[((cw + 2 * NW * d) * kDrawChunk >> 2) + int(lane)];
 #pragma unroll
         for (int d = 0; d < D; ++d) {
           const float x[4] = {v[d].x, v[d].y, v[d].z, v[d].w};
@@ -319,7 +319,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
 #pragma unroll
       for (int d = 0; d < D; ++d) {  // lanes 0 - 15: chunk c0, 16 - 31: chunk c0 + 1
         const int i = (cw + 2 * NW * d) * kDrawChunk + int(lane) * 4;
-        v[d] = load_quad(zs, n, i >> 2, st);  // zs + i is 16-byte aligned: the host's slices start at multiples of 4
+        v[d] = load_quad(zs, n, i >> 2);  // zs + i is 16-byte aligned: the host's slices start at multiples of 4
       }
 #pragma unroll
       for (int d = 0; d < D; ++d) {
@@ -363,7 +363,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
   const int c = sh.b_warp;
   const uint64_t tt = sh.b_target;
   const int i = c * kDrawChunk + 2 * int(lane);
-  const float x0 = i < n ? gsl_at(zs, st, i) : 0.0f, x1 = i + 1 < n ? gsl_at(zs, st, i + 1) : 0.0f;
+  const float x0 = i < n ? zs[i] : 0.0f, x1 = i + 1 < n ? zs[i + 1] : 0.0f;
   const uint32_t w0 = lean_weight1(lr, x0, i < n && key_of(x0) >= tau);
   const uint32_t w1 = lean_weight1(lr, x1, i + 1 < n && key_of(x1) >= tau);
   const uint64_t ls = uint64_t(w0) + w1;

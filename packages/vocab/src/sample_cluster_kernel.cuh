@@ -39,14 +39,6 @@ MLOPS_HD constexpr int64_t gsl_slice(int64_t vocab, int C) { return ((vocab + C 
 #define MLOPS_SAMPLE_HAS_GSL 1  // the GSL forms exist (bench/sample_timeline_probe.cu times them where they do)
 // The most elements a global-slice CTA takes: chunk_draw's chunk sums, 2048 chunks of 64, in hlo / hhi.
 constexpr int64_t kGslMaxSlice = 2048 * 64;
-// MLOPS_SAMPLE_GSL_STAGE (session 41; prepared, 0 until a GPU run times it): the global-slice forms' 1024-thread launches
-// take the shared memory free after the gathered list (~176 KB of an sm_90 SM's 227, one CTA an SM either way) and the
-// max's pass copies the slice's first quads there (GslStaged, sample_cluster_shared.cuh); the near pass, its listing,
-// top-k's list pass and the draw read those from shared memory. 0: the launch gives no room (SampleParams::stage_quads
-// 0) and the kernel compiles without the reads.
-#ifndef MLOPS_SAMPLE_GSL_STAGE
-#define MLOPS_SAMPLE_GSL_STAGE 0
-#endif
 
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way. F: the variant's form, which steps it
 // takes (sample_cluster_forms.cuh); the unstaged form by default.
@@ -101,17 +93,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     all = zs;
     zs = p.logits + row * p.logits_stride + v0;
   }
-  // GSL: the slice's staged quads, after the gathered list (none on a row with the head's statistics: no max's pass);
-  // formed at each use, from the launch's parameter and a shared word, not held in registers across the kernel
-  auto staged = [&](bool row_has_stats) -> GslStaged {
-    GslStaged g;
-    if constexpr (GSL && MLOPS_SAMPLE_GSL_STAGE) {  // (the launch stages at 1024 threads alone: gsl_stage_quads)
-      const int nq = int((v1 - v0) >> 2);
-      g.s = reinterpret_cast<const float4*>(all + kGather);
-      g.q = row_has_stats ? 0 : p.stage_quads < nq ? p.stage_quads : nq;
-    }
-    return g;
-  };
   int all_n = -1;  // >= 0 once gathered: every later round reads all[0 .. all_n) in this CTA alone
   bool gather_tried = false;
   // element v of this CTA's slice, from shared memory (STAGE) or the row
@@ -172,11 +153,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
       __syncthreads();
     }
-    if (!GSL || !stats) {  // GSL: the staged quads alone to store, and with the head's statistics nothing to measure
-      const GslStaged g = staged(stats);
-      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr, const_cast<float4*>(g.s),
-                                  g.q);
-    }
+    if (!GSL || !stats)  // GSL: nothing to store, and with the head's statistics nothing to measure
+      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   MLOPS_SAMPLE_MARK(2);
@@ -278,7 +256,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     uint32_t cand_lo = 0xffffffffu;  // TK: the bound the candidate list was built under
     // element i of the candidate list (TK: a slice index into zs)
     auto cv = [&](int i) -> float {
-      if constexpr (TK) return gsl_at(zs, staged(row_stats()), int(f32_bits(sh.cand[i])));
+      if constexpr (TK) return zs[f32_bits(sh.cand[i])];
       else return sh.cand[i];
     };
     uint32_t tau = 0;
@@ -375,7 +353,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (level == 3) MLOPS_SAMPLE_MARK(4);
         if (done) break;
         if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
-          if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix, sh, staged(row_stats()));
+          if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix, sh);
           else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
           cand_lo = prefix;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
@@ -413,7 +391,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           wide = true;
           gather_tried = true;
           top = wide_top_p<C, NT, TP, TP2, GSL>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
-                                                ch, staged(row_stats())) ? -1 : 2;
+                                                ch) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
           MLOPS_SAMPLE_MARK(7);
           if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)
@@ -550,7 +528,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         if (done) break;
         if (level == 3 && !use_cand && all_n < 0) {  // the keys >= max(tau, the chosen bin), when they fit
-          if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix > tau ? prefix : tau, sh, staged(row_stats()));
+          if constexpr (TK) build_candidates_tk<NT>(zs, int(v1 - v0), prefix > tau ? prefix : tau, sh);
           else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
           cand_lo = prefix > tau ? prefix : tau;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
@@ -577,8 +555,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     if constexpr (TK) {
       writer = false;  // the thread that finds the target writes the token itself
       if constexpr (GSL)
-        chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh,
-                          staged(row_stats()));
+        chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
       else
         tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
     } else if constexpr (LEAN) {

@@ -116,25 +116,6 @@ __device__ __forceinline__ void cluster_sync_smem() {
 }
 #endif
 
-// The global-slice forms' staged part (session 41; MLOPS_SAMPLE_GSL_STAGE, sample_cluster_kernel.cuh): the first q quads
-// (elements 0 .. 4 q - 1) of a CTA's slice, which stays whole in the row in global memory (zs), also copied to dynamic
-// shared memory by the max's pass (stage_slice's part). Run 205's ncu of a B = 64 top-p launch: the passes after the
-// max's read the 64 rows' 39 MB from "L2" at a 34 % hit rate, so mostly from HBM again; a 1024-thread CTA (one an SM)
-// has ~180 KB of shared memory free for ~45 000 of its ~76 000 elements. Either copy gives the same values, so a reader
-// may take the row anywhere (the gathers read the other CTAs' slices there); the passes over the whole slice and the
-// listings of its near elements read the staged quads from shared memory. q = 0: the row alone (the form before).
-struct GslStaged {
-  const float4* s = nullptr;
-  int q = 0;
-};
-// quad i of the slice zs (16-byte aligned), or element i
-__device__ __forceinline__ float4 gsl_quad(const float* zs, const GslStaged& st, int i) {
-  return i < st.q ? st.s[i] : reinterpret_cast<const float4*>(zs)[i];
-}
-__device__ __forceinline__ float gsl_at(const float* zs, const GslStaged& st, int i) {
-  return i < 4 * st.q ? reinterpret_cast<const float*>(st.s)[i] : zs[i];
-}
-
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
 // A read of another CTA's dynamic shared memory (the staged slice) at the place of `local` in this
 // CTA's: mapa + ld.shared::cluster on the device; on the host, the same offset in block `rank`'s buffer.

@@ -51,7 +51,7 @@ __device__ void build_candidates(const Z& z, int64_t v0, int64_t v1, uint32_t lo
 // pushes every element. The same elements listed (the list is unordered: every reader counts, sums,
 // or orders by index); cand_n the same.
 template <int NT>
-__device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh, GslStaged st = {}) {
+__device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   if (tid == 0) sh.cand_n = 0;
@@ -70,7 +70,7 @@ __device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, Cluster
     const int i = base + int(lane);
     const bool in = i < n4;
     float4 x = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (in) x = i < st.q ? st.s[i] : s4[i];  // st: the global-slice forms' staged quads
+    if (in) x = s4[i];
     const bool o0 = in && key_of(x.x) >= lo, o1 = in && key_of(x.y) >= lo;
     const bool o2 = in && key_of(x.z) >= lo, o3 = in && key_of(x.w) >= lo;
     if (__ballot_sync(kFull, o0 || o1 || o2 || o3)) {
@@ -164,12 +164,10 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
 // hist (the tk forms, a top-k row measured here): each element's key also counted per top byte into
 // the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
 // STORE = false (the global-slice forms, GSL): the pass measures (and counts) only; zs is the slice itself in global
-// memory (z + v0), which the NaN path reads again. Its quads below part_q (GslStaged, MLOPS_SAMPLE_GSL_STAGE) are
-// stored to `part` in shared memory on the way, as 16-byte stores (the slice starts 16-byte aligned there).
+// memory (z + v0), which the NaN path reads again.
 template <int NT, bool V4 = false, bool STORE = true>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
-                                            uint64_t& best, int& fl, uint32_t* hist = nullptr, float4* part = nullptr,
-                                            int64_t part_q = 0) {
+                                            uint64_t& best, int& fl, uint32_t* hist = nullptr) {
   constexpr int U = 8;
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
@@ -219,7 +217,6 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
       for (int u = 0; u < U; ++u) {
         const int64_t i = base + int64_t(u) * NT;
         if (V4 && STORE && i < n4) reinterpret_cast<float4*>(zs)[i] = r[u];
-        if (!STORE && i < part_q) part[i] = r[u];
         if (i < n4) {
           take(r[u].x, 4 * i, V4);
           take(r[u].y, 4 * i + 1, V4);

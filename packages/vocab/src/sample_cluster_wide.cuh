@@ -115,10 +115,8 @@ __device__ __forceinline__ void weigh_strided4(const LeanRow& lm, const float* z
 }
 
 // Quad q of a slice of n elements starting 16-byte aligned (elements 4q .. 4q + 3): one 16-byte load where the
-// whole quad lies in the slice, element by element (0 past n) for a last partial one, zeros past the slice. st: the
-// global-slice forms' staged quads (whole ones), read from shared memory.
-__device__ __forceinline__ float4 load_quad(const float* zs, int n, int q, const GslStaged& st = {}) {
-  if (q < st.q) return st.s[q];
+// whole quad lies in the slice, element by element (0 past n) for a last partial one, zeros past the slice.
+__device__ __forceinline__ float4 load_quad(const float* zs, int n, int q) {
   const int e = 4 * q;
   if (e + 4 <= n) return reinterpret_cast<const float4*>(zs)[q];
   float4 r = make_float4(0.0f, 0.0f, 0.0f, 0.0f);

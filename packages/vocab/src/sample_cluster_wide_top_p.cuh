@@ -63,8 +63,7 @@ constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): d
 // of quad u being bit 4 u + j (near_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
 template <int C, int NT, int W = 1, int U = 0>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
-                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
-                              GslStaged st = {}) {
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2) {
   static_assert(W == 1 || W == 2, "one or two mask words");
   static_assert(U == 0 || U == 1 || U == 2 || U == 4, "0, 1, 2 or 4 quads a trip");
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
@@ -127,7 +126,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     for (; q0 + (U - 1) * NT < nfull; q0 += U * NT, bit += 4 * U) {  // the trip's U quads all in the slice
       float4 r[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) r[u] = gsl_quad(zs, st, q0 + u * NT);
+      for (int u = 0; u < U; ++u) r[u] = reinterpret_cast<const float4*>(zs)[q0 + u * NT];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
@@ -137,7 +136,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       }
     }
     for (; q0 < nq; q0 += NT, bit += 4) {  // the rest, a quad at a time (at most U - 1 and a partial one)
-      const float4 r = load_quad(zs, n, q0, st);
+      const float4 r = load_quad(zs, n, q0);
       const int e0 = 4 * q0;
       const float x[4] = {r.x, r.y, r.z, r.w};
       const bool on[4] = {e0 < n, e0 + 1 < n, e0 + 2 < n, e0 + 3 < n};
@@ -150,7 +149,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     for (int q0 = tid, bit = 0; q0 < nq; q0 += U * NT, bit += 4 * U) {  // bit: quad u's first bit is bit + 4 u
       float4 r[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) r[u] = load_quad(zs, n, q0 + u * NT, st);
+      for (int u = 0; u < U; ++u) r[u] = load_quad(zs, n, q0 + u * NT);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int e0 = 4 * (q0 + u * NT);
@@ -312,7 +311,7 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
 // mask of the quad-loaded pass (wide_near_pass's U > 0; near_element maps a bit to its element).
 template <int NT, bool IDX, int W = 1, bool Q = false, int K = 1>
 __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
-                          ClusterShared<NT>& sh, GslStaged st = {}) {
+                          ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
@@ -336,7 +335,7 @@ __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32
     }
     float x[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) x[k] = has[k] ? gsl_at(zs, st, int(i[k])) : 0.0f;
+    for (int k = 0; k < K; ++k) x[k] = has[k] ? zs[i[k]] : 0.0f;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const uint32_t key = key_of(x[k]);
@@ -354,7 +353,7 @@ __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32
 // bench's rows a crossing bin of [6, 7) (a fifth of them) lists ~3 460 elements, over kGather, and its ~1 950 fit
 // (session 37). Where the list overflowed, its count (the gather fails as before). Every thread calls it.
 template <int NT>
-__device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& sh, GslStaged st = {}) {
+__device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& sh) {
   constexpr int kQ = (kClusterCand + NT - 1) / NT;
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -366,7 +365,7 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
   for (int q = 0; q < kQ; ++q) {
     const uint32_t i = uint32_t(tid + q * NT);
     e[q] = i < cn ? f32_bits(sh.cand[i]) : 0u;
-    in[q] = i < cn && key_of(gsl_at(zs, st, int(e[q]))) <= hi;
+    in[q] = i < cn && key_of(zs[e[q]]) <= hi;
   }
   uint32_t* ctr = reinterpret_cast<uint32_t*>(sh.wtot);  // the bin's count, the two write positions
   if (tid < 3) ctr[tid] = 0;
@@ -417,12 +416,12 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 template <int C, int NT, bool TP = false, bool TP2 = false, bool GSL = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
-                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0, GslStaged st = {}) {
+                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0) {
   const int n = int(v1 - v0);
   constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
   constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : 0;  // the near pass's float4 loads a trip (0: strided elements)
   uint64_t near, near2 = 0;
-  int bin = wide_near_pass<C, NT, W, U>(cfg, m, T, zs, n, sh, acc, thr, near, near2, st);
+  int bin = wide_near_pass<C, NT, W, U>(cfg, m, T, zs, n, sh, acc, thr, near, near2);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
@@ -434,7 +433,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   mask = ~0u << kWideShift;
   if (by_mask) {
     constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
-    list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh, st);
+    list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
   } else if constexpr (TP) {
     build_candidates_staged<NT, true>(zs, n, prefix, sh);
   } else {
@@ -442,7 +441,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   }
   use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
   uint32_t head = 0xffffffffu;  // the whole list
-  if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh, st);
+  if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
   MLOPS_SAMPLE_MARK(14);
   // its barrier: every CTA's last read of this one's red is behind it
   all_n = gather_candidates<C, NT, false, TP, true, GSL>(sh, all, zs, head, gch);

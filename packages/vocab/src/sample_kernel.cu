@@ -75,53 +75,42 @@ cudaError_t launch_cluster(const SampleParams& p, cudaStream_t s) {
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-// The dynamic shared memory a launch of the cluster kernel <C, NT, F> may take on this device (the opt-in attribute
-// raised to what the device allows next to the kernel's static shared memory, once a device), -1 where none can be
-// raised; *dev the device.
-template <int C, int NT, class F>
-int staged_max_dyn(int* dev) {
-  static std::mutex mu;
-  static int max_dyn[64] = {};  // 0: not asked yet; -1: no staged form here
-  if (cudaGetDevice(dev) != cudaSuccess || *dev >= 64) {
-    cudaGetLastError();
-    return -1;
-  }
-  auto kernel = sample_cluster_kernel<C, NT, F>;
-  std::lock_guard<std::mutex> g(mu);
-  int* max = &max_dyn[*dev];
-  if (*max == 0) {
-    int optin = 0;
-    cudaFuncAttributes a;
-    *max = -1;
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, *dev) == cudaSuccess &&
-        cudaFuncGetAttributes(&a, kernel) == cudaSuccess && optin > int(a.sharedSizeBytes)) {
-      const int m = optin - int(a.sharedSizeBytes);
-      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, m) == cudaSuccess &&
-          (C <= 8 || cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess))
-        *max = m;
-    }
-    cudaGetLastError();
-  }
-  return *max;
-}
-
 // Whether the staged form of a cluster of C runs with `bytes` of dynamic shared memory on this
-// device: within staged_max_dyn, and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
+// device: the opt-in attribute raised to what the device allows next to the static shared memory
+// (once a device), and for C = 16 (non-portable) an occupancy of at least one cluster at that size.
 // The answer for the last size asked is kept a device (a Sampler asks one size); the first call of
 // a variant is eager (never inside a capture), so the queries never run during one.
 template <int C, int NT, class F = StagedForm>
 bool staged_ok(size_t bytes) {
   static std::mutex mu;
+  static int max_dyn[64] = {};                 // 0: not asked yet; -1: no staged form here
   static size_t asked[64] = {}, ok_bytes[64] = {};
   int dev = 0;
-  const int max = staged_max_dyn<C, NT, F>(&dev);
-  if (max < 0 || bytes > size_t(max)) return false;
-  if (C <= 8) return true;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  auto kernel = sample_cluster_kernel<C, NT, F>;
   std::lock_guard<std::mutex> g(mu);
+  if (max_dyn[dev] == 0) {
+    int optin = 0;
+    cudaFuncAttributes a;
+    max_dyn[dev] = -1;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+        cudaFuncGetAttributes(&a, kernel) == cudaSuccess && optin > int(a.sharedSizeBytes)) {
+      const int m = optin - int(a.sharedSizeBytes);
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, m) == cudaSuccess &&
+          (C <= 8 || cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess))
+        max_dyn[dev] = m;
+    }
+    cudaGetLastError();
+  }
+  if (max_dyn[dev] < 0 || bytes > size_t(max_dyn[dev])) return false;
+  if (C <= 8) return true;
   if (asked[dev] != bytes) {
     ClusterLaunch<C, NT> l(1, nullptr, bytes);
     int n = 0;
-    const bool yes = cudaOccupancyMaxActiveClusters(&n, sample_cluster_kernel<C, NT, F>, &l.cfg) == cudaSuccess && n > 0;
+    const bool yes = cudaOccupancyMaxActiveClusters(&n, kernel, &l.cfg) == cudaSuccess && n > 0;
     cudaGetLastError();
     asked[dev] = bytes;
     ok_bytes[dev] = yes ? bytes : 0;
@@ -136,31 +125,15 @@ cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t 
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-// The quads of a global-slice CTA's slice staged in shared memory (MLOPS_SAMPLE_GSL_STAGE; GslStaged): at 1024 threads
-// (one CTA an SM whatever its shared memory) as many as fit after the gathered list, in whole warps' 32 (a warp's
-// 16-byte loads then read one copy or the other), at most the slice's; 0 at 512 threads (two CTAs an SM) or where the
-// opt-in cannot be raised. Asked once a device (sample_cluster_staged_ok asks before a first launch, outside a capture).
-template <int C, int NT>
-int gsl_stage_quads(int64_t vocab) {
-  if (!MLOPS_SAMPLE_GSL_STAGE || NT != 1024) return 0;
-  int dev = 0;
-  const int max = staged_max_dyn<C, NT, Tp3gForm>(&dev);
-  if (max <= int(kGatherBytes)) return 0;
-  const int q = (max - int(kGatherBytes)) / 16 / 32 * 32, nq = int(gsl_slice(vocab, C) / 4);
-  return q < nq ? q : nq;
-}
-
 // The global-slice tp3 forms (kSampleStaged 11, vocab_api.cpp): NT-thread CTAs (1024, or 512 for cluster2_tp3g_t512),
-// C a row, the gathered list and the staged quads (gsl_stage_quads; none: 8 KB, no opt-in) in dynamic shared memory.
-// False (nothing launched) where the slices would not start 16-byte aligned (the logits' address or row stride) or a
-// slice is over kGslMaxSlice.
+// C a row, the gathered list alone in dynamic shared memory (8 KB: no opt-in). False (nothing launched) where the
+// slices would not start 16-byte aligned (the logits' address or row stride) or a slice is over kGslMaxSlice.
 template <int C, int NT = 1024>
-bool launch_global(SampleParams p, cudaStream_t s, cudaError_t* e) {
+bool launch_global(const SampleParams& p, cudaStream_t s, cudaError_t* e) {
   if ((reinterpret_cast<uintptr_t>(p.logits) & 15u) != 0 || (p.logits_stride & 3) != 0 ||
       gsl_slice(p.vocab, C) > kGslMaxSlice)
     return false;
-  p.stage_quads = gsl_stage_quads<C, NT>(p.vocab);
-  ClusterLaunch<C, NT> l(p.rows, s, kGatherBytes + 16 * size_t(p.stage_quads));
+  ClusterLaunch<C, NT> l(p.rows, s, kGatherBytes);
   *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, Tp3gForm>, p);
   if (*e == cudaSuccess) *e = cudaGetLastError();
   return true;
@@ -229,10 +202,7 @@ bool sample_cluster_staged_ok(int cluster, int threads, int64_t vocab, int stage
     case 10: return staged512_cluster<Tp3Form>(cluster, vocab, &bytes) != 0;  // tp3
     // the global-slice tp3 forms: where a contiguous row's slices start 16-byte aligned (the launch checks the address
     // and stride: else cluster8_tp3 runs, the same tokens)
-    case 11:
-      if (cluster == 4) gsl_stage_quads<4, 1024>(vocab);  // the opt-in raised here, before a first launch
-      else if (threads == 1024) gsl_stage_quads<2, 1024>(vocab);
-      return vocab % 4 == 0 && gsl_slice(vocab, cluster) <= kGslMaxSlice;
+    case 11: return vocab % 4 == 0 && gsl_slice(vocab, cluster) <= kGslMaxSlice;
   }
   const size_t b8 = size_t(cluster_stage_bytes(vocab, 8)), b16 = size_t(cluster_stage_bytes(vocab, 16));
   if (cluster == 16 && threads == 1024 && staged_ok<16, 1024>(b16)) return true;

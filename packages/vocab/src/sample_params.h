@@ -23,9 +23,6 @@ struct SampleParams {
   // The split variant: its workspace, and how many chunks (CTAs) a row is cut into.
   struct SplitRow* split;
   int chunks;
-  // The global-slice forms (MLOPS_SAMPLE_GSL_STAGE): how many quads of each CTA's slice the launch gave room for in
-  // dynamic shared memory after the gathered list (GslStaged; 0: none).
-  int stage_quads;
 };
 
 // The split variant's per-row workspace. Phase A (chunk CTAs) fills best / flags / hist with

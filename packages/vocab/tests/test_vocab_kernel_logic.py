@@ -98,12 +98,3 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))
-
-
-def test_sampler_global_slice_staged_quads_on_host_equal_host_emulation(tmp_path):
-    """The global-slice forms with part of each slice staged in shared memory (MLOPS_SAMPLE_GSL_STAGE=1, session 41;
-    prepared, off by default until a GPU run times it): the runner stages 300 quads of each slice at 2 x 256 (no whole
-    warps' 32, so a warp's loads take both copies), all of them at 3 x 256 and 257 at 2 x 1024, in poisoned dynamic
-    shared memory, so a staged quad never stored or read at the wrong place shows. Caught when it was written: the max's
-    pass not storing them (264 failures), the staged quad / element / load_quad read one off (39, 172, 73)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 5701, ("MLOPS_SAMPLE_GSL_STAGE=1",))

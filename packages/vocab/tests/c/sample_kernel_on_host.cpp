@@ -41,14 +41,8 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
   }
   if (cluster) {  // the penalties are the kernel's own first phase
     const dim3 grid(unsigned(cluster), unsigned(p.rows));
-    if (staged == 11) {  // the global-slice tp3 form: the gathered list and the staged quads (GslStaged), poisoned
-      // MLOPS_SAMPLE_GSL_STAGE: 300 quads of each slice staged at 2 x 256 (no whole warps' 32: a warp reads both copies),
-      // every quad at 3 x 256, 257 at 2 x 1024 (SAMPLE_ON_HOST_GSL_QUADS sets the count); else none (the launch's 0)
-      const int nq = int(gsl_slice(p.vocab, cluster) / 4);
-      const char* env = std::getenv("SAMPLE_ON_HOST_GSL_QUADS");
-      const int q = env ? std::atoi(env) : threads == 1024 ? 257 : cluster == 3 ? nq : 300;
-      p.stage_quads = MLOPS_SAMPLE_GSL_STAGE ? q : 0;
-      set_host_dynamic_shared(4 * kGather + 16 * size_t(std::min(p.stage_quads, nq)));
+    if (staged == 11) {  // the global-slice tp3 form: the gathered list alone, poisoned
+      set_host_dynamic_shared(4 * kGather);
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
       if (threads == 1024)
         run_cluster_grid(grid, 2, 1024, [&] { sample_cluster_kernel<2, 1024, Tp3gForm>(p); });
