@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -82,14 +83,35 @@ static int run_case(const char* name, SampleParams p, int launches) {
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
   unsigned long long tl[16][16];
+#if defined(MLOPS_SAMPLE_HAS_ROW_MARKS)
+  const int nr = p.rows > 1 ? (int(p.rows) < 64 ? int(p.rows) : 64) : 0;  // rows whose points are kept (B > 1)
+  static unsigned long long rm[64][16][16];
+  std::vector<std::vector<double>> rows_slow(nr * kMarks);  // row r's point m at r * kMarks + m
+#endif
   for (int it = 0; it < launches + 5; ++it) {
     const unsigned long long zero[16][16] = {};
     CK(cudaMemcpyToSymbol(g_sample_timeline, zero, sizeof(zero)));
+#if defined(MLOPS_SAMPLE_HAS_ROW_MARKS)
+    std::memset(rm, 0, sizeof(rm));
+    CK(cudaMemcpyToSymbol(g_sample_row_marks, rm, sizeof(rm)));
+#endif
     if (reset_row_spans()) return 1;
     if (launch_clusters(kernel, C, int(p.rows), NT, bytes, p)) return 1;
     CK(cudaDeviceSynchronize());
     if (it < 5) continue;
     CK(cudaMemcpyFromSymbol(tl, g_sample_timeline, sizeof(tl)));
+#if defined(MLOPS_SAMPLE_HAS_ROW_MARKS)
+    if (nr) {
+      CK(cudaMemcpyFromSymbol(rm, g_sample_row_marks, sizeof(rm)));
+      for (int row = 0; row < nr; ++row)
+        for (int m = 0; m < kMarks; ++m) {
+          double hi = -1;
+          for (int r = 0; r < C; ++r)
+            if (rm[row][r][m]) hi = std::max(hi, double(rm[row][r][m] - rm[row][r][0]));
+          if (hi >= 0) rows_slow[row * kMarks + m].push_back(hi);
+        }
+    }
+#endif
     for (int m = 0; m < kMarks; ++m) {
       double hi = -1, lo = 1e30;
       for (int r = 0; r < C; ++r) {
@@ -117,6 +139,32 @@ static int run_case(const char* name, SampleParams p, int launches) {
   for (int m : order)
     if (!slow[m].empty())
       std::printf("  %-16s %10.0f %10.0f  %7.2f\n", kMarkNames[m], med(slow[m]), med(fast[m]), med(slow[m]) / 1980.0);
+#if defined(MLOPS_SAMPLE_HAS_ROW_MARKS)
+  // every row's points (session 41): the medians over launches of its slowest CTA's us at 1.98 GHz, rows by their end;
+  // "end range": the row's end over the launches, min - max (a row slow in every launch: its data; else where it ran)
+  if (nr) {
+    std::vector<int> marks, idx(nr);
+    for (int m : order)
+      if (m != 0 && !rows_slow[m].empty()) marks.push_back(m);
+    auto end_of = [&](int row) { return med(rows_slow[row * kMarks + 10]); };
+    for (int r = 0; r < nr; ++r) idx[r] = r;
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return end_of(a) < end_of(b); });
+    std::printf("  every row (us; by end):  row");
+    for (int m : marks) std::printf(" | %s", kMarkNames[m]);
+    std::printf(" | end range\n");
+    for (int row : idx) {
+      std::printf("  %28d", row);
+      for (int m : marks) {
+        const auto& v = rows_slow[row * kMarks + m];
+        if (v.empty()) std::printf(" | %6s", "-");
+        else std::printf(" | %6.2f", med(v) / 1980.0);
+      }
+      const auto& e = rows_slow[row * kMarks + 10];
+      std::printf(" | %.2f - %.2f\n", *std::min_element(e.begin(), e.end()) / 1980.0,
+                  *std::max_element(e.begin(), e.end()) / 1980.0);
+    }
+  }
+#endif
   if (p.rows > 1) return row_spans(int(p.rows) < 64 ? int(p.rows) : 64);
   return 0;
 }

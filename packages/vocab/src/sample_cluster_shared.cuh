@@ -35,14 +35,19 @@ constexpr int kGather = 2048;  // the gather forms: candidates of the whole clus
 #if defined(MLOPS_SAMPLE_TIMELINE) && !defined(MLOPS_CUDA_ON_HOST)
 __device__ unsigned long long g_sample_timeline[16][16];  // declared in both passes: the probe reads it
 __device__ unsigned long long g_sample_rows[64][2];
+// session 41: every row's points (rows 0 .. 63), each CTA's %clock64 as g_sample_timeline's for row 0: at B = 64 the
+// global-slice form's top-p rows, all in one round, took 35 - 55 us (GPU run 207), and which phase differs tells why
+#define MLOPS_SAMPLE_HAS_ROW_MARKS 1
+__device__ unsigned long long g_sample_row_marks[64][16][16];
 #endif
 #if defined(MLOPS_SAMPLE_TIMELINE) && defined(MLOPS_SAMPLE_CLUSTER_BODY) && !defined(MLOPS_CUDA_ON_HOST)
 #define MLOPS_SAMPLE_MARK(i)                                                              \
   do {                                                                                    \
-    if (threadIdx.x == 0 && blockIdx.y == 0) {                                            \
+    if (threadIdx.x == 0 && blockIdx.y < 64) {                                            \
       unsigned long long t_;                                                              \
       asm volatile("mov.u64 %0, %%clock64;" : "=l"(t_)::"memory");                        \
-      g_sample_timeline[cluster_rank()][i] = t_;                                          \
+      if (blockIdx.y == 0) g_sample_timeline[cluster_rank()][i] = t_;                     \
+      g_sample_row_marks[blockIdx.y][cluster_rank()][i] = t_;                             \
     }                                                                                     \
   } while (0)
 // i = 0: the row's start (the earliest CTA's), 1: its end (the latest CTA's)

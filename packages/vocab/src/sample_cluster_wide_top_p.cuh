@@ -72,9 +72,18 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   const uint32_t wm = key_of(m) >> kWideShift;
   const uint32_t wl = key_of(m + kNearSpan * T.cutoff) >> kWideShift;  // m - 10 T's bin (m's for a NaN)
   const uint32_t nb = wl < wm ? (wm - wl + 1 < uint32_t(kNearBins) ? wm - wl + 1 : uint32_t(kNearBins)) : 1u;
-  if (tid < kNearBins) {
-    sh.hlo[tid] = 0;
-    sh.hhi[tid] = 0;
+  // Warp w's copy of near bin b at word 32 w + ((b + w) & 31) of hlo / hhi (session 41; one copy before): GPU run 208's
+  // rows of one B = 64 top-p launch (an H100) spent 24.5 - 33.5 us in this pass by how many of their elements lie in
+  // the near bins (the lowest of them, m - 10 T's, holding most: every warp's atomics on one word), and a copy summed
+  // the 16-bit halves of up to a slice's weights in 32 bits, which wrap past 65 537 elements (a global-slice CTA at
+  // C = 2 takes ~76 000: the runner's "spike over 100 000 zeros"). A copy now sees a warp's elements (< 65 536), the
+  // skew puts the warps' copies of one bin in different banks, and the copies are summed in 64 bits after the pass.
+  constexpr int NW = NT / 32;
+  static_assert(32 * NW <= kWideBins, "a copy of the near bins a warp fits hlo / hhi");
+  const int warp = tid >> 5;
+  for (int i = tid; i < 32 * NW; i += NT) {
+    sh.hlo[i] = 0;
+    sh.hhi[i] = 0;
   }
   __syncthreads();
   const LeanRow lm = mass_row(cfg, m, T);
@@ -91,8 +100,9 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       near2 |= 1ull << ((bit + j) & 63);
 #endif
     if (wj) {
-      atomicAdd(&sh.hlo[b], wj & 0xffffu);
-      atomicAdd(&sh.hhi[b], wj >> 16);
+      const int at = 32 * warp + int((b + uint32_t(warp)) & 31u);
+      atomicAdd(&sh.hlo[at], wj & 0xffffu);
+      atomicAdd(&sh.hhi[at], wj >> 16);
     }
   };
   // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit`
@@ -170,14 +180,23 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       take4(x, on, w, bit);
     }
   }
-  s = block_sum_u64<NT>(s, sh);
+  s = block_sum_u64<NT>(s, sh);  // its barriers: every warp's copy complete
+  if (tid < kNearBins) {  // bin tid's copies (the first, warp 0's, at word tid: no other thread reads it) summed, as
+    uint64_t mb = 0;      // the 64-bit mass's two 32-bit halves in its words (mass_of<false>)
+    for (int w = 0; w < NW; ++w) {
+      const int at = 32 * w + ((tid + w) & 31);
+      mb += mass_of<true>(sh.hlo[at], sh.hhi[at]);
+    }
+    sh.hlo[tid] = uint32_t(mb);
+    sh.hhi[tid] = uint32_t(mb >> 32);
+  }
   if (tid == 0) sh.pub_wide = s;
   MLOPS_SAMPLE_MARK(11);
   cluster_sync_smem();  // every CTA's near bins and sum complete
   uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // CTA r's bin j at 32 r + j
   for (int t = tid; t < C * 32; t += NT) {
     const unsigned r = unsigned(t) >> 5, b = unsigned(t) & 31u;
-    red[t] = b < nb ? mass_of<true>(remote_load(&sh.hlo[b], r), remote_load(&sh.hhi[b], r)) : uint64_t(0);
+    red[t] = b < nb ? mass_of<false>(remote_load(&sh.hlo[b], r), remote_load(&sh.hhi[b], r)) : uint64_t(0);
   }
   __syncthreads();
   MLOPS_SAMPLE_MARK(12);
@@ -204,7 +223,10 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
 
 // The full round (the caller's comment), where wide_near_pass's bins do not reach: the crossing bin, or -1 where
 // no bin reaches; acc, thr and sh.b_total as wide_near_pass's.
-template <int C, int NT, bool TP, bool TP2>
+// CARRY (the global-slice forms, session 41): a bin's mass as one 64-bit integer in its two words, the low word's
+// carries into the high one (add_mass): their slices reach kGslMaxSlice elements, and the 32-bit sums of the 16-bit
+// halves wrap past 65 537 (the runner's "spike over 100 000 zeros", a flat row whose near bins do not reach).
+template <int C, int NT, bool TP, bool TP2, bool CARRY = false>
 __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr) {
   // A CTA's portion of the wide bins, summed over the cluster, goes to cnt then mass (768 64-bit words) at C >= 3;
@@ -212,6 +234,7 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
   // round: a cluster barrier at the end keeps the other CTA's reads of them (find_from_top) before it.
   static_assert(C >= 3 || (C == 2 && kClusterCand >= 2 * ((kWideBins + 1) / 2) &&
                            offsetof(ClusterShared<NT>, cand) % 8 == 0), "a portion of the wide bins fits cnt / mass");
+  static_assert(!(CARRY && TP2), "the carrying bins take the tp form's atomics");
   constexpr int P = (kWideBins + C - 1) / C;
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
@@ -239,7 +262,9 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
     for (int j = 0; j < 4; ++j)
       if (w[j]) {
         const uint32_t b = key_of(x[j]) >> kWideShift;
-        if constexpr (TP) {
+        if constexpr (CARRY) {
+          add_mass(&sh.hlo[b], &sh.hhi[b], w[j]);
+        } else if constexpr (TP) {
           atomicAdd(&sh.hlo[b], w[j] & 0xffffu);
           if (w[j] >> 16) atomicAdd(&sh.hhi[b], w[j] >> 16);
         } else {
@@ -256,7 +281,7 @@ __device__ int wide_full_pass(const mlops_sample_config& cfg, float m, Temperatu
     uint64_t s = 0;
     if (b < kWideBins)
       for (int r = 0; r < C; ++r)
-        s += mass_of<true>(remote_load(&sh.hlo[b], unsigned(r)), remote_load(&sh.hhi[b], unsigned(r)));
+        s += mass_of<!CARRY>(remote_load(&sh.hlo[b], unsigned(r)), remote_load(&sh.hhi[b], unsigned(r)));
     red[t] = s;
     part += s;
   }
@@ -425,7 +450,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
-    bin = wide_full_pass<C, NT, TP, TP2>(cfg, m, T, zs, n, sh, acc, thr);
+    bin = wide_full_pass<C, NT, TP, TP2, GSL>(cfg, m, T, zs, n, sh, acc, thr);
     if (bin < 0) return true;
   }
   MLOPS_SAMPLE_MARK(13);

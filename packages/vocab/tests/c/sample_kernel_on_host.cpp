@@ -30,6 +30,14 @@ struct Case {
   int peaks = 0;
   // the logit 1's elements of each row on consecutive floats (1, 1 + 2^-23, ...: distinct keys in one level-2 bin)
   bool ulps = false;
+  // the bench's vocabulary, one logit over 100 000 zeros and the rest distinct just below a negative level (T = 1):
+  // ~76 000 zeros in one wide bin of a global-slice CTA at C = 2, whose 16-bit halves' 32-bit sums (the wide rounds'
+  // two words a bin) wrapped before session 41. 1: the logit 10.5, the rest below -1: a zero weighs ~59 000 and lies
+  // below the near bins (m - 10 T), which do not reach: the full round's bins. 2: the logit 10.0284 over 100 000 ones,
+  // the rest just below 0.5: a one weighs ~257 500 (its low 16 bits ~61 000), every element lies in a near bin (within
+  // 10 T and 8 octaves of the max): the near pass's (top-p 0.8: the ones' mass less 2^32 still reaches p S in the next
+  // bin, at another place)
+  int flat = 0;
 };
 
 // What mlops_sample launches for a variant, run on the host (split: memset, A, A2, B, C, D;
@@ -195,6 +203,10 @@ int main() {
       // slice's)
       {"temperature, long slices", 2, 36000, cfg(0.8f, 0, 1.0f, 0.0f), 3.0f, false, false},
       {"top_p 0.9, long slices", 2, 36000, cfg(0.8f, 0, 0.9f, 0.0f), 3.0f, false, false},
+      {"top_p 0.9, a spike over 100 000 zeros (V = 151936)", 1, 151936, cfg(1.0f, 0, 0.9f, 0.0f), 1.0f, false, false,
+       false, false, 0, false, 1},
+      {"top_p 0.8, a spike over 100 000 ones, all near (V = 151936)", 1, 151936, cfg(1.0f, 0, 0.8f, 0.0f), 1.0f, false,
+       false, false, false, 0, false, 2},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -211,6 +223,10 @@ int main() {
       for (int64_t v = 0; v < c.V; ++v)
         if (z[r * c.V + v] == 1.0f) z[r * c.V + v] = mlops::bits_f32(next++);
     }
+    for (int64_t r = 0; r < c.B && c.flat; ++r)
+      for (int64_t v = 0; v < c.V; ++v)
+        z[r * c.V + v] = c.flat == 1 ? (v == 7 ? 10.5f : v < 100000 ? 0.0f : -1.0f - 1e-6f * float(v - 100000))
+                                     : (v == 7 ? 10.0284f : v < 100000 ? 1.0f : 0.5f - 1e-6f * float(v - 100000));
     for (int64_t r = 0; r < c.B; ++r)
       for (int k = 0; k < c.peaks; ++k) z[r * c.V + (k * 7919 + r * 131) % c.V] = 12.0f + 0.01f * float(k);
     if (c.specials) {
