@@ -9,22 +9,26 @@
 # rows); 3. the sampling bench before / new / before / new (B = 1, 32, 48, 64; the five modes; the planned call and
 # cluster2_tp3g / cluster8_tp3 named); 4. test_vocab_sampler_gpu.py whole on new (6 shards) and the tp3g sanitizer
 # subset, to END s (560 unless set). Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s41h.sh`: the shell logic.
+# Run 209 (session 41, the wide rounds' bins a copy a warp, 2267461): CARRY=.carry/s41i PROBE_B="1 64" NCU=0
+# BATCHES=1,8,32,48,64 SANK="tp3g or wide" (before/ the same 6405a57 wheel, new/ 2267461's; stp_before the row-marks
+# probe at the kernels before, stp_new at 2267461).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 # $R lies outside $OUT and goes back as $OUT/v.tgz, remade after each phase (snap): a call cut by its time limit returns
 # only the first few files under $OUT, but the last v.tgz whole.
 R=/tmp/s41h-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
 [ -n "$DRY" ] && ncu() { echo "DRY ncu $*"; }
-C=.carry/s41h N=/tmp/s41h-new B=/tmp/s41h-before
+C=${CARRY:-.carry/s41h} N=/tmp/s41h-new B=/tmp/s41h-before
 rm -rf $N $B; ab_install $C
 for k in 1 2 3; do
   for side in before new; do
     exe=$C/stp_$side; [ -n "$DRY" ] && exe="echo DRY $exe"
-    timeout 60 $exe 64 32 > $R/timeline-$side-$k.log 2>&1; summ timeline-$side-$k $?
+    timeout 60 $exe ${PROBE_B:-64 32} > $R/timeline-$side-$k.log 2>&1; summ timeline-$side-$k $?
   done
 done
 snap
 for side in before new; do
+  [ "${NCU:-1}" = 1 ] || break
   exe=$C/stp_$side; [ -n "$DRY" ] && exe="echo DRY $exe"
   timeout 100 ncu --set full --import-source no --kernel-name-base mangled -k regex:ILi2ELi1024ENS1_8Tp3gForm \
     --launch-skip 110 -c 1 -o $R/ncu-$side $exe 64 > $R/ncu-$side.log 2>&1; summ ncu-$side $?
@@ -34,13 +38,13 @@ for side in before new; do
   rm -f $R/ncu-$side-source.csv $R/ncu-$side.ncu-rep
 done
 snap
-bench_ab 100 --batches 1,32,48,64 --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 \
+bench_ab 100 --batches ${BATCHES:-1,32,48,64} --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 \
   --variants cluster2_tp3g,cluster8_tp3
 snap
 L=$((${END:-560} - SECONDS)); [ $L -gt 300 ] && L=300
 if [ $L -ge 100 ]; then
   fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py $N 6 $L
-  ksanitize vocab $N $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and tp3g"
+  ksanitize vocab $N $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and (${SANK:-tp3g})"
 fi
 collect
 python3 ci/device/bench_ab.py $R > $R/ab.txt 2>&1

@@ -213,3 +213,25 @@ def test_staged_variants_run_staged_on_sm90():
         if major == 9 and mv.sample_variant_runs(name):
             assert got == name, (name, got, TAG)
         assert mv.sample_variant_runs_as(name, 70000, 64) == "t1024"
+
+
+@pytest.mark.parametrize("variant", ["cluster2_tp3g", "cluster2_tp3g_t512", "cluster4_tp3g", "cluster16_wide"])
+@pytest.mark.parametrize("row", ["full round", "near pass"])
+def test_wide_bins_of_long_slices_do_not_wrap(variant, row):
+    """The runner's two rows (tests/c/sample_kernel_on_host.cpp, session 41) on the device: ~76 000 equal weights in one
+    wide bin of a global-slice CTA at C = 2, whose 16-bit halves' 32-bit sums wrapped before (the full round's bins
+    where the near bins do not reach, the near pass's where they do): the host's tokens and log-probabilities."""
+    V = 151936
+    z = torch.empty(1, V)
+    if row == "full round":  # 10.5 over 100 000 zeros, the rest just below -1; top-p 0.9
+        z[0, :100000], tail, top, top_p = 0.0, -1.0, 10.5, 0.9
+    else:  # 10.0284 over 100 000 ones (each weighing ~257 500), the rest just below 0.5; top-p 0.8
+        z[0, :100000], tail, top, top_p = 1.0, 0.5, 10.0284, 0.8
+    z[0, 100000:] = tail - 1e-6 * torch.arange(V - 100000, dtype=torch.float32)
+    z[0, 7] = top
+    for step in range(2):
+        c = mv.Sampler(1, V, device="cpu", seed=3 + step, temperature=1.0, top_p=top_p)(z.clone(), logprobs=True)
+        g = mv.Sampler(1, V, device="cuda", seed=3 + step, variant=variant, temperature=1.0, top_p=top_p)(
+            z.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), (variant, row, step)
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0)
