@@ -37,8 +37,6 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // 16-byte aligned where the row does (their float4 reads of it: build_candidates_tk / _staged, chunk_draw).
 MLOPS_HD constexpr int64_t gsl_slice(int64_t vocab, int C) { return ((vocab + C - 1) / C + 3) / 4 * 4; }
 #define MLOPS_SAMPLE_HAS_GSL 1  // the GSL forms exist (bench/sample_timeline_probe.cu times them where they do)
-// The most elements a global-slice CTA takes: chunk_draw's chunk sums, 2048 chunks of 64, in hlo / hhi.
-constexpr int64_t kGslMaxSlice = 2048 * 64;
 
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way. F: the variant's form, which steps it
 // takes (sample_cluster_forms.cuh); the unstaged form by default.

@@ -24,6 +24,8 @@ namespace {
 constexpr int kClusterCand = MLOPS_SAMPLE_CLUSTER_CAND;  // elements of a slice kept in shared memory once a round bounds them
 constexpr int kClusterThreads = 512;
 constexpr int kGather = 2048;  // the gather forms: candidates of the whole cluster a CTA holds
+// The most elements a global-slice CTA takes: chunk_draw's chunk sums, 2048 chunks of 64, in hlo / hhi.
+constexpr int64_t kGslMaxSlice = 2048 * 64;
 
 // A phase timeline for bench/sample_timeline_probe.cu, which defines MLOPS_SAMPLE_TIMELINE before including
 // sample_cluster_kernel.cuh: thread 0 of each CTA of row 0 stores %clock64 at the numbered points of sample_cluster_kernel

@@ -72,16 +72,16 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   const uint32_t wm = key_of(m) >> kWideShift;
   const uint32_t wl = key_of(m + kNearSpan * T.cutoff) >> kWideShift;  // m - 10 T's bin (m's for a NaN)
   const uint32_t nb = wl < wm ? (wm - wl + 1 < uint32_t(kNearBins) ? wm - wl + 1 : uint32_t(kNearBins)) : 1u;
-  // Warp w's copy of near bin b at word 32 w + ((b + w) & 31) of hlo / hhi (session 41; one copy before): GPU run 208's
-  // rows of one B = 64 top-p launch (an H100) spent 24.5 - 33.5 us in this pass by how many of their elements lie in
-  // the near bins (the lowest of them, m - 10 T's, holding most: every warp's atomics on one word), and a copy summed
-  // the 16-bit halves of up to a slice's weights in 32 bits, which wrap past 65 537 elements (a global-slice CTA at
-  // C = 2 takes ~76 000: the runner's "spike over 100 000 zeros"). A copy now sees a warp's elements (< 65 536), the
-  // skew puts the warps' copies of one bin in different banks, and the copies are summed in 64 bits after the pass.
-  constexpr int NW = NT / 32;
-  static_assert(32 * NW <= kWideBins, "a copy of the near bins a warp fits hlo / hhi");
-  const int warp = tid >> 5;
-  for (int i = tid; i < 32 * NW; i += NT) {
+  // The near bins' copies (session 41): a copy sums the 16-bit halves of its weights in two 32-bit words, which wrap
+  // past 65 537 elements, and a global-slice CTA (W = 2) takes up to kGslMaxSlice = 131 072 (~76 000 at C = 2: the
+  // runner's "spike over 100 000 ones" gave another token): there each half of the CTA's warps adds into a copy of its
+  // own (bins 32 .. 63 the second half's), and the copies are summed in 64 bits after the pass, the mass's two 32-bit
+  // halves left in the bin's words. A copy a warp (bank-skewed, GPU run 209, H200) made the pass ~1.2 us slower at B = 64
+  // and 0.35 at B = 1: the atomics on the lowest near bin are not what its rows' 28.7 - 34.3 us differ by.
+  constexpr int kCopies = W == 2 ? 2 : 1;
+  static_assert(kCopies == 1 || kGslMaxSlice / 2 <= 65537, "a copy's halves do not wrap");
+  const int copy = (tid >> 5) * kCopies / (NT / 32);  // 0, or 1 for the second half of the warps
+  for (int i = tid; i < 32 * kCopies; i += NT) {
     sh.hlo[i] = 0;
     sh.hhi[i] = 0;
   }
@@ -100,7 +100,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       near2 |= 1ull << ((bit + j) & 63);
 #endif
     if (wj) {
-      const int at = 32 * warp + int((b + uint32_t(warp)) & 31u);
+      const int at = 32 * copy + int(b);
       atomicAdd(&sh.hlo[at], wj & 0xffffu);
       atomicAdd(&sh.hhi[at], wj >> 16);
     }
@@ -180,13 +180,11 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       take4(x, on, w, bit);
     }
   }
-  s = block_sum_u64<NT>(s, sh);  // its barriers: every warp's copy complete
-  if (tid < kNearBins) {  // bin tid's copies (the first, warp 0's, at word tid: no other thread reads it) summed, as
-    uint64_t mb = 0;      // the 64-bit mass's two 32-bit halves in its words (mass_of<false>)
-    for (int w = 0; w < NW; ++w) {
-      const int at = 32 * w + ((tid + w) & 31);
-      mb += mass_of<true>(sh.hlo[at], sh.hhi[at]);
-    }
+  s = block_sum_u64<NT>(s, sh);  // its barriers: every copy complete
+  if (tid < kNearBins) {  // bin tid's copies summed (the first at word tid: no other thread reads it), the 64-bit
+    uint64_t mb = 0;      // mass's two 32-bit halves left in its words (mass_of<false>)
+#pragma unroll
+    for (int c = 0; c < kCopies; ++c) mb += mass_of<true>(sh.hlo[32 * c + tid], sh.hhi[32 * c + tid]);
     sh.hlo[tid] = uint32_t(mb);
     sh.hhi[tid] = uint32_t(mb >> 32);
   }
