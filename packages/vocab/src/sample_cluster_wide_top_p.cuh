@@ -51,6 +51,11 @@ namespace {
 // MLOPS_SAMPLE_GSL_LIST_LOADS = K (session 40, prepared; 1, the listing before, until a GPU run times it): the
 // global-slice forms' list_near takes a lane's next K near elements a round, their K L2 loads in flight at once (run
 // 205's ncu: the listing's one load a lane a round ~8 % of a B = 64 top-p launch's stall samples). The same set listed.
+// MLOPS_SAMPLE_GSL_TRIP_MASK (session 41; with U > 0 and LEAN): the near pass's whole trips set their mask bits without
+// a branch (take4_tm below). 0: the pass before.
+#ifndef MLOPS_SAMPLE_GSL_TRIP_MASK
+#define MLOPS_SAMPLE_GSL_TRIP_MASK 1
+#endif
 #ifndef MLOPS_SAMPLE_GSL_LIST_LOADS
 #define MLOPS_SAMPLE_GSL_LIST_LOADS 1
 #endif
@@ -130,6 +135,28 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         }
       }
     };
+    // MLOPS_SAMPLE_GSL_TRIP_MASK: the trip's mask bits set without a branch, bit 4 u + j of a 16-bit word tm for element
+    // j of the trip's quad u where x >= xlo (the near bins' superset above: -0.0 too where xlo is +0.0, which
+    // list_near's key test drops), tm or-ed into the mask once a trip (16 bits of one word: bit is a multiple of 16);
+    // only the bins' atomics stay in the branch. Run 210's every-row probe (an H100): a B = 64 top-p row's near pass
+    // took 14.4 us where ~1 % of its elements lie in the near bins and 23.5 where ~12 % do, the branch that most warps
+    // take at that density (a lane in ten) holding the 64-bit mask update and the bins' atomics.
+    auto take4_tm = [&](const float (&x)[4], const uint32_t (&w)[4], uint32_t& tm, int k0) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        s += w[j];
+        const bool in = x[j] >= xlo;
+        tm |= in ? 1u << (k0 + j) : 0u;
+        if (in && w[j]) {
+          const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
+          if (b < nb) {
+            const int at = 32 * copy + int(b);
+            atomicAdd(&sh.hlo[at], w[j] & 0xffffu);
+            atomicAdd(&sh.hhi[at], w[j] >> 16);
+          }
+        }
+      }
+    };
     const int nq = (n + 3) >> 2, nfull = n >> 2;  // quads; those wholly in the slice
     constexpr bool kOn[4] = {true, true, true, true};
     int q0 = tid, bit = 0;  // bit: 4 ((q0 - tid) / NT), quad q0's first
@@ -137,13 +164,26 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       float4 r[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) r[u] = reinterpret_cast<const float4*>(zs)[q0 + u * NT];
+      uint32_t tm = 0;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
         uint32_t w[4];
         lean_weights4<false>(lm, x, kOn, w);
-        take4_in(x, w, bit + 4 * u);
+        if constexpr (MLOPS_SAMPLE_GSL_TRIP_MASK)
+          take4_tm(x, w, tm, 4 * u);
+        else
+          take4_in(x, w, bit + 4 * u);
       }
+#if MLOPS_SAMPLE_NEAR_MASK
+      if constexpr (MLOPS_SAMPLE_GSL_TRIP_MASK) {
+        static_assert(4 * U <= 16, "a trip's bits in one 16-bit step of a word");
+        if (W == 1 || bit < 64)
+          near |= uint64_t(tm) << (bit & 63);
+        else
+          near2 |= uint64_t(tm) << (bit & 63);
+      }
+#endif
     }
     for (; q0 < nq; q0 += NT, bit += 4) {  // the rest, a quad at a time (at most U - 1 and a partial one)
       const float4 r = load_quad(zs, n, q0);
