@@ -56,14 +56,6 @@ namespace {
 #ifndef MLOPS_SAMPLE_GSL_TRIP_MASK
 #define MLOPS_SAMPLE_GSL_TRIP_MASK 1
 #endif
-// MLOPS_SAMPLE_GSL_HIGH_QUADS (session 41; with U > 0 and LEAN): the near pass also flags each of a thread's quads that
-// holds an element in the upper half of the near bins (hq, a bit a quad, quad k = tid + k NT), and where the crossing
-// bin lies there the listing visits those quads alone (list_quads) instead of every near element (list_near): run 210's
-// every-row probe put the listing at 2.4 us on a row with ~1 % of its elements near and 9.7 on one with ~12 %, most of
-// them below the crossing bin. The same set listed. 0: list_near always.
-#ifndef MLOPS_SAMPLE_GSL_HIGH_QUADS
-#define MLOPS_SAMPLE_GSL_HIGH_QUADS 1
-#endif
 #ifndef MLOPS_SAMPLE_GSL_LIST_LOADS
 #define MLOPS_SAMPLE_GSL_LIST_LOADS 1
 #endif
@@ -76,8 +68,7 @@ constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): d
 // of quad u being bit 4 u + j (near_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
 template <int C, int NT, int W = 1, int U = 0>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
-                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
-                              uint32_t& hq, uint32_t& khq) {
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2) {
   static_assert(W == 1 || W == 2, "one or two mask words");
   static_assert(U == 0 || U == 1 || U == 2 || U == 4, "0, 1, 2 or 4 quads a trip");
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
@@ -134,11 +125,6 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     // exactly by the bin's index inside the (rare) branch, as take4 does
     const uint32_t klo = (wm - nb + 1u) << kWideShift;
     const float xlo = klo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(klo);
-    // MLOPS_SAMPLE_GSL_HIGH_QUADS: the upper half of the near bins from khq (x >= xhq: a superset, as xlo's); a quad of
-    // the thread past the 32 that hq holds leaves the quads' listing unused (the caller's test: nq <= 32 NT)
-    khq = (wm - nb / 2u) << kWideShift;
-    const float xhq = khq <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(khq);
-    hq = 0;
     auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], int bit) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -182,8 +168,6 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
-        if (MLOPS_SAMPLE_GSL_HIGH_QUADS && (x[0] >= xhq || x[1] >= xhq || x[2] >= xhq || x[3] >= xhq))
-          hq |= (bit >> 2) + u < 32 ? 1u << ((bit >> 2) + u) : 0u;  // the thread's quad bit / 4 + u
         uint32_t w[4];
         lean_weights4<false>(lm, x, kOn, w);
         if constexpr (MLOPS_SAMPLE_GSL_TRIP_MASK)
@@ -203,7 +187,6 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     }
     for (; q0 < nq; q0 += NT, bit += 4) {  // the rest, a quad at a time (at most U - 1 and a partial one)
       const float4 r = load_quad(zs, n, q0);
-      if (MLOPS_SAMPLE_GSL_HIGH_QUADS) hq |= (bit >> 2) < 32 ? 1u << (bit >> 2) : 0u;  // flagged whatever it holds
       const int e0 = 4 * q0;
       const float x[4] = {r.x, r.y, r.z, r.w};
       const bool on[4] = {e0 < n, e0 + 1 < n, e0 + 2 < n, e0 + 3 < n};
@@ -427,31 +410,6 @@ __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32
   __syncthreads();
 }
 
-// list_near's list from the quads flagged in hq (MLOPS_SAMPLE_GSL_HIGH_QUADS: bit k is the thread's quad tid + k NT, every
-// quad holding an element at or above khq <= lo among them): a warp takes a quad a lane a round, its 16-byte load and
-// its 4 keys tested. The same set (unordered). Every thread calls it.
-template <int NT, bool IDX>
-__device__ void list_quads(const float* zs, int n, uint32_t hq, uint32_t lo, uint32_t hi, ClusterShared<NT>& sh) {
-  const int tid = threadIdx.x;
-  if (tid == 0) sh.cand_n = 0;
-  __syncthreads();  // after every earlier read of cand_n / cand
-  while (__ballot_sync(kFull, hq != 0)) {
-    const bool has = hq != 0;
-    const int q = has ? tid + (__ffs(int(hq)) - 1) * NT : 0;
-    hq &= hq - 1u;
-    const float4 v = has ? load_quad(zs, n, q) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float x[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t key = key_of(x[j]);
-      const bool on = has && 4 * q + j < n && key >= lo && key <= hi;
-      const uint32_t at = warp_slot(on, &sh.cand_n);
-      if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(uint32_t(4 * q + j)) : x[j];
-    }
-  }
-  __syncthreads();
-}
-
 // The tp forms' list (slice indices of every element at or above the crossing bin, for this CTA's draw) reordered so
 // that the crossing bin's entries (keys <= hi) come first; returns their count, which is all the gather copies: every
 // reader of the gathered list (tp3_rounds, the rounds on it) takes only the keys matching the bin's prefix. On the
@@ -526,8 +484,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
   constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : 0;  // the near pass's float4 loads a trip (0: strided elements)
   uint64_t near, near2 = 0;
-  uint32_t hq = 0, khq = 0;  // MLOPS_SAMPLE_GSL_HIGH_QUADS: the thread's flagged quads, their bound
-  int bin = wide_near_pass<C, NT, W, U>(cfg, m, T, zs, n, sh, acc, thr, near, near2, hq, khq);
+  int bin = wide_near_pass<C, NT, W, U>(cfg, m, T, zs, n, sh, acc, thr, near, near2);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
@@ -537,10 +494,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   MLOPS_SAMPLE_MARK(13);
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
-  constexpr bool kQuads = MLOPS_SAMPLE_GSL_HIGH_QUADS && U > 0 && MLOPS_SAMPLE_GSL_LEAN;
-  if (kQuads && by_mask && ((n + 3) >> 2) <= 32 * NT && prefix >= khq) {  // CTA-uniform: the crossing bin in hq's half
-    list_quads<NT, TP>(zs, n, hq, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
-  } else if (by_mask) {
+  if (by_mask) {
     constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
     list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
   } else if constexpr (TP) {
