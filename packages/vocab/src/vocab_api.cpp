@@ -632,10 +632,16 @@ int mlops_sample_plan_configs(int64_t rows, int64_t vocab, int sm, int sms, cons
   // V (above 65536, where a row fills the staged forms' shared memory, and where the form runs as itself:
   // sample_cluster_staged_ok, the check mlops_sample_variant_runs_as makes: V a multiple of 4, slices <= kGslMaxSlice,
   // so V <= 262144); greedy batches (one argmax a row) and the head's statistics with it unmeasured: the picks below.
+  // Sessions 40 / 41 (the global-slice passes in quads, LEAN, then the branchless near mask; docs/vocab.md "Session 40",
+  // "Session 41"): at B = 32 the form beats or ties the staged picks in every mode on both cards, the named variants
+  // in one call: H200 run 209 temperature 29.5 vs cluster8_lean's 31.7, penalties + top-p 59.0 vs cluster8_tp3's 62.5,
+  // top-p 57.2 vs 57.1; H100 run 207 29.5 vs 31.6, 58.2 vs 60.3, 55.6 vs 54.8 (top-k and the combination took it
+  // from B = 31 already). Every sampled batch takes it from B = 31 on (B = 33 .. 39 unmeasured: the staged
+  // forms' second round of clusters starts at 31 on the H200, the global-slice form's time hardly moves with B).
   const mlops_sample_variant& gsl = kSampleVariants[27];
   const bool gsl_fits = sm >= 90 && 2 * rows <= sms && vocab > 65536 &&
                         sample_cluster_staged_ok(gsl.cluster, gsl.threads, vocab, kSampleStaged[27]);
-  if (gsl_fits && !all_greedy && (rows >= 40 || (rows >= 31 && any_top_k && !any_sampled_no_top_k))) return 27;
+  if (gsl_fits && !all_greedy && rows >= 31) return 27;
   if (any_top_k && !any_sampled_no_top_k) return rows < 8 ? 20 : 19;
   if (rows >= 8 && any_top_k_top_p && !has_stats) return 17;
   // GPU run 85 (session 15, commit a8d2e8a's tp3 forms: the rounds on the gathered list weighed once into level 2's bins,

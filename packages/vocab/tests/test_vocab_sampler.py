@@ -229,25 +229,25 @@ def test_mode_aware_plan():
     assert plan(2, [dict(temperature=0.8), dict(temperature=0.8, top_p=0.9)]) == "cluster16_wide"
     assert plan(2, [dict(temperature=0.0), dict(temperature=0.8)], stats=True) == "cluster16_lean"
     # a large batch with top-k rows and top-p rows apart: the lean form (the wide one's top-k is not measured better)
-    # (B = 39: below the global-slice form's batch sizes)
-    assert plan(39, [dict(temperature=0.8, top_k=50)] * 38 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
-    assert plan(39, [dict(temperature=0.8)] * 38 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
-    assert plan(39, [dict(temperature=0.8)] * 38 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_wide"
-    # GPU run 201: cluster2_tp3g from B = 40 on for every sampled batch, from B = 31 where every sampled row has top-k,
-    # while 2 CTAs a row fit the SMs (B <= 66 of 132) and only at 65536 < V <= 262144; greedy batches as before
-    for rows in (40, 48, 66):
+    # (B = 30: below the global-slice form's batch sizes)
+    assert plan(30, [dict(temperature=0.8, top_k=50)] * 29 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_lean"
+    assert plan(30, [dict(temperature=0.8)] * 29 + [dict(temperature=0.8, top_p=0.9)]) == "cluster8_wide"
+    assert plan(30, [dict(temperature=0.8)] * 29 + [dict(temperature=0.8, top_k=50, top_p=0.9)]) == "cluster8_wide"
+    # GPU run 201: cluster2_tp3g from B = 40 on for every sampled batch, from B = 31 where every sampled row has top-k;
+    # runs 207 / 209 (session 41, B = 32 on both cards): every sampled batch from B = 31 on; while 2 CTAs a row fit the
+    # SMs (B <= 66 of 132) and only at 65536 < V <= 262144; greedy batches as before
+    for rows in (31, 39, 40, 48, 66):
         for cfg in (dict(temperature=0.8), dict(temperature=0.8, top_p=0.9), dict(temperature=0.8, top_k=50)):
             assert plan(rows, cfg) == "cluster2_tp3g"
         assert plan(rows, [dict(temperature=0.8, top_k=50)] * (rows - 1) + [dict(temperature=0.8, top_p=0.9)]) == (
             "cluster2_tp3g")
         assert plan(rows, dict(temperature=0.0)) == "cluster8_lean"
         assert plan(rows, dict(temperature=0.0), stats=True) == "t1024"
-    assert plan(39, dict(temperature=0.8)) == "cluster8_lean"
-    assert plan(39, dict(temperature=0.8, top_p=0.9)) == "cluster8_tp3"
-    assert plan(31, dict(temperature=0.8, top_k=50)) == "cluster2_tp3g"
+    assert plan(30, dict(temperature=0.8)) == "cluster8_lean"
+    assert plan(30, dict(temperature=0.8, top_p=0.9)) == "cluster8_tp3"
     assert plan(31, dict(temperature=0.8, top_k=50, top_p=0.9, min_p=0.05)) == "cluster2_tp3g"
     assert plan(30, dict(temperature=0.8, top_k=50)) == "cluster8_tk"
-    assert plan(31, [dict(temperature=0.8)] + [dict(temperature=0.8, top_k=50)] * 30) == "cluster8_lean"
+    assert plan(31, [dict(temperature=0.8)] + [dict(temperature=0.8, top_k=50)] * 30) == "cluster2_tp3g"
     assert plan(67, dict(temperature=0.8)) == "cluster8_lean"
     assert plan(67, dict(temperature=0.8, top_k=50)) == "cluster8_tk"
     assert plan(64, dict(temperature=0.8), vocab=32000) == "cluster8_lean"
