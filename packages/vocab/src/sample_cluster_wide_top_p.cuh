@@ -51,11 +51,6 @@ namespace {
 // MLOPS_SAMPLE_GSL_LIST_LOADS = K (session 40, prepared; 1, the listing before, until a GPU run times it): the
 // global-slice forms' list_near takes a lane's next K near elements a round, their K L2 loads in flight at once (run
 // 205's ncu: the listing's one load a lane a round ~8 % of a B = 64 top-p launch's stall samples). The same set listed.
-// MLOPS_SAMPLE_GSL_TRIP_MASK (session 41; with U > 0 and LEAN): the near pass's whole trips set their mask bits without
-// a branch (take4_tm below). 0: the pass before.
-#ifndef MLOPS_SAMPLE_GSL_TRIP_MASK
-#define MLOPS_SAMPLE_GSL_TRIP_MASK 1
-#endif
 #ifndef MLOPS_SAMPLE_GSL_LIST_LOADS
 #define MLOPS_SAMPLE_GSL_LIST_LOADS 1
 #endif
@@ -95,6 +90,12 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   uint64_t s = 0;
   near = 0;
   if constexpr (W == 2) near2 = 0;
+  // weight wj into near bin b's words (this thread's copy)
+  auto bin_add = [&](uint32_t b, uint32_t wj) {
+    const int at = 32 * copy + int(b);
+    atomicAdd(&sh.hlo[at], wj & 0xffffu);
+    atomicAdd(&sh.hhi[at], wj >> 16);
+  };
   // element j of the 4 from mask bit `bit` (a multiple of 4: the 4 in one word; MLOPS_SAMPLE_NEAR_MASK) in near bin b,
   // its weight wj added into the bin's words
   auto near_add = [&](uint32_t b, uint32_t wj, int bit, int j) {
@@ -104,11 +105,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     else
       near2 |= 1ull << ((bit + j) & 63);
 #endif
-    if (wj) {
-      const int at = 32 * copy + int(b);
-      atomicAdd(&sh.hlo[at], wj & 0xffffu);
-      atomicAdd(&sh.hhi[at], wj >> 16);
-    }
+    if (wj) bin_add(b, wj);
   };
   // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit`
   auto take4 = [&](const float (&x)[4], const bool (&on)[4], const uint32_t (&w)[4], int bit) {
@@ -120,28 +117,16 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     }
   };
   if constexpr (U > 0 && MLOPS_SAMPLE_GSL_LEAN) {
-    // take4 for 4 elements of the slice (LEAN): near ones found by one float compare against the near bins' lowest
-    // key's float (every element whose key reaches it passes, and -0.0 too where that float is +0.0), then told
-    // exactly by the bin's index inside the (rare) branch, as take4 does
+    // take4 for 4 elements of a whole trip (LEAN): near ones found by one float compare against the near bins' lowest
+    // key's float (every element whose key reaches it passes, and -0.0 too where that float is +0.0, which list_near's
+    // key test drops). Their mask bits are set without a branch (session 41): bit 4 u + j of the trip's 16-bit word tm
+    // for element j of its quad u, tm or-ed into the mask once a trip (bit is a multiple of 16); only the bins'
+    // atomics stay in the (rare) branch, the element told exactly there by its bin's index. GPU run 211 (an H100,
+    // against 2bf0ef7's branch holding the 64-bit mask update too): the B = 64 top-p rows with ~12 % of their elements
+    // near 23.5 -> 20.0 us in this pass, those with ~1 % 14.3 -> 15.6, the launch's span 55.4 -> 51.8.
     const uint32_t klo = (wm - nb + 1u) << kWideShift;
     const float xlo = klo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(klo);
-    auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], int bit) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        s += w[j];
-        if (x[j] >= xlo) {
-          const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
-          if (b < nb) near_add(b, w[j], bit, j);
-        }
-      }
-    };
-    // MLOPS_SAMPLE_GSL_TRIP_MASK: the trip's mask bits set without a branch, bit 4 u + j of a 16-bit word tm for element
-    // j of the trip's quad u where x >= xlo (the near bins' superset above: -0.0 too where xlo is +0.0, which
-    // list_near's key test drops), tm or-ed into the mask once a trip (16 bits of one word: bit is a multiple of 16);
-    // only the bins' atomics stay in the branch. Run 210's every-row probe (an H100): a B = 64 top-p row's near pass
-    // took 14.4 us where ~1 % of its elements lie in the near bins and 23.5 where ~12 % do, the branch that most warps
-    // take at that density (a lane in ten) holding the 64-bit mask update and the bins' atomics.
-    auto take4_tm = [&](const float (&x)[4], const uint32_t (&w)[4], uint32_t& tm, int k0) {
+    auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], uint32_t& tm, int k0) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         s += w[j];
@@ -149,11 +134,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         tm |= in ? 1u << (k0 + j) : 0u;
         if (in && w[j]) {
           const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
-          if (b < nb) {
-            const int at = 32 * copy + int(b);
-            atomicAdd(&sh.hlo[at], w[j] & 0xffffu);
-            atomicAdd(&sh.hhi[at], w[j] >> 16);
-          }
+          if (b < nb) bin_add(b, w[j]);
         }
       }
     };
@@ -170,19 +151,14 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
         uint32_t w[4];
         lean_weights4<false>(lm, x, kOn, w);
-        if constexpr (MLOPS_SAMPLE_GSL_TRIP_MASK)
-          take4_tm(x, w, tm, 4 * u);
-        else
-          take4_in(x, w, bit + 4 * u);
+        take4_in(x, w, tm, 4 * u);
       }
 #if MLOPS_SAMPLE_NEAR_MASK
-      if constexpr (MLOPS_SAMPLE_GSL_TRIP_MASK) {
-        static_assert(4 * U <= 16, "a trip's bits in one 16-bit step of a word");
-        if (W == 1 || bit < 64)
-          near |= uint64_t(tm) << (bit & 63);
-        else
-          near2 |= uint64_t(tm) << (bit & 63);
-      }
+      static_assert(4 * U <= 16, "a trip's bits in one 16-bit step of a word");
+      if (W == 1 || bit < 64)
+        near |= uint64_t(tm) << (bit & 63);
+      else
+        near2 |= uint64_t(tm) << (bit & 63);
 #endif
     }
     for (; q0 < nq; q0 += NT, bit += 4) {  // the rest, a quad at a time (at most U - 1 and a partial one)
