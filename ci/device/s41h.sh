@@ -9,6 +9,7 @@
 # rows); 3. the sampling bench before / new / before / new (B = 1, 32, 48, 64; the five modes; the planned call and
 # cluster2_tp3g / cluster8_tp3 named); 4. test_vocab_sampler_gpu.py whole on new (6 shards) and the tp3g sanitizer
 # subset, to END s (560 unless set). Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s41h.sh`: the shell logic.
+# TESTS (optional): the GPU test files the shards run, test_vocab_sampler_gpu.py unless set (session 42).
 # Run 209 (session 41, the wide rounds' bins a copy a warp, 2267461): CARRY=.carry/s41i PROBE_B="1 64" NCU=0
 # BATCHES=1,8,32,48,64 SANK="tp3g or wide" (before/ the same 6405a57 wheel, new/ 2267461's; stp_before the row-marks
 # probe at the kernels before, stp_new at 2267461).
@@ -43,7 +44,7 @@ bench_ab 100 --batches ${BATCHES:-1,32,48,64} --modes temperature,top_k50,top_k5
 snap
 L=$((${END:-560} - SECONDS)); [ $L -gt 300 ] && L=300
 if [ $L -ge 100 ]; then
-  fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py $N 6 $L
+  fshards vocab-sampler "${TESTS:-packages/vocab/tests/test_vocab_sampler_gpu.py}" $N 6 $L
   ksanitize vocab $N $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and (${SANK:-tp3g})"
 fi
 collect

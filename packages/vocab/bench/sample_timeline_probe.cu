@@ -74,12 +74,13 @@ static int row_spans(int n) {
   return 0;
 }
 
-// F: the kernel's form (sample_cluster_forms.cuh); NT threads; the global-slice forms (F::gsl) keep only the gathered
-// list in dynamic shared memory.
+// F: the kernel's form (sample_cluster_forms.cuh); NT threads; the global-slice forms (F::gsl) keep the gathered list
+// and the near codes (gsl_dyn_bytes) in dynamic shared memory.
 template <int C, class F, int NT = kClusterThreads>
 static int run_case(const char* name, SampleParams p, int launches) {
   auto kernel = sample_cluster_kernel<C, NT, F>;
-  const size_t bytes = (F::gsl ? 0 : size_t(cluster_stage_bytes(p.vocab, C))) + (F::gather ? size_t(kGather) * 4 : 0);
+  const size_t bytes = F::gsl ? size_t(gsl_dyn_bytes(p.vocab, C, NT))  // the gathered list and the near codes
+                               : size_t(cluster_stage_bytes(p.vocab, C)) + (F::gather ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
   unsigned long long tl[16][16];

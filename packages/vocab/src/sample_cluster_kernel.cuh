@@ -36,6 +36,11 @@ MLOPS_HD constexpr int64_t cluster_stage_bytes(int64_t vocab, int C) { return ((
 // The global-slice forms' slice length: V / C rounded up to whole 16-byte groups, so that every CTA's slice starts
 // 16-byte aligned where the row does (their float4 reads of it: build_candidates_tk / _staged, chunk_draw).
 MLOPS_HD constexpr int64_t gsl_slice(int64_t vocab, int C) { return ((vocab + C - 1) / C + 3) / 4 * 4; }
+// Their dynamic shared memory: the gathered list (kGather floats), then the near codes' words (MLOPS_SAMPLE_GSL_NIBBLES;
+// 40 KB at V = 151936, C = 2, 1024 threads; at most 64 KB, at kGslMaxSlice).
+MLOPS_HD constexpr int64_t gsl_dyn_bytes(int64_t vocab, int C, int NT) {
+  return int64_t(kGather) * 4 + (MLOPS_SAMPLE_GSL_NIBBLES ? 8 * int64_t(NT) * gsl_nib_words(gsl_slice(vocab, C), NT) : 0);
+}
 #define MLOPS_SAMPLE_HAS_GSL 1  // the GSL forms exist (bench/sample_timeline_probe.cu times them where they do)
 
 // 2 CTAs an SM at 512 threads, 1 at 1024: 64 registers a thread either way. F: the variant's form, which steps it
@@ -388,8 +393,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (!has_top_k) {
           wide = true;
           gather_tried = true;
+          // GSL: the near codes' words after the gathered list (gsl_dyn_bytes)
+          uint64_t* nib = GSL ? reinterpret_cast<uint64_t*>(all + kGather) : nullptr;
           top = wide_top_p<C, NT, TP, TP2, GSL>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
-                                                ch) ? -1 : 2;
+                                                ch, nib) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
           MLOPS_SAMPLE_MARK(7);
           if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)

@@ -26,6 +26,13 @@ constexpr int kClusterThreads = 512;
 constexpr int kGather = 2048;  // the gather forms: candidates of the whole cluster a CTA holds
 // The most elements a global-slice CTA takes: chunk_draw's chunk sums, 2048 chunks of 64, in hlo / hhi.
 constexpr int64_t kGslMaxSlice = 2048 * 64;
+// The global-slice forms' near codes (session 42, MLOPS_SAMPLE_GSL_NIBBLES, sample_cluster_wide_top_p.cuh): a nibble an
+// element of the slice, 16 a 64-bit word (a trip of the near pass's 4 quads), word w of thread t at w NT + t in dynamic
+// shared memory after the gathered list. The words a thread for a slice of n: its quads (tid + u NT) in fours.
+#ifndef MLOPS_SAMPLE_GSL_NIBBLES
+#define MLOPS_SAMPLE_GSL_NIBBLES 1
+#endif
+MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) / 4 + NT - 1) / NT + 3) / 4; }
 
 // A phase timeline for bench/sample_timeline_probe.cu, which defines MLOPS_SAMPLE_TIMELINE before including
 // sample_cluster_kernel.cuh: thread 0 of each CTA of row 0 stores %clock64 at the numbered points of sample_cluster_kernel

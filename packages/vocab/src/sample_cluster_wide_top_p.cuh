@@ -56,17 +56,25 @@ namespace {
 #endif
 constexpr int kNearBins = 32;               // a lane a bin (8 octaves below the max's bin)
 constexpr float kNearSpan = 10.0f / 24.0f;  // of Temperature::cutoff (-24 T): down to m - 10 T
+// An element's near code (MLOPS_SAMPLE_GSL_NIBBLES): 1 + its near bin b (counted from the max's) for b < 15, else 0,
+// as for an element of no near bin: list_nib serves crossing bins b < 15 alone, where a code 0 is never listed.
+constexpr uint32_t kNibBins = 15;
+__device__ __forceinline__ uint64_t near_code(uint32_t b) { return b < kNibBins ? uint64_t(b + 1u) : uint64_t(0); }
 // W (MLOPS_SAMPLE_NEAR_MASK): the mask's words a thread, 2 for the global-slice forms (near2: elements 64 .. 127 of the
 // thread's, for their 1024-thread CTAs' ~75 elements a thread at C = 2), else 1 (near2 untouched).
 // U (MLOPS_SAMPLE_GSL_QUADS, the global-slice forms): 0, element tid + e NT is the thread's e-th (bit e); else the
 // thread's quads tid + u NT (elements 4 (tid + u NT) .. + 3), U of them loaded a trip before any is weighed, element j
 // of quad u being bit 4 u + j (near_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
-template <int C, int NT, int W = 1, int U = 0>
+// NIB (the global-slice forms' LEAN pass, MLOPS_SAMPLE_GSL_NIBBLES): each element's near code in nib (wide_top_p's
+// comment), a word a trip, the tail's quads in one more word.
+template <int C, int NT, int W = 1, int U = 0, bool NIB = false>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
-                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2) {
+                              ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
+                              uint64_t* nib = nullptr) {
   static_assert(W == 1 || W == 2, "one or two mask words");
   static_assert(U == 0 || U == 1 || U == 2 || U == 4, "0, 1, 2 or 4 quads a trip");
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
+  static_assert(!NIB || (U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK), "a word a LEAN trip of 4 quads");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   const uint32_t wm = key_of(m) >> kWideShift;
@@ -96,6 +104,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     atomicAdd(&sh.hlo[at], wj & 0xffffu);
     atomicAdd(&sh.hhi[at], wj >> 16);
   };
+  uint64_t tail_nib = 0;  // NIB: the tail's codes (its quads' bits all in one word)
   // element j of the 4 from mask bit `bit` (a multiple of 4: the 4 in one word; MLOPS_SAMPLE_NEAR_MASK) in near bin b,
   // its weight wj added into the bin's words
   auto near_add = [&](uint32_t b, uint32_t wj, int bit, int j) {
@@ -105,6 +114,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     else
       near2 |= 1ull << ((bit + j) & 63);
 #endif
+    if constexpr (NIB) tail_nib |= near_code(b) << (4 * ((bit + j) & 15));
     if (wj) bin_add(b, wj);
   };
   // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit`
@@ -126,13 +136,23 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     // near 23.5 -> 20.0 us in this pass, those with ~1 % 14.3 -> 15.6, the launch's span 55.4 -> 51.8.
     const uint32_t klo = (wm - nb + 1u) << kWideShift;
     const float xlo = klo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(klo);
-    auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], uint32_t& tm, int k0) {
+    // NIB: the element's code into the trip's word tn too, for every element of a near bin (weight 0 or not: the
+    // list takes them as list_near does)
+    auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], uint32_t& tm, uint64_t& tn, int k0) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         s += w[j];
         const bool in = x[j] >= xlo;
         tm |= in ? 1u << (k0 + j) : 0u;
-        if (in && w[j]) {
+        if constexpr (NIB) {
+          if (in) {
+            const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
+            if (b < nb) {
+              tn |= near_code(b) << (4 * (k0 + j));
+              if (w[j]) bin_add(b, w[j]);
+            }
+          }
+        } else if (in && w[j]) {
           const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
           if (b < nb) bin_add(b, w[j]);
         }
@@ -146,13 +166,15 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
 #pragma unroll
       for (int u = 0; u < U; ++u) r[u] = reinterpret_cast<const float4*>(zs)[q0 + u * NT];
       uint32_t tm = 0;
+      uint64_t tn = 0;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const float x[4] = {r[u].x, r[u].y, r[u].z, r[u].w};
         uint32_t w[4];
         lean_weights4<false>(lm, x, kOn, w);
-        take4_in(x, w, tm, 4 * u);
+        take4_in(x, w, tm, tn, 4 * u);
       }
+      if constexpr (NIB) nib[(bit >> 4) * NT + tid] = tn;  // bit: a multiple of 16
 #if MLOPS_SAMPLE_NEAR_MASK
       static_assert(4 * U <= 16, "a trip's bits in one 16-bit step of a word");
       if (W == 1 || bit < 64)
@@ -161,6 +183,8 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         near2 |= uint64_t(tm) << (bit & 63);
 #endif
     }
+    const int tail = bit;  // NIB: the tail's word, bit >> 4
+    const bool has_tail = q0 < nq;
     for (; q0 < nq; q0 += NT, bit += 4) {  // the rest, a quad at a time (at most U - 1 and a partial one)
       const float4 r = load_quad(zs, n, q0);
       const int e0 = 4 * q0;
@@ -169,6 +193,9 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       uint32_t w[4];
       lean_weights4(lm, x, on, w);
       take4(x, on, w, bit);
+    }
+    if constexpr (NIB) {
+      if (has_tail) nib[(tail >> 4) * NT + tid] = tail_nib;
     }
   } else if constexpr (U > 0) {
     const int nq = (n + 3) >> 2;
@@ -427,6 +454,67 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
   return nbin;
 }
 
+// The tp forms' list from the near codes (session 42, MLOPS_SAMPLE_GSL_NIBBLES; the global-slice forms, whose LEAN near
+// pass stores an element's code in nib: near_code): every element of near bins 0 .. bc (the crossing bin, counted
+// from the max's, and the bins above it), the crossing bin's first: the set and split of list_near and bin_first,
+// without their reads of the slice. Those are one scattered global load a near element (list_near) and a listed one
+// (bin_first): on the B = 64 top-p rows with ~12 % of their elements near, ~9.4 of a ~54 us row (GPU run 210; list_near
+// with 4 loads in flight no faster). Here a thread counts its words' listed codes (bytes of even, then odd nibbles:
+// bit 7 of a byte lane where 1 <= c <= bc + 1, and where c = bc + 1), an exclusive scan places each thread's entries
+// (bin entries at [0, nbin), the others after them, each in thread order), and the thread writes them. bc < kNibBins.
+// Returns the crossing bin's count, or the list's where it is over kClusterCand (bin_first's). Every thread calls it.
+template <int NT>
+__device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterShared<NT>& sh) {
+  constexpr uint64_t kLo = 0x0f0f0f0f0f0f0f0full, kOne = 0x0101010101010101ull, kTop = 0x8080808080808080ull;
+  const int tid = threadIdx.x;
+  const int nq = (n + 3) >> 2;
+  const int nw = tid < nq ? ((nq - 1 - tid) / NT + 4) >> 2 : 0;  // this thread's words: its quads in fours
+  // codes c (0 .. 15) in byte lanes: c + 127 reaches bit 7 where c >= 1, c + 128 - t where c >= t (no carry out)
+  auto marks = [&](uint64_t v, uint64_t& listed, uint64_t& in_bin) {
+    const uint64_t ge1 = (v + 0x7f * kOne) & kTop;
+    const uint64_t geb = (v + (128u - (bc + 1u)) * kOne) & kTop;
+    const uint64_t gea = (v + (128u - (bc + 2u)) * kOne) & kTop;
+    listed = ge1 & ~gea;
+    in_bin = geb & ~gea;
+  };
+  uint32_t cb = 0, cl = 0;
+  for (int w = 0; w < nw; ++w) {
+    const uint64_t v = nib[w * NT + tid];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint64_t l, b;
+      marks((v >> (4 * h)) & kLo, l, b);
+      cb += uint32_t(__popcll(b));
+      cl += uint32_t(__popcll(l));
+    }
+  }
+  const uint64_t off = block_excl_scan<NT>(uint64_t(cb) | uint64_t(cl - cb) << 32, sh);  // its barriers
+  const uint64_t tot = sh.red[NT / 32 - 1];  // block_excl_scan's inclusive scan of the warps: the totals
+  const uint32_t nbin = uint32_t(tot), total = nbin + uint32_t(tot >> 32);
+  if (total <= uint32_t(kClusterCand)) {
+    uint32_t ab = uint32_t(off), aa = nbin + uint32_t(off >> 32);
+    for (int w = 0; w < nw; ++w) {
+      const uint64_t v = nib[w * NT + tid];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint64_t l, b;
+        marks((v >> (4 * h)) & kLo, l, b);
+        for (; l; l &= l - 1) {
+          const int p = __ffsll((long long)l) - 1;  // bit 7 of byte p >> 3: nibble 2 (p >> 3) + h of the word
+          const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + 2 * (p >> 3) + h));
+          if ((b >> p) & 1u)
+            sh.cand[ab++] = bits_f32(e);
+          else
+            sh.cand[aa++] = bits_f32(e);
+        }
+      }
+    }
+  }
+  if (tid == 0) sh.cand_n = total;
+  __syncthreads();
+  return total <= uint32_t(kClusterCand) ? nbin : total;
+}
+
 // Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice
 // (a weight's low and high 16 bits into two words, one copy: < 65536 elements a slice), a cluster
 // barrier; CTA r adds the C CTAs' bins of its portion [r P, (r + 1) P) (P = ceil(2048 / C)) into
@@ -452,16 +540,21 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // by ptxas 13.0. The same integers: the high word's atomic, skipped by TP where no lane's weight reaches 2^16, is
 // executed by a warp anyway where one lane's does (~5 % of the bench's weights: most of a warp's 32).
 // GSL (the global-slice forms): zs is the slice in global memory, the gather reads the other slices there (gch apart).
+// NIB (the global-slice forms with MLOPS_SAMPLE_GSL_NIBBLES, U = 4 and LEAN): nib holds the near codes (gsl_dyn_bytes'
+// words), and where the near bins reach at a crossing bin below kNibBins list_nib lists from them.
 template <int C, int NT, bool TP = false, bool TP2 = false, bool GSL = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
-                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0) {
+                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0, uint64_t* nib = nullptr) {
   const int n = int(v1 - v0);
   constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
   constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : 0;  // the near pass's float4 loads a trip (0: strided elements)
+  constexpr bool NIB = GSL && TP && MLOPS_SAMPLE_GSL_NIBBLES && U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK;
   uint64_t near, near2 = 0;
-  int bin = wide_near_pass<C, NT, W, U>(cfg, m, T, zs, n, sh, acc, thr, near, near2);
+  int bin = wide_near_pass<C, NT, W, U, NIB>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
+  const uint32_t bc = uint32_t(sh.b_warp);  // the crossing near bin (where bin >= 0), before the full round's writes
+  const bool by_nib = NIB && by_mask && bc < kNibBins;
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
     bin = wide_full_pass<C, NT, TP, TP2, GSL>(cfg, m, T, zs, n, sh, acc, thr);
@@ -470,17 +563,22 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   MLOPS_SAMPLE_MARK(13);
   prefix = uint32_t(bin) << kWideShift;
   mask = ~0u << kWideShift;
-  if (by_mask) {
-    constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
-    list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
-  } else if constexpr (TP) {
-    build_candidates_staged<NT, true>(zs, n, prefix, sh);
-  } else {
-    build_candidates_staged<NT, false>(zs, n, prefix, sh, prefix | ~mask);
-  }
-  use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
   uint32_t head = 0xffffffffu;  // the whole list
-  if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
+  if (by_nib) {
+    head = list_nib<NT>(nib, n, bc, sh);
+    use_cand = sh.cand_n <= uint32_t(kClusterCand);  // list_nib's last barrier is after its write
+  } else {
+    if (by_mask) {
+      constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
+      list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+    } else if constexpr (TP) {
+      build_candidates_staged<NT, true>(zs, n, prefix, sh);
+    } else {
+      build_candidates_staged<NT, false>(zs, n, prefix, sh, prefix | ~mask);
+    }
+    use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
+    if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
+  }
   MLOPS_SAMPLE_MARK(14);
   // its barrier: every CTA's last read of this one's red is behind it
   all_n = gather_candidates<C, NT, false, TP, true, GSL>(sh, all, zs, head, gch);

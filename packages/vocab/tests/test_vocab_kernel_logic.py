@@ -78,15 +78,18 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     """Every variant on every case (tokens, flags, log-probabilities, steps, penalized logits). Since session 41 two
     rows of the bench's vocabulary whose ~76 000 equal weights in one global-slice CTA's wide bin wrapped the 32-bit
     sums of their 16-bit halves (the full round's bins, the near pass's): the global-slice forms' tokens differed from
-    the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6157)
+    the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8). Since session 42 the
+    global-slice forms list from the near pass's codes (list_nib) and two rows of V = 40 000 exercise its edges: an
+    element's code off by one element of its word (84 failures), one near bin's code wrong (18), the tail's word dropped
+    (82), the over-full list's head returned as the bin's count (8) and codes served past their 15 bins (12) are caught."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613)
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     """The forms before session 37's list_near and bin_first (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_NEAR_MASK,
     MLOPS_SAMPLE_BIN_FIRST, on by default since GPU run 202): the same runner with both off, so the timeline probes'
     "old" side (built with -D...=0) stays checked."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6157,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0"))
 
 
@@ -99,6 +102,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6157,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

@@ -235,3 +235,31 @@ def test_wide_bins_of_long_slices_do_not_wrap(variant, row):
             z.cuda(), logprobs=True)
         assert torch.equal(g.tokens.cpu(), c.tokens), (variant, row, step)
         torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("variant", ["cluster2_tp3g", "cluster2_tp3g_t512", "cluster4_tp3g", "cluster8_tp3"])
+@pytest.mark.parametrize("row", ["list over, bin fits", "crossing 15 bins down"])
+def test_near_codes_list_equals_host_sanitizer_subset(variant, row):
+    """The runner's two rows of session 42 (tests/c/sample_kernel_on_host.cpp, flat 3 and 4) on the device: the
+    global-slice forms list the crossing bin and above from the near pass's codes (list_nib). 5 000 logits 10 over 100
+    distinct logits 9 .. 9.495 (top-p 0.997: a CTA's list over kClusterCand at C = 2, the bin's entries alone fitting
+    the gather), and one logit 10 over 40 logits 0.8 at T = 4 (top-p 0.5: the crossing 15 near bins below the max's,
+    past the codes, so listed from the mask): the host's tokens and log-probabilities, two steps."""
+    V = 40000
+    v = torch.arange(V)
+    if row == "list over, bin fits":
+        z = torch.full((1, V), -20.0)
+        z[0, v % 400 == 5] = 9.0 + 0.005 * (v[v % 400 == 5] // 400).float()
+        z[0, v % 8 == 3] = 10.0
+        temperature, top_p = 1.0, 0.997
+    else:
+        z = (-30.0 - 1e-5 * v.float()).reshape(1, V)
+        z[0, v % 1000 == 3] = 0.8
+        z[0, 7] = 10.0
+        temperature, top_p = 4.0, 0.5
+    for step in range(2):
+        c = mv.Sampler(1, V, device="cpu", seed=5 + step, temperature=temperature, top_p=top_p)(z.clone(), logprobs=True)
+        g = mv.Sampler(1, V, device="cuda", seed=5 + step, variant=variant, temperature=temperature, top_p=top_p)(
+            z.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), (variant, row, step)
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0)

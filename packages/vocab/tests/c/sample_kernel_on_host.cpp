@@ -37,6 +37,12 @@ struct Case {
   // the rest just below 0.5: a one weighs ~257 500 (its low 16 bits ~61 000), every element lies in a near bin (within
   // 10 T and 8 octaves of the max): the near pass's (top-p 0.8: the ones' mass less 2^32 still reaches p S in the next
   // bin, at another place)
+  // Session 42, the global-slice forms' near codes (list_nib), V = 40 000 (T, top-p of the case): 3: 5 000 logits 10 and
+  // 100 distinct logits 9 .. 9.495 over the rest at -20 (top-p 0.997: the crossing bin is the 9s', one below the max's,
+  // and the 10s above it overflow a CTA's list of kClusterCand at 2 CTAs while the bin's entries alone fit the gather);
+  // 4: one
+  // logit 10 and 40 logits 0.8 over the rest just below -30 (T = 4, top-p 0.5: the crossing bin is the 0.8s', 15 near
+  // bins below the max's, past the codes' 15: the listing from the mask)
   int flat = 0;
 };
 
@@ -49,8 +55,9 @@ static void emulate(SampleParams p, int threads, bool split, int cluster, int st
   }
   if (cluster) {  // the penalties are the kernel's own first phase
     const dim3 grid(unsigned(cluster), unsigned(p.rows));
-    if (staged == 11) {  // the global-slice tp3 form: the gathered list alone, poisoned
-      set_host_dynamic_shared(4 * kGather);
+    if (staged == 11) {  // the global-slice tp3 form: the gathered list and the near codes, poisoned
+      const int gc = threads == 1024 || cluster == 2 ? 2 : 3, gt = threads == 1024 ? 1024 : 256;
+      set_host_dynamic_shared(size_t(gsl_dyn_bytes(p.vocab, gc, gt)));
       for (auto& b : g_dyn_shared) std::memset(b.data(), 0xff, b.size() * sizeof(float4));
       if (threads == 1024)
         run_cluster_grid(grid, 2, 1024, [&] { sample_cluster_kernel<2, 1024, Tp3gForm>(p); });
@@ -207,6 +214,10 @@ int main() {
        false, false, 0, false, 1},
       {"top_p 0.8, a spike over 100 000 ones, all near (V = 151936)", 1, 151936, cfg(1.0f, 0, 0.8f, 0.0f), 1.0f, false,
        false, false, false, 0, false, 2},
+      {"top_p 0.997, 5 000 tens over a bin of 100 nines (list over, bin fits)", 1, 40000, cfg(1.0f, 0, 0.997f, 0.0f),
+       1.0f, false, false, false, false, 0, false, 3},
+      {"top_p 0.5, the crossing 15 near bins down (T = 4)", 1, 40000, cfg(4.0f, 0, 0.5f, 0.0f), 1.0f, false, false,
+       false, false, 0, false, 4},
   };
   int case_no = 0;
   for (const Case& c : cases) {
@@ -225,8 +236,10 @@ int main() {
     }
     for (int64_t r = 0; r < c.B && c.flat; ++r)
       for (int64_t v = 0; v < c.V; ++v)
-        z[r * c.V + v] = c.flat == 1 ? (v == 7 ? 10.5f : v < 100000 ? 0.0f : -1.0f - 1e-6f * float(v - 100000))
-                                     : (v == 7 ? 10.0284f : v < 100000 ? 1.0f : 0.5f - 1e-6f * float(v - 100000));
+        z[r * c.V + v] = c.flat == 1   ? (v == 7 ? 10.5f : v < 100000 ? 0.0f : -1.0f - 1e-6f * float(v - 100000))
+                         : c.flat == 2 ? (v == 7 ? 10.0284f : v < 100000 ? 1.0f : 0.5f - 1e-6f * float(v - 100000))
+                         : c.flat == 3 ? (v % 8 == 3 ? 10.0f : v % 400 == 5 ? 9.0f + 0.005f * float(v / 400) : -20.0f)
+                                       : (v == 7 ? 10.0f : v % 1000 == 3 ? 0.8f : -30.0f - 1e-5f * float(v));
     for (int64_t r = 0; r < c.B; ++r)
       for (int k = 0; k < c.peaks; ++k) z[r * c.V + (k * 7919 + r * 131) % c.V] = 12.0f + 0.01f * float(k);
     if (c.specials) {

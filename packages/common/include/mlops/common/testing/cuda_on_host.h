@@ -119,6 +119,8 @@ static inline unsigned __match_any_sync(unsigned, unsigned v) {  // the lanes ho
 }
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __ffs(unsigned x) { return __builtin_ffs(int(x)); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 // Thread-block clusters (sm_90): the rank is the block's slot, map_shared_rank the same object of
 // another block of the cluster.
 static inline unsigned cluster_rank() { return unsigned(tl_slot); }
