@@ -462,7 +462,11 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // with 4 loads in flight no faster). Here a thread counts its words' listed codes (bytes of even, then odd nibbles:
 // bit 7 of a byte lane where 1 <= c <= bc + 1, and where c = bc + 1), an exclusive scan places each thread's entries
 // (bin entries at [0, nbin), the others after them, each in thread order), and the thread writes them. bc < kNibBins.
-// Returns the crossing bin's count, or the list's where it is over kClusterCand (bin_first's). Every thread calls it.
+// Where the whole list is over kClusterCand (cand_n says so: no draw over it) and the bin's entries fit, they are
+// written all the same and their count returned, so that the gather (of those alone) and the rounds on it go on: where
+// bin_first returns the count over kClusterCand, the gather fails and the rounds go on over the slices (on the bench's
+// B = 64 top-p rows with ~5 % of their elements near or more). Returns the crossing bin's count, or the list's where
+// neither fits. Every thread calls it.
 template <int NT>
 __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterShared<NT>& sh) {
   constexpr uint64_t kLo = 0x0f0f0f0f0f0f0f0full, kOne = 0x0101010101010101ull, kTop = 0x8080808080808080ull;
@@ -491,7 +495,8 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
   const uint64_t off = block_excl_scan<NT>(uint64_t(cb) | uint64_t(cl - cb) << 32, sh);  // its barriers
   const uint64_t tot = sh.red[NT / 32 - 1];  // block_excl_scan's inclusive scan of the warps: the totals
   const uint32_t nbin = uint32_t(tot), total = nbin + uint32_t(tot >> 32);
-  if (total <= uint32_t(kClusterCand)) {
+  const bool fits = total <= uint32_t(kClusterCand);  // the whole list, else the bin's entries alone
+  if (nbin <= uint32_t(kClusterCand)) {
     uint32_t ab = uint32_t(off), aa = nbin + uint32_t(off >> 32);
     for (int w = 0; w < nw; ++w) {
       const uint64_t v = nib[w * NT + tid];
@@ -504,7 +509,7 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
           const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + 2 * (p >> 3) + h));
           if ((b >> p) & 1u)
             sh.cand[ab++] = bits_f32(e);
-          else
+          else if (fits)
             sh.cand[aa++] = bits_f32(e);
         }
       }
@@ -512,7 +517,7 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
   }
   if (tid == 0) sh.cand_n = total;
   __syncthreads();
-  return total <= uint32_t(kClusterCand) ? nbin : total;
+  return nbin <= uint32_t(kClusterCand) ? nbin : total;
 }
 
 // Top-p's first round, wide, on a row without top-k: each CTA's masses per wide bin of its slice

@@ -81,7 +81,8 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8). Since session 42 the
     global-slice forms list from the near pass's codes (list_nib) and two rows of V = 40 000 exercise its edges: an
     element's code off by one element of its word (84 failures), one near bin's code wrong (18), the tail's word dropped
-    (82), the over-full list's head returned as the bin's count (8) and codes served past their 15 bins (12) are caught."""
+    (82), the over-full list's bin entries not written while their count is returned (8) and codes served past their 15
+    bins (12) are caught."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613)
 
 
