@@ -126,17 +126,17 @@ cudaError_t launch_cluster_staged(const SampleParams& p, cudaStream_t s, size_t 
 }
 
 // The global-slice tp3 forms (kSampleStaged 11, vocab_api.cpp): NT-thread CTAs (1024, or 512 for cluster2_tp3g_t512),
-// C a row, the gathered list and the near codes in dynamic shared memory (gsl_dyn_bytes: 48 KB at V = 151936 and C =
-// 2, over the 48 KB without opt-in with the static part: staged_ok raises the attribute). False (nothing launched)
-// where the slices would not start 16-byte aligned (the logits' address or row stride), a slice is over kGslMaxSlice,
-// or the shared memory does not fit.
+// C a row, the gathered list alone in dynamic shared memory (8 KB: no opt-in), or with the near codes
+// (MLOPS_SAMPLE_GSL_NIBBLES, gsl_dyn_bytes: 48 KB at V = 151936 and C = 2, over the 48 KB without opt-in with the
+// static part: staged_ok raises the attribute). False (nothing launched) where the slices would not start 16-byte
+// aligned (the logits' address or row stride), a slice is over kGslMaxSlice, or the shared memory does not fit.
 template <int C, int NT = 1024>
 bool launch_global(const SampleParams& p, cudaStream_t s, cudaError_t* e) {
   if ((reinterpret_cast<uintptr_t>(p.logits) & 15u) != 0 || (p.logits_stride & 3) != 0 ||
       gsl_slice(p.vocab, C) > kGslMaxSlice)
     return false;
   const size_t bytes = size_t(gsl_dyn_bytes(p.vocab, C, NT));
-  if (!staged_ok<C, NT, Tp3gForm>(bytes)) return false;
+  if (bytes > kGatherBytes && !staged_ok<C, NT, Tp3gForm>(bytes)) return false;
   ClusterLaunch<C, NT> l(p.rows, s, bytes);
   *e = cudaLaunchKernelEx(&l.cfg, sample_cluster_kernel<C, NT, Tp3gForm>, p);
   if (*e == cudaSuccess) *e = cudaGetLastError();

@@ -78,12 +78,18 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     """Every variant on every case (tokens, flags, log-probabilities, steps, penalized logits). Since session 41 two
     rows of the bench's vocabulary whose ~76 000 equal weights in one global-slice CTA's wide bin wrapped the 32-bit
     sums of their 16-bit halves (the full round's bins, the near pass's): the global-slice forms' tokens differed from
-    the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8). Since session 42 the
-    global-slice forms list from the near pass's codes (list_nib) and two rows of V = 40 000 exercise its edges: an
-    element's code off by one element of its word (84 failures), one near bin's code wrong (18), the tail's word dropped
-    (82), the over-full list's bin entries not written while their count is returned (8) and codes served past their 15
-    bins (12) are caught."""
+    the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613)
+
+
+def test_sampler_near_codes_on_host_equal_host_emulation(tmp_path):
+    """The global-slice forms listing from the near pass's codes (session 42: list_nib, MLOPS_SAMPLE_GSL_NIBBLES,
+    prepared, off by default until a GPU run times it): the same runner with it on. Two rows of V = 40 000 exercise its
+    edges (a CTA's list over kClusterCand with the crossing bin's entries fitting; a crossing 15 near bins down, past
+    the codes): an element's code off by one element of its word (84 failures), one near bin's code wrong (18), the
+    tail's word dropped (82), the over-full list's bin entries not written while their count is returned (8) and codes
+    served past their 15 bins (12) are caught."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613, ("MLOPS_SAMPLE_GSL_NIBBLES=1",))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
