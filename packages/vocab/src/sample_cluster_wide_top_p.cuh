@@ -473,8 +473,11 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
   const int tid = threadIdx.x;
   const int nq = (n + 3) >> 2;
   const int nw = tid < nq ? ((nq - 1 - tid) / NT + 4) >> 2 : 0;  // this thread's words: its quads in fours
-  // codes c (0 .. 15) in byte lanes: c + 127 reaches bit 7 where c >= 1, c + 128 - t where c >= t (no carry out)
-  auto marks = [&](uint64_t v, uint64_t& listed, uint64_t& in_bin) {
+  // half h (the even or odd nibbles) of word v, its codes c (0 .. 15) in byte lanes: bit 7 of a lane in `listed`
+  // where 1 <= c <= bc + 1, in `in_bin` where c = bc + 1 (c + 127 reaches bit 7 where c >= 1, c + 128 - t where c >= t;
+  // no carry leaves a lane)
+  auto marks = [&](uint64_t v, int h, uint64_t& listed, uint64_t& in_bin) {
+    v = (v >> (4 * h)) & kLo;
     const uint64_t ge1 = (v + 0x7f * kOne) & kTop;
     const uint64_t geb = (v + (128u - (bc + 1u)) * kOne) & kTop;
     const uint64_t gea = (v + (128u - (bc + 2u)) * kOne) & kTop;
@@ -483,11 +486,10 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
   };
   uint32_t cb = 0, cl = 0;
   for (int w = 0; w < nw; ++w) {
-    const uint64_t v = nib[w * NT + tid];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       uint64_t l, b;
-      marks((v >> (4 * h)) & kLo, l, b);
+      marks(nib[w * NT + tid], h, l, b);
       cb += uint32_t(__popcll(b));
       cl += uint32_t(__popcll(l));
     }
@@ -497,19 +499,20 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
   const uint32_t nbin = uint32_t(tot), total = nbin + uint32_t(tot >> 32);
   const bool fits = total <= uint32_t(kClusterCand);  // the whole list, else the bin's entries alone
   if (nbin <= uint32_t(kClusterCand)) {
-    uint32_t ab = uint32_t(off), aa = nbin + uint32_t(off >> 32);
+    // the others' place, past the list where it is over: a test of aa below (testing `fits` there cost 18 bytes more of
+    // spill stores on cluster2_tp3g, ptxas 13.0)
+    uint32_t ab = uint32_t(off), aa = fits ? nbin + uint32_t(off >> 32) : uint32_t(kClusterCand);
     for (int w = 0; w < nw; ++w) {
-      const uint64_t v = nib[w * NT + tid];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         uint64_t l, b;
-        marks((v >> (4 * h)) & kLo, l, b);
+        marks(nib[w * NT + tid], h, l, b);
         for (; l; l &= l - 1) {
           const int p = __ffsll((long long)l) - 1;  // bit 7 of byte p >> 3: nibble 2 (p >> 3) + h of the word
           const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + 2 * (p >> 3) + h));
           if ((b >> p) & 1u)
             sh.cand[ab++] = bits_f32(e);
-          else if (fits)
+          else if (aa < uint32_t(kClusterCand))  // never where the list is over (aa starts at kClusterCand)
             sh.cand[aa++] = bits_f32(e);
         }
       }
