@@ -66,7 +66,9 @@ __device__ __forceinline__ uint64_t near_code(uint32_t b) { return b < kNibBins 
 // thread's quads tid + u NT (elements 4 (tid + u NT) .. + 3), U of them loaded a trip before any is weighed, element j
 // of quad u being bit 4 u + j (near_element); zs 16-byte aligned (gsl_slice; a last partial quad read by elements).
 // NIB (the global-slice forms' LEAN pass, MLOPS_SAMPLE_GSL_NIBBLES): each element's near code in nib (wide_top_p's
-// comment), a word a trip, the tail's quads in one more word.
+// comment), a word a trip, the tail's quads in one more word, and no mask (near, near2 stay 0): the trip's compare and
+// select an element, the or a trip and 4 live registers less in the hottest loop; where the crossing lies past the
+// codes' 15 bins (flat rows at high T), the list comes from a pass over the slice (build_candidates_staged).
 template <int C, int NT, int W = 1, int U = 0, bool NIB = false>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
@@ -109,7 +111,8 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   // its weight wj added into the bin's words
   auto near_add = [&](uint32_t b, uint32_t wj, int bit, int j) {
 #if MLOPS_SAMPLE_NEAR_MASK
-    if (W == 1 || bit < 64)
+    if (NIB) {  // no mask: the codes list (or the slice, past them)
+    } else if (W == 1 || bit < 64)
       near |= 1ull << ((bit + j) & 63);
     else
       near2 |= 1ull << ((bit + j) & 63);
@@ -143,7 +146,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       for (int j = 0; j < 4; ++j) {
         s += w[j];
         const bool in = x[j] >= xlo;
-        tm |= in ? 1u << (k0 + j) : 0u;
+        if constexpr (!NIB) tm |= in ? 1u << (k0 + j) : 0u;
         if constexpr (NIB) {
           if (in) {
             const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
@@ -177,7 +180,8 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       if constexpr (NIB) nib[(bit >> 4) * NT + tid] = tn;  // bit: a multiple of 16
 #if MLOPS_SAMPLE_NEAR_MASK
       static_assert(4 * U <= 16, "a trip's bits in one 16-bit step of a word");
-      if (W == 1 || bit < 64)
+      if (NIB) {  // no mask (near_add's comment)
+      } else if (W == 1 || bit < 64)
         near |= uint64_t(tm) << (bit & 63);
       else
         near2 |= uint64_t(tm) << (bit & 63);
@@ -576,7 +580,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
     head = list_nib<NT>(nib, n, bc, sh);
     use_cand = sh.cand_n <= uint32_t(kClusterCand);  // list_nib's last barrier is after its write
   } else {
-    if (by_mask) {
+    if (by_mask && !NIB) {  // NIB keeps no mask: a crossing past the codes lists from the slice below
       constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
       list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
     } else if constexpr (TP) {
