@@ -12,7 +12,8 @@
 # TESTS (optional): the GPU test files the shards run, test_vocab_sampler_gpu.py unless set (session 42).
 # Session 42's prepared call (not run: no machine lent): CARRY=.carry/s42a PROBE_B="64 1" NCU=0 BATCHES=1,8,48,64
 # SANK=tp3g END=540 TESTS="packages/vocab/tests/test_vocab_sampler_gpu.py packages/vocab/tests/test_vocab_gpu.py"
-# (before/ 33da4dc's wheel and probe, the default's kernels; new/ 119da1f's, the near codes on: docs/vocab.md "Session 42").
+# (before/ 33da4dc's wheel and probe, the default's kernels; new/ f413c72's with -DMLOPS_SAMPLE_GSL_NIBBLES=1, the near
+# codes on: docs/vocab.md "Session 42").
 # Run 209 (session 41, the wide rounds' bins a copy a warp, 2267461): CARRY=.carry/s41i PROBE_B="1 64" NCU=0
 # BATCHES=1,8,32,48,64 SANK="tp3g or wide" (before/ the same 6405a57 wheel, new/ 2267461's; stp_before the row-marks
 # probe at the kernels before, stp_new at 2267461).
