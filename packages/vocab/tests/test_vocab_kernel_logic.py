@@ -87,8 +87,8 @@ def test_sampler_near_codes_on_host_equal_host_emulation(tmp_path):
     prepared, off by default until a GPU run times it): the same runner with it on. Two rows of V = 40 000 exercise its
     edges (a CTA's list over kClusterCand with the crossing bin's entries fitting; a crossing 15 near bins down, past
     the codes): an element's code off by one element of its word (98 failures), one near bin's code wrong (18), the
-    tail's word dropped (94), the over-full list's bin entries not written while their count is returned (8) and codes
-    served past their 15 bins (16) are caught."""
+    tail's word dropped (94), the over-full list's bin entries not written while their count is returned (8), codes
+    served past their 15 bins (16) and the slice's listing past them dropped (24) are caught."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613, ("MLOPS_SAMPLE_GSL_NIBBLES=1",))
 
 
