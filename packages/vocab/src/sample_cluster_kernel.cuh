@@ -61,6 +61,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
   static_assert(!GSL || (TK && STAGE), "the global-slice forms are tk forms");
   static_assert(kWideBins == 256 * kRep, "a wide histogram takes the hlo / hhi words");
+  static_assert(!MLOPS_SAMPLE_PENALTY_TABLE || (kPenaltySlots <= kClusterCand && kPenaltySlots <= 256 * kRep),
+                "the penalty table's keys in cand, its counts in hlo");
 #if defined(MLOPS_CUDA_ON_HOST)
   ClusterShared<NT>& sh = host_block_shared<ClusterShared<NT>>();
 #else
@@ -108,8 +110,48 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // each history token into the zeroed workspace, the cluster barrier (global writes of the
   // cluster's CTAs are visible after it), the one thread that takes a token's count back to zero
   // applies the penalty once, the barrier again
+  // MLOPS_SAMPLE_PENALTY_TABLE (session 42, prepared, off until a GPU run times it): a history of at most
+  // kPenaltyTableMax tokens is counted in shared memory instead, each CTA the tokens of its own slice (a hash table of
+  // kPenaltySlots keys in cand and counts in hlo, neither used before the staging), and each counted token penalized
+  // once by its CTA: no global atomics, no workspace, no cluster barrier (every read of a CTA's slice before the next
+  // cluster barrier is its own, which a block barrier orders). The B = 64 probe put ~2.6 us of a penalties + top-p row
+  // here (GPU run 212, cluster2_tp3g: 3.0 against 0.4 without penalties: an atomic round trip, a logit's read and two
+  // cluster barriers); the same counts, the same penalized logits.
   const int64_t hn = history_length(p, row);
-  if (hn > 0 && p.penalty_counts && config_has_penalty(cfg)) {
+  if (MLOPS_SAMPLE_PENALTY_TABLE && hn > 0 && hn <= kPenaltyTableMax && p.penalty_counts && config_has_penalty(cfg)) {
+    const int32_t* h = p.history + row * p.history_stride;
+    uint32_t* keys = reinterpret_cast<uint32_t*>(sh.cand);
+    uint32_t* cnt = sh.hlo;
+    for (int i = tid; i < kPenaltySlots; i += NT) {
+      keys[i] = ~0u;
+      cnt[i] = 0;
+    }
+    __syncthreads();
+    for (int64_t i = tid; i < hn; i += NT) {
+      const int32_t t = h[i];
+      if (t < v0 || t >= v1) continue;  // another CTA's token, or none (v0 >= 0, v1 <= V)
+      // linear probing from a mixed hash (a multiplicative one alone spreads the runner's evenly spaced tokens
+      // without a collision, so its probing would go unchecked)
+      uint32_t at = uint32_t(t) * 0x9e3779b1u;
+      at ^= at >> 15;
+      at = (at * 0x85ebca6bu) >> (32 - kPenaltySlotBits);
+      for (;;) {
+        const uint32_t k = atomicCAS(&keys[at], ~0u, uint32_t(t));
+        if (k == ~0u || k == uint32_t(t)) break;
+        at = (at + 1u) & uint32_t(kPenaltySlots - 1);
+      }
+      atomicAdd(&cnt[at], 1u);
+    }
+    __syncthreads();
+    for (int i = tid; i < kPenaltySlots; i += NT) {
+      const uint32_t t = keys[i];
+      if (t != ~0u) {
+        float* zt = p.logits + row * p.logits_stride + t;
+        *zt = penalize(*zt, int32_t(cnt[i]), cfg);
+      }
+    }
+    __syncthreads();  // the penalized logits before this CTA's reads of its slice; cand / hlo free again
+  } else if (hn > 0 && p.penalty_counts && config_has_penalty(cfg)) {
     const int32_t* h = p.history + row * p.history_stride;
     int32_t* counts = p.penalty_counts + row * V;
     for (int64_t i = int64_t(rank) * NT + tid; i < hn; i += int64_t(C) * NT) {

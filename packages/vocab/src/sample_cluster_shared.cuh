@@ -36,6 +36,17 @@ constexpr int64_t kGslMaxSlice = 2048 * 64;
 #define MLOPS_SAMPLE_GSL_NIBBLES 0
 #endif
 MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) / 4 + NT - 1) / NT + 3) / 4; }
+// The penalties' shared-memory count (session 42, MLOPS_SAMPLE_PENALTY_TABLE, sample_cluster_kernel.cuh): a table of
+// kPenaltySlots token keys (in cand) and counts (in hlo) for histories of at most kPenaltyTableMax tokens (3/4 full at
+// most, where every token is distinct and in one CTA's slice); longer ones take the global workspace.
+#ifndef MLOPS_SAMPLE_PENALTY_TABLE
+#define MLOPS_SAMPLE_PENALTY_TABLE 0
+#endif
+#ifndef MLOPS_SAMPLE_PENALTY_SLOT_BITS  // 11; the runner's test of the table also builds 7 (collisions, probing)
+#define MLOPS_SAMPLE_PENALTY_SLOT_BITS 11
+#endif
+constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
+constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
 // A phase timeline for bench/sample_timeline_probe.cu, which defines MLOPS_SAMPLE_TIMELINE before including
 // sample_cluster_kernel.cuh: thread 0 of each CTA of row 0 stores %clock64 at the numbered points of sample_cluster_kernel

@@ -79,24 +79,30 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     rows of the bench's vocabulary whose ~76 000 equal weights in one global-slice CTA's wide bin wrapped the 32-bit
     sums of their 16-bit halves (the full round's bins, the near pass's): the global-slice forms' tokens differed from
     the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841)
 
 
-def test_sampler_near_codes_on_host_equal_host_emulation(tmp_path):
-    """The global-slice forms listing from the near pass's codes (session 42: list_nib, MLOPS_SAMPLE_GSL_NIBBLES,
-    prepared, off by default until a GPU run times it): the same runner with it on. Two rows of V = 40 000 exercise its
-    edges (a CTA's list over kClusterCand with the crossing bin's entries fitting; a crossing 15 near bins down, past
-    the codes): an element's code off by one element of its word (98 failures), one near bin's code wrong (18), the
-    tail's word dropped (94), the over-full list's bin entries not written while their count is returned (8), codes
-    served past their 15 bins (16) and the slice's listing past them dropped (24) are caught."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613, ("MLOPS_SAMPLE_GSL_NIBBLES=1",))
+def test_sampler_prepared_forms_on_host_equal_host_emulation(tmp_path):
+    """Session 42's two prepared forms (off by default until a GPU run times them), on together:
+    - the global-slice forms listing from the near pass's codes (list_nib, MLOPS_SAMPLE_GSL_NIBBLES). Two rows of V =
+      40 000 exercise its edges (a CTA's list over kClusterCand with the crossing bin's entries fitting; a crossing 15
+      near bins down, past the codes): an element's code off by one element of its word (98 failures), one near bin's
+      code wrong (18), the tail's word dropped (94), the over-full list's bin entries not written while their count is
+      returned (8), codes served past their 15 bins (16) and the slice's listing past them dropped (24) are caught;
+    - the penalties counted in a shared-memory table (MLOPS_SAMPLE_PENALTY_TABLE), here of 128 slots
+      (MLOPS_SAMPLE_PENALTY_SLOT_BITS=7, so that tokens collide and probe; 2 048 by default). The history repeats
+      tokens and a row has a frequency penalty: a count kept at 1 (32 failures), every CTA counting every token (208),
+      a collision counted into the other token's slot (96) and the block barrier after the penalized writes dropped
+      (69) are caught."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+                   ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     """The forms before session 37's list_near and bin_first (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_NEAR_MASK,
     MLOPS_SAMPLE_BIN_FIRST, on by default since GPU run 202): the same runner with both off, so the timeline probes'
     "old" side (built with -D...=0) stays checked."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0"))
 
 
@@ -109,6 +115,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6613,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

@@ -167,9 +167,9 @@ static void check_lean_weight_of_u() {
 int main() {
   check_lean_weight_of_u();
   const mlops_sample_config base = {1.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0};
-  auto cfg = [&](float t, int k, float p, float mp, float rep = 1.0f) {
+  auto cfg = [&](float t, int k, float p, float mp, float rep = 1.0f, float freq = 0.0f) {
     mlops_sample_config c = base;
-    c.temperature = t; c.top_k = k; c.top_p = p; c.min_p = mp; c.repetition_penalty = rep;
+    c.temperature = t; c.top_k = k; c.top_p = p; c.min_p = mp; c.repetition_penalty = rep; c.frequency_penalty = freq;
     return c;
   };
   const Case cases[] = {
@@ -183,6 +183,8 @@ int main() {
       {"min_p below the exp bound's floor", 3, 5000, cfg(0.7f, 0, 1.0f, 5e-7f), 3.0f, false, false},
       {"min_p hot", 2, 5000, cfg(3.0f, 0, 1.0f, 0.3f), 1.0f, false, false},
       {"all + penalties", 3, 5000, cfg(0.9f, 300, 0.9f, 0.01f, 1.3f), 3.0f, true, false},
+      // session 42: a frequency penalty, so that a token's count (2 where the history repeats it) changes its logit
+      {"top_p + repetition and frequency penalties", 2, 5000, cfg(0.9f, 0, 0.9f, 0.0f, 1.2f, 0.7f), 3.0f, true, false},
       {"NaN / inf / -inf rows", 4, 700, cfg(1.0f, 0, 0.9f, 0.0f), 3.0f, false, true},
       {"one token", 2, 1, cfg(1.0f, 0, 0.5f, 0.0f), 3.0f, false, false},
       {"ties", 3, 2100, cfg(1.0f, 7, 1.0f, 0.0f), 0.0f, false, false},
@@ -263,7 +265,8 @@ int main() {
     std::vector<int32_t> hist(size_t(c.B * L)), hlen(size_t(c.B));
     for (int64_t r = 0; r < c.B; ++r) {
       hlen[r] = int32_t(r == 1 ? 0 : L - r);
-      for (int64_t i = 0; i < L; ++i) hist[r * L + i] = int32_t((i * 37 + r * 11) % (c.V + 3)) - 1;  // repeats, -1, >= V
+      // -1, >= V, and (session 42) repeats: entries i and i + 40 name one token (counts of 2 for the penalties)
+      for (int64_t i = 0; i < L; ++i) hist[r * L + i] = int32_t(((i % 40) * 37 + r * 11) % (c.V + 3)) - 1;
     }
     // t256, t1024, split, cluster 4 x 256, cluster 3 x 256, the staged (slice in shared memory)
     // clusters 4 x 256 and 3 x 256, the staged early-stop form, the lean form, the gather form and

@@ -181,6 +181,11 @@ static inline int atomicOr(int* p, int v) {
   *p = old | v;
   return old;
 }
+static inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned v) {
+  const unsigned old = *p;
+  if (old == cmp) *p = v;
+  return old;
+}
 static inline int atomicExch(int* p, int v) {
   const int old = *p;
   *p = v;
