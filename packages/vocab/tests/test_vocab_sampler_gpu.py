@@ -85,6 +85,31 @@ def test_cluster_per_row_configs_specials_and_penalties(variant):
     assert_bits_equal(zg, zc, f"penalized logits {variant}")  # NaN where the row had one
 
 
+@pytest.mark.parametrize("variant", CLUSTER)
+def test_cluster_penalties_of_repeating_short_and_long_histories_sanitizer_subset(variant):
+    """Histories that repeat tokens (each drawn from 300 of the vocabulary, so most appear several times) with a
+    frequency penalty, whose count changes the logit: 1 000 tokens, which the prepared shared-memory count takes
+    (MLOPS_SAMPLE_PENALTY_TABLE: at most 1 536), and 3 000, which stay on the global workspace; the host's tokens,
+    log-probabilities and penalized logits, the workspace back to zero (the next call's counts start from it)."""
+    B, V = 3, 50000
+    z = randn((B, V), torch.float32, 29, scale=2.5)
+    cfg = dict(temperature=0.8, top_p=0.9, repetition_penalty=1.2, presence_penalty=0.3, frequency_penalty=0.4)
+    gen = torch.Generator().manual_seed(11)
+    pool = torch.randint(0, V, (300,), generator=gen, dtype=torch.int32)
+    hist = pool[torch.randint(0, 300, (B, 3000), generator=gen)]
+    hist[:, ::97] = -1  # not a token: skipped
+    hlen = torch.tensor([1000, 3000, 0], dtype=torch.int32)
+    sc = mv.Sampler(B, V, device="cpu", seed=4, **cfg)
+    sg = mv.Sampler(B, V, device="cuda", seed=4, variant=variant, **cfg)
+    zc, zg = z.clone(), z.cuda()
+    for _ in range(2):
+        c = sc(zc, history=hist, history_len=hlen, logprobs=True)
+        g = sg(zg, history=hist.cuda(), history_len=hlen.cuda(), logprobs=True)
+        assert torch.equal(g.tokens.cpu(), c.tokens), variant
+        torch.testing.assert_close(g.logprobs.cpu(), c.logprobs, atol=1e-6, rtol=0)
+    assert_bits_equal(zg, zc, f"penalized logits {variant}")
+
+
 @pytest.mark.parametrize("mode", ["greedy", "top_k50", "all", "top_p"])
 @pytest.mark.parametrize("variant", CLUSTER)
 def test_cluster_with_lm_head_stats(mode, variant):
