@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // each history token into the zeroed workspace, the cluster barrier (global writes of the
   // cluster's CTAs are visible after it), the one thread that takes a token's count back to zero
   // applies the penalty once, the barrier again
-  // MLOPS_SAMPLE_PENALTY_TABLE (session 42, prepared, off until a GPU run times it): a history of at most
+  // MLOPS_SAMPLE_PENALTY_TABLE (session 42, on since GPU run 213: sample_cluster_shared.cuh): a history of at most
   // kPenaltyTableMax tokens is counted in shared memory instead, each CTA the tokens of its own slice (a hash table of
   // kPenaltySlots keys in cand and counts in hlo, neither used before the staging), and each counted token penalized
   // once by its CTA: no global atomics, no workspace, no cluster barrier (every read of a CTA's slice before the next

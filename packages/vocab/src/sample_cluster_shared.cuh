@@ -38,9 +38,12 @@ constexpr int64_t kGslMaxSlice = 2048 * 64;
 MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) / 4 + NT - 1) / NT + 3) / 4; }
 // The penalties' shared-memory count (session 42, MLOPS_SAMPLE_PENALTY_TABLE, sample_cluster_kernel.cuh): a table of
 // kPenaltySlots token keys (in cand) and counts (in hlo) for histories of at most kPenaltyTableMax tokens (3/4 full at
-// most, where every token is distinct and in one CTA's slice); longer ones take the global workspace.
+// most, where every token is distinct and in one CTA's slice); longer ones take the global workspace. On by default
+// since GPU run 213 (an H100, with the near codes on beside it; docs/vocab.md "Session 42"): the B = 64 probe's
+// penalties phase 2.84 -> 1.99 us, the bench's B = 64 penalties + top-p 61.50 -> 56.78 us (61.92 with the codes alone),
+// B = 48 58.46 -> 53.55, B = 8 32.82 -> 31.62, B = 1 24.43 -> 22.98; -D...=0 builds the global count everywhere.
 #ifndef MLOPS_SAMPLE_PENALTY_TABLE
-#define MLOPS_SAMPLE_PENALTY_TABLE 0
+#define MLOPS_SAMPLE_PENALTY_TABLE 1
 #endif
 #ifndef MLOPS_SAMPLE_PENALTY_SLOT_BITS  // 11; the runner's test of the table also builds 7 (collisions, probing)
 #define MLOPS_SAMPLE_PENALTY_SLOT_BITS 11
