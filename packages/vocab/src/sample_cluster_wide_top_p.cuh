@@ -463,11 +463,9 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // from the max's, and the bins above it), the crossing bin's first: the set and split of list_near and bin_first,
 // without their reads of the slice. Those are one scattered global load a near element (list_near) and a listed one
 // (bin_first): on the B = 64 top-p rows with ~12 % of their elements near, ~9.4 of a ~54 us row (GPU run 210; list_near
-// with 4 loads in flight no faster). Here a thread counts its words' listed codes (1 <= c <= bc + 1, visiting the
-// non-zero nibbles alone), an exclusive scan places each thread's entries (bin entries at [0, nbin), the others after
-// them, each in thread order), and the thread visits them again to write them. bc < kNibBins. GPU run 213 (an H100):
-// a first form that tested every nibble of every word (SWAR on byte lanes, 64-bit) took ~6 us on every row, issue-bound
-// (ncu run 214: its two windows ~6 % of the launch's samples).
+// with 4 loads in flight no faster). Here a thread counts its words' listed codes (bytes of even, then odd nibbles:
+// bit 7 of a byte lane where 1 <= c <= bc + 1, and where c = bc + 1), an exclusive scan places each thread's entries
+// (bin entries at [0, nbin), the others after them, each in thread order), and the thread writes them. bc < kNibBins.
 // Where the whole list is over kClusterCand (cand_n says so: no draw over it) and the bin's entries fit, they are
 // written all the same and their count returned, so that the gather (of those alone) and the rounds on it go on: where
 // bin_first returns the count over kClusterCand, the gather fails and the rounds go on over the slices (on the bench's
@@ -475,20 +473,29 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // neither fits. Every thread calls it.
 template <int NT>
 __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterShared<NT>& sh) {
-  constexpr uint64_t kNib1 = 0x1111111111111111ull;
+  constexpr uint64_t kLo = 0x0f0f0f0f0f0f0f0full, kOne = 0x0101010101010101ull, kTop = 0x8080808080808080ull;
   const int tid = threadIdx.x;
   const int nq = (n + 3) >> 2;
   const int nw = tid < nq ? ((nq - 1 - tid) / NT + 4) >> 2 : 0;  // this thread's words: its quads in fours
-  const uint32_t cmax = bc + 1u;  // codes 1 .. cmax listed, cmax the crossing bin's
-  // bit 4 k of the result where word v's nibble k is not 0: a near element (a thread's few, visited one by one)
-  auto near_bits = [](uint64_t v) { return (v | v >> 1 | v >> 2 | v >> 3) & kNib1; };
+  // half h (the even or odd nibbles) of word v, its codes c (0 .. 15) in byte lanes: bit 7 of a lane in `listed`
+  // where 1 <= c <= bc + 1, in `in_bin` where c = bc + 1 (c + 127 reaches bit 7 where c >= 1, c + 128 - t where c >= t;
+  // no carry leaves a lane)
+  auto marks = [&](uint64_t v, int h, uint64_t& listed, uint64_t& in_bin) {
+    v = (v >> (4 * h)) & kLo;
+    const uint64_t ge1 = (v + 0x7f * kOne) & kTop;
+    const uint64_t geb = (v + (128u - (bc + 1u)) * kOne) & kTop;
+    const uint64_t gea = (v + (128u - (bc + 2u)) * kOne) & kTop;
+    listed = ge1 & ~gea;
+    in_bin = geb & ~gea;
+  };
   uint32_t cb = 0, cl = 0;
   for (int w = 0; w < nw; ++w) {
-    const uint64_t v = nib[w * NT + tid];
-    for (uint64_t nz = near_bits(v); nz; nz &= nz - 1) {
-      const uint32_t c = uint32_t(v >> (__ffsll((long long)nz) - 1)) & 15u;
-      cb += c == cmax;
-      cl += c <= cmax;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint64_t l, b;
+      marks(nib[w * NT + tid], h, l, b);
+      cb += uint32_t(__popcll(b));
+      cl += uint32_t(__popcll(l));
     }
   }
   const uint64_t off = block_excl_scan<NT>(uint64_t(cb) | uint64_t(cl - cb) << 32, sh);  // its barriers
@@ -500,16 +507,18 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
     // spill stores on cluster2_tp3g, ptxas 13.0)
     uint32_t ab = uint32_t(off), aa = fits ? nbin + uint32_t(off >> 32) : uint32_t(kClusterCand);
     for (int w = 0; w < nw; ++w) {
-      const uint64_t v = nib[w * NT + tid];
-      for (uint64_t nz = near_bits(v); nz; nz &= nz - 1) {
-        const int p = __ffsll((long long)nz) - 1;  // 4 k: nibble k of the word
-        const uint32_t c = uint32_t(v >> p) & 15u;
-        if (c > cmax) continue;
-        const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + (p >> 2)));
-        if (c == cmax)
-          sh.cand[ab++] = bits_f32(e);
-        else if (aa < uint32_t(kClusterCand))  // never where the list is over (aa starts at kClusterCand)
-          sh.cand[aa++] = bits_f32(e);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint64_t l, b;
+        marks(nib[w * NT + tid], h, l, b);
+        for (; l; l &= l - 1) {
+          const int p = __ffsll((long long)l) - 1;  // bit 7 of byte p >> 3: nibble 2 (p >> 3) + h of the word
+          const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + 2 * (p >> 3) + h));
+          if ((b >> p) & 1u)
+            sh.cand[ab++] = bits_f32(e);
+          else if (aa < uint32_t(kClusterCand))  // never where the list is over (aa starts at kClusterCand)
+            sh.cand[aa++] = bits_f32(e);
+        }
       }
     }
   }
