@@ -466,6 +466,11 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // with 4 loads in flight no faster). Here a thread counts its words' listed codes (bytes of even, then odd nibbles:
 // bit 7 of a byte lane where 1 <= c <= bc + 1, and where c = bc + 1), an exclusive scan places each thread's entries
 // (bin entries at [0, nbin), the others after them, each in thread order), and the thread writes them. bc < kNibBins.
+// GPU runs 213 - 215 (an H100, the codes on): this listing takes ~4 - 7 us a B = 64 top-p row, issue-bound (ncu run
+// 214: its SWAR windows ~6 % of the launch's samples; ~700 warp instructions a warp at ~2 a cycle an SM), against
+// list_near's 2.5 - 9.4; visiting each thread's non-zero nibbles instead (ed8cf90, run 215) was slower on the rows with
+// ~12 % near (9.7 us: a warp's trips are its lanes' most near elements) and was reverted. Left: fewer instructions a
+// word (nibble-wise SWAR, the listed marks kept for the write pass).
 // Where the whole list is over kClusterCand (cand_n says so: no draw over it) and the bin's entries fit, they are
 // written all the same and their count returned, so that the gather (of those alone) and the rounds on it go on: where
 // bin_first returns the count over kClusterCand, the gather fails and the rounds go on over the slices (on the bench's
