@@ -463,45 +463,43 @@ __device__ uint32_t bin_first(const float* zs, uint32_t hi, ClusterShared<NT>& s
 // from the max's, and the bins above it), the crossing bin's first: the set and split of list_near and bin_first,
 // without their reads of the slice. Those are one scattered global load a near element (list_near) and a listed one
 // (bin_first): on the B = 64 top-p rows with ~12 % of their elements near, ~9.4 of a ~54 us row (GPU run 210; list_near
-// with 4 loads in flight no faster). Here a thread counts its words' listed codes (bytes of even, then odd nibbles:
-// bit 7 of a byte lane where 1 <= c <= bc + 1, and where c = bc + 1), an exclusive scan places each thread's entries
-// (bin entries at [0, nbin), the others after them, each in thread order), and the thread writes them. bc < kNibBins.
+// with 4 loads in flight no faster). Here a thread counts its words' listed codes (1 <= c <= bc + 1, and c = bc + 1,
+// nibble-wise), an exclusive scan places each thread's entries (bin entries at [0, nbin), the others after them, each
+// in thread order), and the thread writes them. bc < kNibBins. The first form tested the codes as byte lanes of the
+// even and odd nibbles, twice (count, then write).
 // GPU runs 213 - 215 (an H100, the codes on): this listing takes ~4 - 7 us a B = 64 top-p row, issue-bound (ncu run
 // 214: its SWAR windows ~6 % of the launch's samples; ~700 warp instructions a warp at ~2 a cycle an SM), against
 // list_near's 2.5 - 9.4; visiting each thread's non-zero nibbles instead (ed8cf90, run 215) was slower on the rows with
-// ~12 % near (9.7 us: a warp's trips are its lanes' most near elements) and was reverted. Left: fewer instructions a
-// word (nibble-wise SWAR, the listed marks kept for the write pass).
+// ~12 % near (9.7 us: a warp's trips are its lanes' most near elements) and was reverted. Since: the tests nibble-wise
+// (one carry chain of 3-bit sums, ~half the operations of the byte lanes of both halves), once, the marks kept in the
+// word's place for the write pass, which visits the listed elements alone.
 // Where the whole list is over kClusterCand (cand_n says so: no draw over it) and the bin's entries fit, they are
 // written all the same and their count returned, so that the gather (of those alone) and the rounds on it go on: where
 // bin_first returns the count over kClusterCand, the gather fails and the rounds go on over the slices (on the bench's
 // B = 64 top-p rows with ~5 % of their elements near or more). Returns the crossing bin's count, or the list's where
 // neither fits. Every thread calls it.
 template <int NT>
-__device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterShared<NT>& sh) {
-  constexpr uint64_t kLo = 0x0f0f0f0f0f0f0f0full, kOne = 0x0101010101010101ull, kTop = 0x8080808080808080ull;
+__device__ uint32_t list_nib(uint64_t* nib, int n, uint32_t bc, ClusterShared<NT>& sh) {
+  constexpr uint64_t k1 = 0x1111111111111111ull, k7 = 0x7777777777777777ull, k8 = 0x8888888888888888ull;
   const int tid = threadIdx.x;
   const int nq = (n + 3) >> 2;
   const int nw = tid < nq ? ((nq - 1 - tid) / NT + 4) >> 2 : 0;  // this thread's words: its quads in fours
-  // half h (the even or odd nibbles) of word v, its codes c (0 .. 15) in byte lanes: bit 7 of a lane in `listed`
-  // where 1 <= c <= bc + 1, in `in_bin` where c = bc + 1 (c + 127 reaches bit 7 where c >= 1, c + 128 - t where c >= t;
-  // no carry leaves a lane)
-  auto marks = [&](uint64_t v, int h, uint64_t& listed, uint64_t& in_bin) {
-    v = (v >> (4 * h)) & kLo;
-    const uint64_t ge1 = (v + 0x7f * kOne) & kTop;
-    const uint64_t geb = (v + (128u - (bc + 1u)) * kOne) & kTop;
-    const uint64_t gea = (v + (128u - (bc + 2u)) * kOne) & kTop;
-    listed = ge1 & ~gea;
-    in_bin = geb & ~gea;
-  };
+  const uint32_t cmax = bc + 1u;                                // codes 1 .. cmax listed, cmax the crossing bin's
+  const uint64_t tq = uint64_t(15u - cmax) * k1, cq = uint64_t(cmax) * k1;
+  // bit 4 k where nibble k of x is not 0
+  auto nonzero = [&](uint64_t x) { return (x | x >> 1 | x >> 2 | x >> 3) & k1; };
+  // each word's marks, nibble-wise (no carry leaves a nibble): bit 4 k where its code c is listed (c != 0 and
+  // c + 15 - cmax < 16, the carry out of the nibble's sum taken from its low 3 bits' sum and the top bits), bit 4 k + 1
+  // where c = cmax; kept in the word's place for the write pass (the codes are dead after this)
   uint32_t cb = 0, cl = 0;
   for (int w = 0; w < nw; ++w) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      uint64_t l, b;
-      marks(nib[w * NT + tid], h, l, b);
-      cb += uint32_t(__popcll(b));
-      cl += uint32_t(__popcll(l));
-    }
+    const uint64_t v = nib[w * NT + tid];
+    const uint64_t lo = (v & k7) + (tq & k7);
+    const uint64_t gt = ((v & tq) | ((v | tq) & lo)) & k8;  // the nibble's carry out: c > cmax
+    const uint64_t listed = nonzero(v) & ~(gt >> 3), in_bin = ~nonzero(v ^ cq) & k1;
+    cl += uint32_t(__popcll(listed));
+    cb += uint32_t(__popcll(in_bin));
+    nib[w * NT + tid] = listed | in_bin << 1;
   }
   const uint64_t off = block_excl_scan<NT>(uint64_t(cb) | uint64_t(cl - cb) << 32, sh);  // its barriers
   const uint64_t tot = sh.red[NT / 32 - 1];  // block_excl_scan's inclusive scan of the warps: the totals
@@ -512,18 +510,14 @@ __device__ uint32_t list_nib(const uint64_t* nib, int n, uint32_t bc, ClusterSha
     // spill stores on cluster2_tp3g, ptxas 13.0)
     uint32_t ab = uint32_t(off), aa = fits ? nbin + uint32_t(off >> 32) : uint32_t(kClusterCand);
     for (int w = 0; w < nw; ++w) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint64_t l, b;
-        marks(nib[w * NT + tid], h, l, b);
-        for (; l; l &= l - 1) {
-          const int p = __ffsll((long long)l) - 1;  // bit 7 of byte p >> 3: nibble 2 (p >> 3) + h of the word
-          const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + 2 * (p >> 3) + h));
-          if ((b >> p) & 1u)
-            sh.cand[ab++] = bits_f32(e);
-          else if (aa < uint32_t(kClusterCand))  // never where the list is over (aa starts at kClusterCand)
-            sh.cand[aa++] = bits_f32(e);
-        }
+      const uint64_t mk = nib[w * NT + tid];
+      for (uint64_t l = mk & k1; l; l &= l - 1) {
+        const int p = __ffsll((long long)l) - 1;  // 4 k: nibble k of the word
+        const uint32_t e = near_element<NT, true>(tid, uint32_t(16 * w + (p >> 2)));
+        if ((mk >> (p + 1)) & 1u)
+          sh.cand[ab++] = bits_f32(e);
+        else if (aa < uint32_t(kClusterCand))  // never where the list is over (aa starts at kClusterCand)
+          sh.cand[aa++] = bits_f32(e);
       }
     }
   }
