@@ -10,7 +10,7 @@
 # cluster2_tp3g / cluster8_tp3 named); 4. test_vocab_sampler_gpu.py whole on new (6 shards) and the tp3g sanitizer
 # subset, to END s (560 unless set). Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s41h.sh`: the shell logic.
 # TESTS (optional): the GPU test files the shards run, test_vocab_sampler_gpu.py unless set (session 42).
-# Session 42's prepared two-sided call (not run: no machine lent; s41j.sh with .carry/s42b adds a third side):
+# Session 42's prepared two-sided call (never run: s41j.sh with .carry/s42b, a third side, ran instead as run 213):
 # CARRY=.carry/s42a PROBE_B="64 1" NCU=0 BATCHES=1,8,48,64 SANK=tp3g END=540
 # TESTS="packages/vocab/tests/test_vocab_sampler_gpu.py packages/vocab/tests/test_vocab_gpu.py"
 # (before/ 33da4dc's wheel and probe, the default's kernels; new/ f413c72's with -DMLOPS_SAMPLE_GSL_NIBBLES=1, the near

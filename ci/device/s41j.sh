@@ -8,10 +8,10 @@
 # 1. the probes at B = 64 and 1, two rounds; 2. the bench (B = 1, 8, 48, 64; the five modes) before / new / newk twice;
 # 3. test_vocab_sampler_gpu.py whole on newk (6 shards) and the sanitizers on its tp3g / wide subset, to END s.
 # Results in $OUT/v.tgz; `DRY=1 OUT=/tmp/x bash ci/device/s41j.sh`: the shell logic.
-# Session 42's prepared call (not run: no machine lent): CARRY=.carry/s42b
-# TESTS="packages/vocab/tests/test_vocab_sampler_gpu.py packages/vocab/tests/test_vocab_gpu.py" bash ci/device/s41j.sh: before/ 33da4dc (the default's kernels), new/ f413c72
-# with -DMLOPS_SAMPLE_GSL_NIBBLES=1 (the near codes), newk/ 7ff78aa with the codes and -DMLOPS_SAMPLE_PENALTY_TABLE=1
-# (docs/vocab.md "Session 42"; run 213), then .carry/s42c (run 215) and .carry/s42d (before 44f6e56's default, new 7ff78aa,
+# Session 42, run 213: CARRY=.carry/s42b TESTS="packages/vocab/tests/test_vocab_sampler_gpu.py
+# packages/vocab/tests/test_vocab_gpu.py" bash ci/device/s41j.sh (before/ 33da4dc, the default's kernels; new/ f413c72
+# with -DMLOPS_SAMPLE_GSL_NIBBLES=1, the near codes; newk/ 7ff78aa with the codes and -DMLOPS_SAMPLE_PENALTY_TABLE=1;
+# docs/vocab.md "Session 42"); run 215 with .carry/s42c; not run yet: .carry/s42d (before 44f6e56's default, new 7ff78aa,
 # newk 44f6e56 with the codes: the nibble-wise listing). TESTS (optional): the test files of the shards,
 # test_vocab_sampler_gpu.py unless set.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system

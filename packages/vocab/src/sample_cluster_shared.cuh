@@ -29,9 +29,10 @@ constexpr int64_t kGslMaxSlice = 2048 * 64;
 // The global-slice forms' near codes (session 42, MLOPS_SAMPLE_GSL_NIBBLES, sample_cluster_wide_top_p.cuh): a nibble an
 // element of the slice, 16 a 64-bit word (a trip of the near pass's 4 quads), word w of thread t at w NT + t in dynamic
 // shared memory after the gathered list. The words a thread for a slice of n: its quads (tid + u NT) in fours.
-// Prepared, off (0) until a GPU run times it: no device machine was lent in session 42, and the 40 KB it adds to a
-// cluster2_tp3g CTA's shared memory (~80 KB with the static part) moves the L1 / shared carve-out, which made the max's
-// pass twice as slow in run 207 at 196 KB. The kernel-on-host runner checks it on (test_vocab_kernel_logic.py).
+// Prepared, off (0): on an H100 (GPU runs 213 - 215, docs/vocab.md "Session 42") the 40 KB it adds to a cluster2_tp3g
+// CTA (~80 KB with the static part: carve-out 64 -> 100 KB) did not slow the max's pass, and the B = 64 top-p launch
+// came out ~3 us shorter in the probe (4.6 in ncu), but list_nib's first forms cost ~4 - 7 us a row; its nibble-wise
+// form (44f6e56) is untimed. The kernel-on-host runner checks it on (test_vocab_kernel_logic.py).
 #ifndef MLOPS_SAMPLE_GSL_NIBBLES
 #define MLOPS_SAMPLE_GSL_NIBBLES 0
 #endif

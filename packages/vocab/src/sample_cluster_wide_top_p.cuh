@@ -111,11 +111,12 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   // its weight wj added into the bin's words
   auto near_add = [&](uint32_t b, uint32_t wj, int bit, int j) {
 #if MLOPS_SAMPLE_NEAR_MASK
-    if (NIB) {  // no mask: the codes list (or the slice, past them)
-    } else if (W == 1 || bit < 64)
-      near |= 1ull << ((bit + j) & 63);
-    else
-      near2 |= 1ull << ((bit + j) & 63);
+    if constexpr (!NIB) {  // NIB keeps no mask: the codes list (or the slice, past them)
+      if (W == 1 || bit < 64)
+        near |= 1ull << ((bit + j) & 63);
+      else
+        near2 |= 1ull << ((bit + j) & 63);
+    }
 #endif
     if constexpr (NIB) tail_nib |= near_code(b) << (4 * ((bit + j) & 15));
     if (wj) bin_add(b, wj);
@@ -180,11 +181,12 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
       if constexpr (NIB) nib[(bit >> 4) * NT + tid] = tn;  // bit: a multiple of 16
 #if MLOPS_SAMPLE_NEAR_MASK
       static_assert(4 * U <= 16, "a trip's bits in one 16-bit step of a word");
-      if (NIB) {  // no mask (near_add's comment)
-      } else if (W == 1 || bit < 64)
-        near |= uint64_t(tm) << (bit & 63);
-      else
-        near2 |= uint64_t(tm) << (bit & 63);
+      if constexpr (!NIB) {  // no mask with the codes (near_add's comment)
+        if (W == 1 || bit < 64)
+          near |= uint64_t(tm) << (bit & 63);
+        else
+          near2 |= uint64_t(tm) << (bit & 63);
+      }
 #endif
     }
     const int tail = bit;  // NIB: the tail's word, bit >> 4
