@@ -122,6 +122,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     const int32_t* h = p.history + row * p.history_stride;
     uint32_t* keys = reinterpret_cast<uint32_t*>(sh.cand);
     uint32_t* cnt = sh.hlo;
+    uint32_t* val = sh.hhi;  // PENALTY_PREFETCH: the key's logit, stored by the thread that inserted the key
     for (int i = tid; i < kPenaltySlots; i += NT) {
       keys[i] = ~0u;
       cnt[i] = 0;
@@ -130,6 +131,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     for (int64_t i = tid; i < hn; i += NT) {
       const int32_t t = h[i];
       if (t < v0 || t >= v1) continue;  // another CTA's token, or none (v0 >= 0, v1 <= V)
+      // PENALTY_PREFETCH: the logit's load issued before the probing, its latency under the shared atomics' (the
+      // apply pass then reads shared memory alone: no dependent global load after the barrier)
+      const float zt = MLOPS_SAMPLE_PENALTY_PREFETCH ? z[t] : 0.0f;
       // linear probing from a mixed hash (a multiplicative one alone spreads the runner's evenly spaced tokens
       // without a collision, so its probing would go unchecked)
       uint32_t at = uint32_t(t) * 0x9e3779b1u;
@@ -137,7 +141,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       at = (at * 0x85ebca6bu) >> (32 - kPenaltySlotBits);
       for (;;) {
         const uint32_t k = atomicCAS(&keys[at], ~0u, uint32_t(t));
-        if (k == ~0u || k == uint32_t(t)) break;
+        if (k == ~0u || k == uint32_t(t)) {
+          if (MLOPS_SAMPLE_PENALTY_PREFETCH && k == ~0u) val[at] = f32_bits(zt);
+          break;
+        }
         at = (at + 1u) & uint32_t(kPenaltySlots - 1);
       }
       atomicAdd(&cnt[at], 1u);
@@ -147,7 +154,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       const uint32_t t = keys[i];
       if (t != ~0u) {
         float* zt = p.logits + row * p.logits_stride + t;
-        *zt = penalize(*zt, int32_t(cnt[i]), cfg);
+        *zt = penalize(MLOPS_SAMPLE_PENALTY_PREFETCH ? bits_f32(val[i]) : *zt, int32_t(cnt[i]), cfg);
       }
     }
     __syncthreads();  // the penalized logits before this CTA's reads of its slice; cand / hlo free again

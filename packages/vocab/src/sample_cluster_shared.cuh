@@ -49,6 +49,12 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_PENALTY_SLOT_BITS  // 11; the runner's test of the table also builds 7 (collisions, probing)
 #define MLOPS_SAMPLE_PENALTY_SLOT_BITS 11
 #endif
+// The table's logits read while counting (session 43): the thread that inserts a key loads its logit (the load issued
+// before the probing) into hhi, and the apply pass reads it there: one dependent global load less after the count's
+// barrier. Prepared, off (0) until timed against the table alone.
+#ifndef MLOPS_SAMPLE_PENALTY_PREFETCH
+#define MLOPS_SAMPLE_PENALTY_PREFETCH 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
