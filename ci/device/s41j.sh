@@ -14,6 +14,8 @@
 # docs/vocab.md "Session 42"); run 215 with .carry/s42c; not run yet: .carry/s42d (before 44f6e56's default, new 7ff78aa,
 # newk 44f6e56 with the codes: the nibble-wise listing). TESTS (optional): the test files of the shards,
 # test_vocab_sampler_gpu.py unless set.
+# Session 43: .carry/s42d rebuilt with new/ = f55996a with -DMLOPS_SAMPLE_PENALTY_PREFETCH=1 (the table's
+# logits loaded while counting); NEW_K (optional): a -k expression of test_vocab_sampler_gpu.py also run on new/.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s41j-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
@@ -46,6 +48,10 @@ L=$((${END:-540} - SECONDS)); [ $L -gt 300 ] && L=300
 if [ $L -ge 100 ]; then
   fshards vocab-sampler "${TESTS:-packages/vocab/tests/test_vocab_sampler_gpu.py}" /tmp/j-newk 6 $L
   ksanitize vocab /tmp/j-newk $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and (tp3g or wide)"
+  if [ -n "$NEW_K" ]; then  # session 43: the tests -k NEW_K on new/ too, one shard, and its sanitizer subset
+    fshards vocab-new packages/vocab/tests/test_vocab_sampler_gpu.py /tmp/j-new 1 $L -k "$NEW_K"
+    ksanitize vocab-new /tmp/j-new $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and ($NEW_K)"
+  fi
 fi
 collect
 snap
