@@ -93,9 +93,12 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       (MLOPS_SAMPLE_PENALTY_SLOT_BITS=7, so that tokens collide and probe; 2 048 by default). The history repeats
       tokens and a row has a frequency penalty: a count kept at 1 (32 failures), every CTA counting every token (208),
       a collision counted into the other token's slot (96) and the block barrier after the penalized writes dropped
-      (69) are caught."""
+      (69) are caught;
+    - and session 43's logits of the table loaded while counting (MLOPS_SAMPLE_PENALTY_PREFETCH): the logit stored by
+      the thread that found the key instead of the one that inserted it is caught (144 failures)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
-                   ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7"))
+                   ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
+                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
