@@ -16,10 +16,12 @@
 # test_vocab_sampler_gpu.py unless set.
 # Session 43: .carry/s42d rebuilt with new/ = f55996a with -DMLOPS_SAMPLE_PENALTY_PREFETCH=1 (the table's
 # logits loaded while counting); NEW_K (optional): a -k expression of test_vocab_sampler_gpu.py also run on new/.
+# SIDES (optional, "before new newk" unless set: before first), TEST_SIDE (the side tested, newk unless set), SAN_K
+# (memcheck's -k, "sanitizer_subset and (tp3g or wide)" unless set) and RACE_K (racecheck's, SAN_K's unless set).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s41j-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
-C=${CARRY:-.carry/s41j} SIDES="before new newk"
+C=${CARRY:-.carry/s41j} SIDES=${SIDES:-before new newk} T=${TEST_SIDE:-newk}
 for s in $SIDES; do rm -rf /tmp/j-$s; inst "$C/$s/mlops_vocab-*.whl" /tmp/j-$s; echo "install $s rc=$? [${SECONDS}s]" >> $R/summary.txt; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
 for k in 1 2; do
@@ -38,7 +40,7 @@ for k in 1 2; do
     summ $name $?
   done
 done
-for s in new newk; do  # bench_ab.py's before / new pairs: before against each
+for s in ${SIDES#before }; do  # bench_ab.py's before / new pairs: before against each
   mkdir -p $R/ab-$s
   for k in 1 2; do ln -s ../bench-before-$k $R/ab-$s/bench-before-$k; ln -s ../bench-$s-$k $R/ab-$s/bench-new-$k; done
   python3 ci/device/bench_ab.py $R/ab-$s > $R/ab-$s.txt 2>&1
@@ -46,8 +48,10 @@ done
 snap
 L=$((${END:-540} - SECONDS)); [ $L -gt 300 ] && L=300
 if [ $L -ge 100 ]; then
-  fshards vocab-sampler "${TESTS:-packages/vocab/tests/test_vocab_sampler_gpu.py}" /tmp/j-newk 6 $L
-  ksanitize vocab /tmp/j-newk $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and (tp3g or wide)"
+  fshards vocab-sampler "${TESTS:-packages/vocab/tests/test_vocab_sampler_gpu.py}" /tmp/j-$T 6 $L
+  K=${SAN_K:-sanitizer_subset and (tp3g or wide)}
+  SAN=memcheck ksanitize vocab /tmp/j-$T $L packages/vocab/tests/test_vocab_sampler_gpu.py "$K"
+  SAN=racecheck ksanitize vocab /tmp/j-$T $L packages/vocab/tests/test_vocab_sampler_gpu.py "${RACE_K:-$K}"
   if [ -n "$NEW_K" ]; then  # session 43: the tests -k NEW_K on new/ too, one shard, and its sanitizer subset
     fshards vocab-new packages/vocab/tests/test_vocab_sampler_gpu.py /tmp/j-new 1 $L -k "$NEW_K"
     ksanitize vocab-new /tmp/j-new $L packages/vocab/tests/test_vocab_sampler_gpu.py "sanitizer_subset and ($NEW_K)"

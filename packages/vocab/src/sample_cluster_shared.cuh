@@ -29,12 +29,13 @@ constexpr int64_t kGslMaxSlice = 2048 * 64;
 // The global-slice forms' near codes (session 42, MLOPS_SAMPLE_GSL_NIBBLES, sample_cluster_wide_top_p.cuh): a nibble an
 // element of the slice, 16 a 64-bit word (a trip of the near pass's 4 quads), word w of thread t at w NT + t in dynamic
 // shared memory after the gathered list. The words a thread for a slice of n: its quads (tid + u NT) in fours.
-// Prepared, off (0): on an H100 (GPU runs 213 - 215, docs/vocab.md "Session 42") the 40 KB it adds to a cluster2_tp3g
-// CTA (~80 KB with the static part: carve-out 64 -> 100 KB) did not slow the max's pass, and the B = 64 top-p launch
-// came out ~3 us shorter in the probe (4.6 in ncu), but list_nib's first forms cost ~4 - 7 us a row; its nibble-wise
-// form (44f6e56) is untimed. The kernel-on-host runner checks it on (test_vocab_kernel_logic.py).
+// On by default since GPU run 216 (an H100, docs/vocab.md "Session 43"): its nibble-wise list_nib (44f6e56) against the
+// same build with the codes off, the B = 64 probe's cluster2_tp3g top-p launch 52.2 / 51.7 -> 47.7 / 48.6 us (the
+// rows' listing 6.75 -> 4.93 us, their rounds on the list 3.31 -> 2.83), penalties + top-p 54.4 / 54.7 -> 49.0 / 49.3,
+// the 40 KB it adds to a CTA (~80 KB with the static part) not slowing the max's pass; runs 213 - 215 had put the
+// first list_nib forms at ~4 - 7 us a row. -D...=0: list_near and bin_first's global loads (the runner checks both).
 #ifndef MLOPS_SAMPLE_GSL_NIBBLES
-#define MLOPS_SAMPLE_GSL_NIBBLES 0
+#define MLOPS_SAMPLE_GSL_NIBBLES 1
 #endif
 MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) / 4 + NT - 1) / NT + 3) / 4; }
 // The penalties' shared-memory count (session 42, MLOPS_SAMPLE_PENALTY_TABLE, sample_cluster_kernel.cuh): a table of
@@ -51,9 +52,10 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #endif
 // The table's logits read while counting (session 43): the thread that inserts a key loads its logit (the load issued
 // before the probing) into hhi, and the apply pass reads it there: one dependent global load less after the count's
-// barrier. Prepared, off (0) until timed against the table alone.
+// barrier. On by default since GPU run 216 (an H100): the B = 64 probe's penalties phase, every row of two launches,
+// 1.92 -> 1.81 us (cluster2_tp3g) and 2.84 -> 2.54 (cluster8_tp3); -D...=0 reads the logit after the barrier.
 #ifndef MLOPS_SAMPLE_PENALTY_PREFETCH
-#define MLOPS_SAMPLE_PENALTY_PREFETCH 0
+#define MLOPS_SAMPLE_PENALTY_PREFETCH 1
 #endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;

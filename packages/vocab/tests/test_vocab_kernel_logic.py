@@ -83,7 +83,8 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
 
 
 def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_path):
-    """Session 42's two forms on together (the penalty table on by default since GPU run 213, the near codes prepared):
+    """Session 42's two forms and session 43's prefetch, all on by default (the penalty table since GPU run 213, the near
+    codes and the prefetch since run 216), here with a table of 128 slots:
     - the global-slice forms listing from the near pass's codes (list_nib, MLOPS_SAMPLE_GSL_NIBBLES). Two rows of V =
       40 000 exercise its edges (a CTA's list over kClusterCand with the crossing bin's entries fitting; a crossing 15
       near bins down, past the codes): an element's code off by one element of its word (98 failures), one near bin's
@@ -106,9 +107,12 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     MLOPS_SAMPLE_BIN_FIRST, on by default since GPU run 202) and before session 42's shared-memory penalty count
     (MLOPS_SAMPLE_PENALTY_TABLE, on since GPU run 213; the global workspace's count, which histories over 1 536 tokens
     still take): the same runner with them off, so the timeline probes' "old" sides (built with -D...=0) stay
-    checked."""
+    checked. And list_near + bin_first without the near codes, the table without the prefetch (MLOPS_SAMPLE_GSL_NIBBLES,
+    MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0"))
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+                   ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0"))
 
 
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):

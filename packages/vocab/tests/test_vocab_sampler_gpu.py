@@ -88,9 +88,10 @@ def test_cluster_per_row_configs_specials_and_penalties(variant):
 @pytest.mark.parametrize("variant", CLUSTER)
 def test_cluster_penalties_of_repeating_short_and_long_histories_sanitizer_subset(variant):
     """Histories that repeat tokens (each drawn from 300 of the vocabulary, so most appear several times) with a
-    frequency penalty, whose count changes the logit: 1 000 tokens, which the prepared shared-memory count takes
-    (MLOPS_SAMPLE_PENALTY_TABLE: at most 1 536), and 3 000, which stay on the global workspace; the host's tokens,
-    log-probabilities and penalized logits, the workspace back to zero (the next call's counts start from it)."""
+    frequency penalty, whose count changes the logit: 1 000 tokens, which the shared-memory count takes
+    (MLOPS_SAMPLE_PENALTY_TABLE: at most 1 536; on by default since GPU run 213), and 3 000, which stay on the global
+    workspace; the host's tokens, log-probabilities and penalized logits, the workspace back to zero (the next call's
+    counts start from it)."""
     B, V = 3, 50000
     z = randn((B, V), torch.float32, 29, scale=2.5)
     cfg = dict(temperature=0.8, top_p=0.9, repetition_penalty=1.2, presence_penalty=0.3, frequency_penalty=0.4)
