@@ -18,6 +18,9 @@
 # logits loaded while counting); NEW_K (optional): a -k expression of test_vocab_sampler_gpu.py also run on new/.
 # SIDES (optional, "before new newk" unless set: before first), TEST_SIDE (the side tested, newk unless set), SAN_K
 # (memcheck's -k, "sanitizer_subset and (tp3g or wide)" unless set) and RACE_K (racecheck's, SAN_K's unless set).
+# The default build alone (8ede06f: the near codes and the penalty prefetch together, not yet run on a GPU), ~200 s:
+# CARRY=.carry/s43a SIDES=new TEST_SIDE=new SAN_K="sanitizer_subset and (tp3g or penalt)"
+# RACE_K="sanitizer_subset and tp3g and (penalt or near_codes)" END=200 bash ci/device/s41j.sh
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s41j-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
@@ -40,7 +43,8 @@ for k in 1 2; do
     summ $name $?
   done
 done
-for s in ${SIDES#before }; do  # bench_ab.py's before / new pairs: before against each
+for s in $SIDES; do  # bench_ab.py's before / new pairs: before against each (none where SIDES has no before)
+  [ $s = before ] || [ ! -d $R/bench-before-1 ] && continue
   mkdir -p $R/ab-$s
   for k in 1 2; do ln -s ../bench-before-$k $R/ab-$s/bench-before-$k; ln -s ../bench-$s-$k $R/ab-$s/bench-new-$k; done
   python3 ci/device/bench_ab.py $R/ab-$s > $R/ab-$s.txt 2>&1
