@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       if (t < v0 || t >= v1) continue;  // another CTA's token, or none (v0 >= 0, v1 <= V)
       // PENALTY_PREFETCH: the logit's load issued before the probing, its latency under the shared atomics' (the
       // apply pass then reads shared memory alone: no dependent global load after the barrier)
-      const float zt = MLOPS_SAMPLE_PENALTY_PREFETCH ? z[t] : 0.0f;
+      const float zv = MLOPS_SAMPLE_PENALTY_PREFETCH ? z[t] : 0.0f;  // the logit (zt below: its address)
       // linear probing from a mixed hash (a multiplicative one alone spreads the runner's evenly spaced tokens
       // without a collision, so its probing would go unchecked)
       uint32_t at = uint32_t(t) * 0x9e3779b1u;
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (;;) {
         const uint32_t k = atomicCAS(&keys[at], ~0u, uint32_t(t));
         if (k == ~0u || k == uint32_t(t)) {
-          if (MLOPS_SAMPLE_PENALTY_PREFETCH && k == ~0u) val[at] = f32_bits(zt);
+          if (MLOPS_SAMPLE_PENALTY_PREFETCH && k == ~0u) val[at] = f32_bits(zv);
           break;
         }
         at = (at + 1u) & uint32_t(kPenaltySlots - 1);
