@@ -242,6 +242,76 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
 }
 
+// The tk forms' draw from the gathered list (MLOPS_SAMPLE_LIST_DRAW, session 44), where a top-k row's gathered list
+// `all` (n elements, the same in every CTA) holds every element at or above the bound it was built under, and that
+// bound is at or below tau: every kept element is in it, once. tk_draw goes back to the CTAs' own lists and crosses
+// the cluster once more (draw_locate: a cluster barrier, C remote loads, then the target CTA's walk); GPU run 216's
+// probe put 2.22 of the B = 1 top-k 50 row's 13.95 us there. Here every CTA weighs the gathered list (the kept
+// elements compacted as (position, weight), S their sum: the same list, so the same count and S in every CTA, and the
+// same choice of path), and CTA 0 alone draws: each kept element's global index read back from its CTA's list
+// (position i of `all` is entry i - g_off[r] of CTA r's, slice index li, global r ch + li; CTA r is still there: no
+// CTA leaves before the exit's cluster wait, which waits for this CTA's arrive after these reads), and the element
+// whose kept weight at lower indices sums to at most the target and with its own weight to more is the token: the
+// definition's walk in index order, O(kept^2) over at most kTkKept elements. No cluster barrier is waited for here.
+// Returns false (every CTA alike, nothing written, nothing arrived at) where more than kTkKept elements weigh.
+#ifndef MLOPS_SAMPLE_LIST_DRAW
+#define MLOPS_SAMPLE_LIST_DRAW 0
+#endif
+template <int C, int NT>
+__device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, int64_t step, int64_t ch,
+                                          const float* all, int n, const LeanRow& lr, uint32_t tau,
+                                          ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words (n <= kGather = 2048)
+  static_assert(kGather <= 256 * kRep, "a gathered element's (position, weight) in the hlo / hhi words");
+  if (tid == 0) sh.b_krem = 0;
+  __syncthreads();
+  uint64_t s = 0;
+  for (int i = tid; i < n; i += NT) {
+    const float x = all[i];
+    const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+    if (w) {
+      kl[atomicAdd(&sh.b_krem, 1u)] = (uint64_t(uint32_t(i)) << 32) | w;
+      s += w;
+    }
+  }
+  const uint64_t S = block_sum_u64<NT>(s, sh);  // syncs: kl and b_krem complete
+  const int nk = int(sh.b_krem);
+  __syncthreads();  // every read of b_krem before a caller's draw writes it
+  if (nk > kTkKept) return false;
+  if (cluster_rank() != 0) {
+    cluster_arrive_smem();  // this CTA reads no other's shared memory from here on
+    return true;
+  }
+  for (int j = tid; j < nk; j += NT) {  // the kept element's global index over its position
+    const uint64_t e = kl[j];
+    const uint32_t i = uint32_t(e >> 32);
+    unsigned r = 0;  // the CTA whose list holds position i (independent loads, not a chain)
+#pragma unroll
+    for (int c = 1; c < C; ++c) r += i >= sh.g_off[c] ? 1u : 0u;
+    const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[i - sh.g_off[r]]), r);
+    kl[j] = (uint64_t(uint64_t(r) * uint64_t(ch) + li) << 32) | uint32_t(e);
+  }
+  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+  __syncthreads();
+  const uint64_t t = scale_draw(draw64(p.seeds[row], step), S);  // S > 0: the max is kept
+  for (int j = tid; j < nk; j += NT) {
+    const uint64_t e = kl[j];
+    const uint32_t ge = uint32_t(e >> 32), we = uint32_t(e);
+    uint64_t below = 0;  // the kept weight at lower global indices
+    for (int f = 0; f < nk; ++f) {
+      const uint64_t g = kl[f];
+      below += uint32_t(g >> 32) < ge ? uint64_t(uint32_t(g)) : uint64_t(0);
+    }
+    if (below <= t && t < below + we) {
+      p.tokens[row] = int32_t(ge);
+      if (p.flags) p.flags[row] = 0;
+      if (p.logprobs) p.logprobs[row] = float(log(double(we) / double(S)));
+    }
+  }
+  return true;
+}
+
 // The global-slice forms' draw (GSL, session 38). Their slice stays in global memory, where tk_draw's walk (one
 // thread over its contiguous chunk, an element at a time) would wait an L2 round trip an element and its chunk sums
 // (a thread's contiguous chunk, unless a list holds the kept elements) would read 32 scattered lines a warp load.

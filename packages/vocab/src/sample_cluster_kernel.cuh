@@ -608,10 +608,17 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     kw.min_thr = min_p_threshold(rcfg.min_p);
     if constexpr (TK) {
       writer = false;  // the thread that finds the target writes the token itself
-      if constexpr (GSL)
-        chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
-      else
-        tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+      // MLOPS_SAMPLE_LIST_DRAW: a top-k row (k at most kTkKept) whose gathered list holds every kept element draws
+      // from it (list_draw; every CTA decides alike: the same list, the same bound)
+      const bool listed = MLOPS_SAMPLE_LIST_DRAW && rcfg.top_k > 0 && rcfg.top_k <= kTkKept &&
+                          int64_t(rcfg.top_k) < V && all_n >= 0 && cand_lo <= tau &&
+                          list_draw<C, NT>(p, row, step, ch, all, all_n, lean_row(rcfg, m, T), tau, sh);
+      if (!listed) {
+        if constexpr (GSL)
+          chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+        else
+          tk_draw<C, NT, TP>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);
+      }
     } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
       lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, sh);
