@@ -115,6 +115,14 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0"))
 
 
+def test_sampler_list_draw_on_host_equals_host_emulation(tmp_path):
+    """Session 44's draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW; off by
+    default until a GPU run has timed it): a top-k row whose gathered list holds every kept element draws in CTA 0 from
+    the list, each kept element's global index read back from its CTA's list. The runner's top-k rows take it (a token
+    one index off is caught: 70 failures; the CTAs' order reversed in the global index: 112)."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841, ("MLOPS_SAMPLE_LIST_DRAW=1",))
+
+
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):
     """The global-slice forms' passes before session 40 (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_GSL_QUADS,
     MLOPS_SAMPLE_GSL_LEAN; sample_cluster_draw.cuh: MLOPS_SAMPLE_GSL_DRAW_LOADS; on by default since GPU run 203): the
