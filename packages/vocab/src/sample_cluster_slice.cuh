@@ -151,6 +151,23 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
   __syncthreads();
 }
 
+// The tk forms' list of the slice's elements at or above lo (slice indices). MLOPS_SAMPLE_TK_STAGED_LIST (session 44,
+// off by default): build_candidates_staged's pass (one shared atomic a warp for its 4 ballots) instead of
+// build_candidates_tk's (a ballot, an atomic and a shuffle an element of a warp's 4, one after the other, where one of
+// its 128 is listed). The wide round took the former in session 34 (GPU run 189, B = 1: 4675 -> 3833 cycles); the tk
+// forms kept theirs then, as run 189's B = 64 top-k row came out slower with it and the warps' gather together (~1000
+// of the +1350 cycles in the unchanged staging). The same elements listed, cand_n the same.
+#ifndef MLOPS_SAMPLE_TK_STAGED_LIST
+#define MLOPS_SAMPLE_TK_STAGED_LIST 0
+#endif
+template <int NT>
+__device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh) {
+  if (MLOPS_SAMPLE_TK_STAGED_LIST)
+    build_candidates_staged<NT, true>(zs, n, lo, sh);
+  else
+    build_candidates_tk<NT>(zs, n, lo, sh);
+}
+
 // The staged form: the CTA's slice [v0, v1) of the (penalized) row is copied into dynamic shared
 // memory in one pass of independent 16-byte loads (U a thread issued before the first is used: one
 // L2 round trip where the scalar loop of `#pragma unroll 4` waits ~slice / (4 NT) times), the max /
