@@ -25,6 +25,20 @@ __device__ __forceinline__ void draw_weights4(const LeanRow& lr, const float* zs
     lean_weights4(lr, x, on, w);
 }
 
+// MLOPS_SAMPLE_EARLY_DRAW (session 44, off by default): the row's 64 random bits (draw64: the seed's load and Philox's
+// 10 rounds) computed by one thread of the last warp in the max phase, where it waits for warp 0's remote loads anyway
+// (the seed's line prefetched into L2 at the kernel's start), and kept in shared memory (r_draw); the draws read it
+// there instead of loading the seed and running Philox after their last cluster barrier, on every row's critical path
+// (after the bench's L2 flush the seed is a DRAM read). The same bits: the same token.
+#ifndef MLOPS_SAMPLE_EARLY_DRAW
+#define MLOPS_SAMPLE_EARLY_DRAW 0
+#endif
+template <int NT>
+__device__ __forceinline__ uint64_t row_draw(const SampleParams& p, int64_t row, int64_t step,
+                                             const ClusterShared<NT>& sh) {
+  return MLOPS_SAMPLE_EARLY_DRAW ? sh.r_draw : draw64(p.seeds[row], step);
+}
+
 // The draw's cluster step (lean_draw and tk_draw): a block scan of the threads' kept sums s, the CTA's total
 // published, one cluster barrier, warp 0 reads the C totals (a lane a CTA) and finds the CTA whose range holds
 // floor(R S / 2^64). False in every other CTA (nothing left to do there); in that CTA, S = the row's kept total,
@@ -62,7 +76,7 @@ __device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, 
   cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
   S = sh.b_total;
   const uint64_t before = sh.b_acc, mine = sh.b_mine;
-  const uint64_t target = scale_draw(draw64(p.seeds[row], step), S);
+  const uint64_t target = scale_draw(row_draw(p, row, step, sh), S);
   if (!(mine && before <= target && target < before + mine)) return false;  // S > 0: the max is kept
   t = target - before;
   return true;
@@ -294,7 +308,7 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
   }
   cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
   __syncthreads();
-  const uint64_t t = scale_draw(draw64(p.seeds[row], step), S);  // S > 0: the max is kept
+  const uint64_t t = scale_draw(row_draw(p, row, step, sh), S);  // S > 0: the max is kept
   for (int j = tid; j < nk; j += NT) {
     const uint64_t e = kl[j];
     const uint32_t ge = uint32_t(e >> 32), we = uint32_t(e);

@@ -78,6 +78,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   const float* z = p.logits + row * p.logits_stride;
   const mlops_sample_config cfg = sanitize(p.configs[row]);
   const int64_t step = p.steps[row];  // read before any barrier: rank 0 advances it after the last
+#if !defined(MLOPS_CUDA_ON_HOST)
+  // MLOPS_SAMPLE_EARLY_DRAW: the seed's line on its way to L2 (no register, no wait) for the max phase's draw64
+  if (MLOPS_SAMPLE_EARLY_DRAW && LEAN && tid == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(p.seeds + row));
+#endif
   MLOPS_SAMPLE_MARK(0);
   MLOPS_SAMPLE_ROW_SPAN(0);
   const int64_t ch = GSL ? gsl_slice(V, C) : (V + C - 1) / C;
@@ -215,6 +219,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   if (row_stats()) {
     best = p.stats_best[row];
     flags = flags_from_best(best);
+    // MLOPS_SAMPLE_EARLY_DRAW: read by the draw after a block barrier (draw_locate's, list_draw's)
+    if (MLOPS_SAMPLE_EARLY_DRAW && LEAN && tid == NT - 1) sh.r_draw = draw64(p.seeds[row], step);
   } else {
 #pragma unroll 4
     for (int64_t v = v0 + tid; !STAGE && v < v1; v += NT) {
@@ -260,6 +266,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           sh.b_best = b;
           sh.b_flags = f;
         }
+      } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
+        sh.r_draw = draw64(p.seeds[row], step);  // while warp 0 waits for its remote loads
       }
       __syncthreads();
       best = sh.b_best;

@@ -215,6 +215,7 @@ struct ClusterShared {
   // kernel, and ptxas, held to 64 registers a thread by __launch_bounds__(512, 2), spilled them (session 14)
   mlops_sample_config r_cfg;
   int r_stats, r_fused;
+  uint64_t r_draw;  // MLOPS_SAMPLE_EARLY_DRAW (sample_cluster_draw.cuh): the row's draw64, computed in the max phase
 };
 
 __device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {
