@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     best = p.stats_best[row];
     flags = flags_from_best(best);
     // MLOPS_SAMPLE_EARLY_DRAW: read by the draw after a block barrier (draw_locate's, list_draw's)
-    if (MLOPS_SAMPLE_EARLY_DRAW && LEAN && tid == NT - 1) sh.r_draw = draw64(p.seeds[row], step);
+    if (MLOPS_SAMPLE_EARLY_DRAW && LEAN && tid == NT - 1) store_row_draw<NT>(p.seeds, row, step, sh);
   } else {
 #pragma unroll 4
     for (int64_t v = v0 + tid; !STAGE && v < v1; v += NT) {
@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           sh.b_flags = f;
         }
       } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
-        sh.r_draw = draw64(p.seeds[row], step);  // while warp 0 waits for its remote loads
+        store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for its remote loads
       }
       __syncthreads();
       best = sh.b_best;
