@@ -617,8 +617,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     if constexpr (TK) {
       writer = false;  // the thread that finds the target writes the token itself
       // MLOPS_SAMPLE_LIST_DRAW: a top-k row (k at most kTkKept) whose gathered list holds every kept element draws
-      // from it (list_draw; every CTA decides alike: the same list, the same bound)
-      const bool listed = MLOPS_SAMPLE_LIST_DRAW && rcfg.top_k > 0 && rcfg.top_k <= kTkKept &&
+      // from it (list_draw; every CTA decides alike: the same list, the same bound). Not in the global-slice forms:
+      // there ptxas 13.0 doubled the kernel's stack with it (40 -> 80 bytes) and GPU run 217's B = 64 top-k took +5.9 us.
+      const bool listed = MLOPS_SAMPLE_LIST_DRAW && !GSL && rcfg.top_k > 0 && rcfg.top_k <= kTkKept &&
                           int64_t(rcfg.top_k) < V && all_n >= 0 && cand_lo <= tau &&
                           list_draw<C, NT>(p, row, step, ch, all, all_n, lean_row(rcfg, m, T), tau, sh);
       if (!listed) {
