@@ -116,15 +116,15 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
-    """Session 44's draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW; off by
-    default until a GPU run has timed it): a top-k row whose gathered list holds every kept element draws in CTA 0 from
-    the list, each kept element's global index read back from its CTA's list. The runner's top-k rows take it (a token
-    one index off is caught: 70 failures, 40 since the global-slice forms no longer take it; the CTAs' order reversed in
-    the global index: 112). With it, session 44's tk
-    listing by build_candidates_staged (sample_cluster_slice.cuh: tk_list, MLOPS_SAMPLE_TK_STAGED_LIST; off by default):
-    listing only the upper half of the bound's bin is caught (102 failures). And session 44's draw bits computed in the
-    max phase (sample_cluster_draw.cuh: row_draw, MLOPS_SAMPLE_EARLY_DRAW; off by default): the bits of the next step
-    stored there are caught (1 034 failures; in the head's-statistics branch alone, 88)."""
+    """Session 44's forms, all off by default, together:
+    - the draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW): a top-k row of a
+      staged tk kernel whose gathered list holds every kept element draws in CTA 0 from the list, each kept element's
+      global index read back from its CTA's list. A token one index off is caught (40 failures), the CTAs' order
+      reversed in the global index (64);
+    - the tk listing by build_candidates_staged (sample_cluster_slice.cuh: tk_list, MLOPS_SAMPLE_TK_STAGED_LIST):
+      listing only the upper half of the bound's bin is caught (102 failures);
+    - the draw bits computed in the max phase (sample_cluster_draw.cuh: row_draw, MLOPS_SAMPLE_EARLY_DRAW): the bits
+      of the next step stored there are caught (1 034 failures; in the head's-statistics branch alone, 88)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1"))
 
