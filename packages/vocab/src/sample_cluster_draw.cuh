@@ -8,6 +8,24 @@ namespace mlops::vocab {
 namespace {
 
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)  // sample_cluster_shared.cuh: sm_90 device code, or the host runner
+// The drawn token written by the one thread that found it: its weight w of the kept total S gives the log-probability.
+__device__ __forceinline__ void put_token(const SampleParams& p, int64_t row, int64_t token, uint32_t w, uint64_t S) {
+  p.tokens[row] = int32_t(token);
+  if (p.flags) p.flags[row] = 0;
+  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+}
+
+// The kept weight of a compacted list's elements (index << 32 | weight, nk of them) at indices below ie: the walk in
+// index order of the list draws (tk_draw's over a CTA's list, list_draw's over the gathered one).
+__device__ __forceinline__ uint64_t kept_below(const uint64_t* kl, int nk, uint32_t ie) {
+  uint64_t below = 0;
+  for (int f = 0; f < nk; ++f) {
+    const uint64_t g = kl[f];
+    below += uint32_t(g >> 32) < ie ? uint64_t(uint32_t(g)) : uint64_t(0);
+  }
+  return below;
+}
+
 // The draws' weights of the staged positions i .. i + 3 of a thread's chunk [.., c1) (0 past c1 or below tau):
 // lean_weights_sparse4's where the row keeps few elements, else lean_weights4's. Called by the whole warp.
 __device__ __forceinline__ void draw_weights4(const LeanRow& lr, const float* zs, int i, int c1, uint32_t tau,
@@ -139,9 +157,7 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
     run += w;
     if (run > t) break;
   }
-  p.tokens[row] = int32_t(v0 + int64_t(i));
-  if (p.flags) p.flags[row] = 0;
-  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+  put_token(p, row, v0 + int64_t(i), w, S);
 }
 
 // The list draws' chunk sums (tk_draw<TP>, chunk_draw): each kept weight of the CTA's candidate list (slice indices; the
@@ -239,16 +255,8 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
     for (int j = tid; j < nk; j += NT) {
       const uint64_t e = kl[j];
       const uint32_t ie = uint32_t(e >> 32), we = uint32_t(e);
-      uint64_t below = 0;  // the kept weight of this CTA's elements at lower indices
-      for (int f = 0; f < nk; ++f) {
-        const uint64_t g = kl[f];
-        below += uint32_t(g >> 32) < ie ? uint64_t(uint32_t(g)) : uint64_t(0);
-      }
-      if (below <= t && t < below + we) {
-        p.tokens[row] = int32_t(v0 + int64_t(ie));
-        if (p.flags) p.flags[row] = 0;
-        if (p.logprobs) p.logprobs[row] = float(log(double(we) / double(S)));
-      }
+      const uint64_t below = kept_below(kl, nk, ie);  // the kept weight of this CTA's elements at lower indices
+      if (below <= t && t < below + we) put_token(p, row, v0 + int64_t(ie), we, S);
     }
     return;
   }
@@ -263,9 +271,7 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
     run += w;
     if (run > t) break;
   }
-  p.tokens[row] = int32_t(v0 + int64_t(i));
-  if (p.flags) p.flags[row] = 0;
-  if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+  put_token(p, row, v0 + int64_t(i), w, S);
 }
 
 // The tk forms' draw from the gathered list (MLOPS_SAMPLE_LIST_DRAW, session 44), where a top-k row's gathered list
@@ -324,16 +330,8 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
   for (int j = tid; j < nk; j += NT) {
     const uint64_t e = kl[j];
     const uint32_t ge = uint32_t(e >> 32), we = uint32_t(e);
-    uint64_t below = 0;  // the kept weight at lower global indices
-    for (int f = 0; f < nk; ++f) {
-      const uint64_t g = kl[f];
-      below += uint32_t(g >> 32) < ge ? uint64_t(uint32_t(g)) : uint64_t(0);
-    }
-    if (below <= t && t < below + we) {
-      p.tokens[row] = int32_t(ge);
-      if (p.flags) p.flags[row] = 0;
-      if (p.logprobs) p.logprobs[row] = float(log(double(we) / double(S)));
-    }
+    const uint64_t below = kept_below(kl, nk, ge);  // the kept weight at lower global indices
+    if (below <= t && t < below + we) put_token(p, row, ge, we, S);
   }
   return true;
 }
@@ -467,9 +465,7 @@ __device__ __forceinline__ void chunk_draw(const SampleParams& p, int64_t row, i
   if (ls && lex <= tt && tt < incl) {  // the first element whose running sum exceeds tt (its weight is > 0)
     const bool first = tt < lex + w0;
     const uint32_t w = first ? w0 : w1;
-    p.tokens[row] = int32_t(v0 + int64_t(i + (first ? 0 : 1)));
-    if (p.flags) p.flags[row] = 0;
-    if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
+    put_token(p, row, v0 + int64_t(i + (first ? 0 : 1)), w, S);
   }
 }
 #endif
