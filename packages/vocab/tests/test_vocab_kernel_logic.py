@@ -108,15 +108,16 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     (MLOPS_SAMPLE_PENALTY_TABLE, on since GPU run 213; the global workspace's count, which histories over 1 536 tokens
     still take): the same runner with them off, so the timeline probes' "old" sides (built with -D...=0) stay
     checked. And list_near + bin_first without the near codes, the table without the prefetch (MLOPS_SAMPLE_GSL_NIBBLES,
-    MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216)."""
+    MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216) and the seed loaded after the last cluster barrier
+    (MLOPS_SAMPLE_EARLY_DRAW, on since GPU runs 218 / 219)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
-                   ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0"))
+                   ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
-    """Session 44's forms, all off by default, together:
+    """Session 44's forms together (the first two off by default, row_draw on since GPU runs 218 / 219):
     - the draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW): a top-k row of a
       staged tk kernel whose gathered list holds every kept element draws in CTA 0 from the list, each kept element's
       global index read back from its CTA's list. A token one index off is caught (40 failures), the CTAs' order

@@ -1,0 +1,25 @@
+#!/bin/bash
+# Session 45, run 219: the paired A/B that run 218 left open. Two sm90 vocab wheels of 76168ac (.carry/s45a: new/ the
+# default, early/ with CUDAFLAGS=-DMLOPS_SAMPLE_EARLY_DRAW=1), the sampling bench (planned call + cluster2_tp3g, B = 1,
+# 8, 64, the five modes) in ROUNDS alternating rounds new, early, new, early ... (run 218's two calls a side left B = 64
+# top-p and penalties + top-p within the call-to-call spread: 4 - 5 us between two calls of identical SASS), then the
+# ab table (before = new). Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s45a.sh`: the shell logic.
+export PYTHONUNBUFFERED=1
+R=/tmp/s45a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
+C=${CARRY:-.carry/s45a} SIDES=${SIDES:-new early}
+for s in $SIDES; do rm -rf /tmp/j-$s; inst "$C/$s/mlops_vocab-*.whl" /tmp/j-$s; echo "install $s rc=$? [${SECONDS}s]" >> $R/summary.txt; done
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
+for ((k = 1; k <= ${ROUNDS:-4}; k++)); do
+  for s in $SIDES; do
+    name=bench-$s-$k; mkdir -p $R/$name
+    MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/j-$s:$PWD/tools/testing timeout 100 python3 packages/vocab/bench/bench_vocab.py \
+      --only sampling --quick --batches 1,8,64 --variants cluster2_tp3g \
+      --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 > $R/$name.log 2>&1
+    summ $name $?
+  done
+done
+mkdir -p $R/ab
+for d in $R/bench-new-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-before-${d##*-}; done
+for d in $R/bench-early-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-new-${d##*-}; done
+python3 ci/device/bench_ab.py $R/ab > $R/ab.txt 2>&1
+(cd $R/.. && tar czf $OUT/v.tgz v)
