@@ -102,6 +102,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     all = zs;
     zs = p.logits + row * p.logits_stride + v0;
   }
+  // MLOPS_SAMPLE_EARLY_STAGE (sample_cluster_slice.cuh): the slice's copy issued before the penalties' reads; pre4: its
+  // 16-byte groups in flight into zs (0: stage_slice loads the slice itself)
+  int64_t pre4 = 0;
+  if constexpr (STAGE && !GSL) {
+    if (MLOPS_SAMPLE_EARLY_STAGE) pre4 = stage_issue<NT>(z + v0, v1 - v0, zs);
+  }
   int all_n = -1;  // >= 0 once gathered: every later round reads all[0 .. all_n) in this CTA alone
   bool gather_tried = false;
   // element v of this CTA's slice, from shared memory (STAGE) or the row
@@ -153,12 +159,15 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       }
       atomicAdd(&cnt[at], 1u);
     }
+    if (pre4 > 0) stage_wait();  // EARLY_STAGE: every copy into zs landed (the barrier below) before its patches
     __syncthreads();
     for (int i = tid; i < kPenaltySlots; i += NT) {
       const uint32_t t = keys[i];
       if (t != ~0u) {
         float* zt = p.logits + row * p.logits_stride + t;
-        *zt = penalize(MLOPS_SAMPLE_PENALTY_PREFETCH ? bits_f32(val[i]) : *zt, int32_t(cnt[i]), cfg);
+        const float pz = penalize(MLOPS_SAMPLE_PENALTY_PREFETCH ? bits_f32(val[i]) : *zt, int32_t(cnt[i]), cfg);
+        *zt = pz;
+        if (int64_t(t) - v0 < 4 * pre4) zs[int64_t(t) - v0] = pz;  // EARLY_STAGE: the copy too (t in this slice)
       }
     }
     __syncthreads();  // the penalized logits before this CTA's reads of its slice; cand / hlo free again
@@ -177,6 +186,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       if (c > 0) p.logits[row * p.logits_stride + t] = penalize(p.logits[row * p.logits_stride + t], c, cfg);
     }
     cluster_sync();
+    if (pre4 > 0) {  // EARLY_STAGE: any CTA may have changed this slice; stage_slice loads it again (after the copies)
+      stage_wait();
+      pre4 = 0;
+    }
   }
   MLOPS_SAMPLE_MARK(1);
 
@@ -210,7 +223,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       __syncthreads();
     }
     if (!GSL || !stats)  // GSL: nothing to store, and with the head's statistics nothing to measure
-      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr);
+      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr, pre4);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   MLOPS_SAMPLE_MARK(2);

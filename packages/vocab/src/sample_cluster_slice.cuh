@@ -168,6 +168,40 @@ __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, Clu
     build_candidates_tk<NT>(zs, n, lo, sh);
 }
 
+// MLOPS_SAMPLE_EARLY_STAGE (session 45, off by default): the staged forms' copy of the slice's 16-byte groups issued
+// as cp.async at the kernel's start, before the row's configuration, step and history length are read (~700 cycles
+// before the staging began in run 218's B = 1 probe, the loads of the staging waiting behind them), with no register
+// held: stage_slice then measures from shared memory. A thread reads back only the groups it copied (the same
+// i = tid mod NT), so its own cp.async.wait_all orders them; the penalties that change the row wait for every copy
+// first (a block barrier) and patch zs as they write the row, or have the slice loaded again (the cluster-wide count).
+#ifndef MLOPS_SAMPLE_EARLY_STAGE
+#define MLOPS_SAMPLE_EARLY_STAGE 0
+#endif
+// Issues the copies of the slice's 16-byte groups (n >> 2 of them, from src = z + v0) into zs and returns their count,
+// or 0 (nothing issued) when src is not 16-byte aligned. The host runner copies at once.
+template <int NT>
+__device__ __forceinline__ int64_t stage_issue(const float* src, int64_t n, float* zs) {
+  if ((reinterpret_cast<uintptr_t>(src) & 15u) != 0) return 0;
+  const int64_t n4 = n >> 2;
+  for (int64_t i = threadIdx.x; i < n4; i += NT) {
+#if defined(MLOPS_CUDA_ON_HOST)
+    reinterpret_cast<float4*>(zs)[i] = reinterpret_cast<const float4*>(src)[i];
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(unsigned(__cvta_generic_to_shared(zs + 4 * i))),
+                 "l"(src + 4 * i)
+                 : "memory");
+#endif
+  }
+  return n4;
+}
+// Waits for this thread's copies (stage_issue's), which a thread reads back itself; other threads' copies need a block
+// barrier after every thread's wait.
+__device__ __forceinline__ void stage_wait() {
+#if !defined(MLOPS_CUDA_ON_HOST)
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 // The staged form: the CTA's slice [v0, v1) of the (penalized) row is copied into dynamic shared
 // memory in one pass of independent 16-byte loads (U a thread issued before the first is used: one
 // L2 round trip where the scalar loop of `#pragma unroll 4` waits ~slice / (4 NT) times), the max /
@@ -182,9 +216,10 @@ __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, Clu
 // the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
 // STORE = false (the global-slice forms, GSL): the pass measures (and counts) only; zs is the slice itself in global
 // memory (z + v0), which the NaN path reads again.
+// pre4 > 0 (MLOPS_SAMPLE_EARLY_STAGE): the slice's 16-byte groups are in zs already (stage_issue), read from there.
 template <int NT, bool V4 = false, bool STORE = true>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
-                                            uint64_t& best, int& fl, uint32_t* hist = nullptr) {
+                                            uint64_t& best, int& fl, uint32_t* hist = nullptr, int64_t pre4 = 0) {
   constexpr int U = 8;
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
@@ -220,7 +255,18 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
     kmin = k < kmin ? k : kmin;
   };
   int64_t done = 0;
-  if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+  if (STORE && pre4 > 0) {  // in zs already: this thread's own copies (the same i = tid mod NT)
+    stage_wait();
+    const float4* s4 = reinterpret_cast<const float4*>(zs);
+    for (int64_t i = tid; i < pre4; i += NT) {
+      const float4 r = s4[i];
+      take(r.x, 4 * i, true);
+      take(r.y, 4 * i + 1, true);
+      take(r.z, 4 * i + 2, true);
+      take(r.w, 4 * i + 3, true);
+    }
+    done = 4 * pre4;
+  } else if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
     const int64_t n4 = n >> 2;
     const float4* s4 = reinterpret_cast<const float4*>(src);
     for (int64_t base = tid; base < n4; base += int64_t(NT) * U) {
