@@ -105,13 +105,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // MLOPS_SAMPLE_EARLY_STAGE (sample_cluster_slice.cuh): the slice's copy issued before the penalties' reads; pre4: its
   // 16-byte groups in flight into zs (0: stage_slice loads the slice itself)
   int64_t pre4 = 0;
-#if MLOPS_SAMPLE_EARLY_STAGE == 2
-  uint64_t* const stage_bar = &sh.stage_bar;
-#else
-  uint64_t* const stage_bar = nullptr;
-#endif
   if constexpr (STAGE && !GSL) {
-    if (MLOPS_SAMPLE_EARLY_STAGE) pre4 = stage_issue<NT>(z + v0, v1 - v0, zs, stage_bar);
+    if (MLOPS_SAMPLE_EARLY_STAGE) pre4 = stage_issue<NT>(z + v0, v1 - v0, zs);
   }
   int all_n = -1;  // >= 0 once gathered: every later round reads all[0 .. all_n) in this CTA alone
   bool gather_tried = false;
@@ -164,7 +159,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       }
       atomicAdd(&cnt[at], 1u);
     }
-    if (pre4 > 0) stage_wait(stage_bar);  // EARLY_STAGE: every copy into zs landed (the barrier below) before its patches
+    if (pre4 > 0) stage_wait();  // EARLY_STAGE: every copy into zs landed (the barrier below) before its patches
     __syncthreads();
     for (int i = tid; i < kPenaltySlots; i += NT) {
       const uint32_t t = keys[i];
@@ -192,7 +187,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     }
     cluster_sync();
     if (pre4 > 0) {  // EARLY_STAGE: any CTA may have changed this slice; stage_slice loads it again (after the copies)
-      stage_wait(stage_bar);
+      stage_wait();
       pre4 = 0;
     }
   }
@@ -228,7 +223,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       __syncthreads();
     }
     if (!GSL || !stats)  // GSL: nothing to store, and with the head's statistics nothing to measure
-      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr, pre4, stage_bar);
+      stage_slice<NT, LEAN, !GSL>(z, v0, v1, zs, !stats, best, fl, fused ? sh.hlo : nullptr, pre4);
     __syncthreads();  // other threads of the CTA read the slice from here on
   }
   MLOPS_SAMPLE_MARK(2);

@@ -54,11 +54,6 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // before the probing) into hhi, and the apply pass reads it there: one dependent global load less after the count's
 // barrier. On by default since GPU run 216 (an H100): the B = 64 probe's penalties phase, every row of two launches,
 // 1.92 -> 1.81 us (cluster2_tp3g) and 2.84 -> 2.54 (cluster8_tp3); -D...=0 reads the logit after the barrier.
-// The staged slice's copy issued at the kernel's start (session 45; sample_cluster_slice.cuh: stage_issue): 0 off, 1
-// cp.async, 2 cp.async.bulk.
-#ifndef MLOPS_SAMPLE_EARLY_STAGE
-#define MLOPS_SAMPLE_EARLY_STAGE 0
-#endif
 #ifndef MLOPS_SAMPLE_PENALTY_PREFETCH
 #define MLOPS_SAMPLE_PENALTY_PREFETCH 1
 #endif
@@ -221,9 +216,6 @@ struct ClusterShared {
   mlops_sample_config r_cfg;
   int r_stats, r_fused;
   uint64_t r_draw;  // MLOPS_SAMPLE_EARLY_DRAW (sample_cluster_draw.cuh): the row's draw64, computed in the max phase
-#if MLOPS_SAMPLE_EARLY_STAGE == 2
-  uint64_t stage_bar;  // the staged slice's bulk copy completes it (sample_cluster_slice.cuh: stage_issue)
-#endif
 };
 
 __device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {

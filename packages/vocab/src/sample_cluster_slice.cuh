@@ -168,35 +168,21 @@ __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, Clu
     build_candidates_tk<NT>(zs, n, lo, sh);
 }
 
-// MLOPS_SAMPLE_EARLY_STAGE (session 45, off by default; sample_cluster_shared.cuh): the staged forms' copy of the
-// slice's 16-byte groups issued at the kernel's start, before the row's configuration, step and history length are
-// read (~700 cycles before the staging began in run 218's B = 1 probe, the loads of the staging waiting behind them),
-// with no register held: stage_slice then measures from shared memory. 1: cp.async, a thread its groups i = tid mod NT,
-// which it alone reads back (its own cp.async.wait_all orders them); 2: one cp.async.bulk by thread 0 completing an
-// mbarrier of ClusterShared, every thread waiting on it after a block barrier (the barrier's init seen). The penalties
-// that change the row wait for every copy first (a block barrier) and patch zs as they write the row, or have the
-// slice loaded again (the cluster-wide count).
+// MLOPS_SAMPLE_EARLY_STAGE (session 45, off by default): the staged forms' copy of the slice's 16-byte groups issued
+// as cp.async at the kernel's start, before the row's configuration, step and history length are read (~700 cycles
+// before the staging began in run 218's B = 1 probe, the loads of the staging waiting behind them), with no register
+// held: stage_slice then measures from shared memory. A thread reads back only the groups it copied (the same
+// i = tid mod NT), so its own cp.async.wait_all orders them; the penalties that change the row wait for every copy
+// first (a block barrier) and patch zs as they write the row, or have the slice loaded again (the cluster-wide count).
+#ifndef MLOPS_SAMPLE_EARLY_STAGE
+#define MLOPS_SAMPLE_EARLY_STAGE 0
+#endif
 // Issues the copies of the slice's 16-byte groups (n >> 2 of them, from src = z + v0) into zs and returns their count,
-// or 0 (nothing issued) when src is not 16-byte aligned. The host runner copies at once (each thread its groups).
+// or 0 (nothing issued) when src is not 16-byte aligned. The host runner copies at once.
 template <int NT>
-__device__ __forceinline__ int64_t stage_issue(const float* src, int64_t n, float* zs, uint64_t* bar) {
+__device__ __forceinline__ int64_t stage_issue(const float* src, int64_t n, float* zs) {
   if ((reinterpret_cast<uintptr_t>(src) & 15u) != 0) return 0;
   const int64_t n4 = n >> 2;
-#if !defined(MLOPS_CUDA_ON_HOST)
-  if (MLOPS_SAMPLE_EARLY_STAGE == 2) {
-    if (threadIdx.x == 0 && n4 > 0) {
-      const unsigned b = unsigned(__cvta_generic_to_shared(bar));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // the init before the async proxy's complete_tx
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(unsigned(n4 * 16)) : "memory");
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                       unsigned(__cvta_generic_to_shared(zs))),
-                   "l"(src), "r"(unsigned(n4 * 16)), "r"(b)
-                   : "memory");
-    }
-    return n4;
-  }
-#endif
   for (int64_t i = threadIdx.x; i < n4; i += NT) {
 #if defined(MLOPS_CUDA_ON_HOST)
     reinterpret_cast<float4*>(zs)[i] = reinterpret_cast<const float4*>(src)[i];
@@ -208,26 +194,11 @@ __device__ __forceinline__ int64_t stage_issue(const float* src, int64_t n, floa
   }
   return n4;
 }
-// Waits for the copies stage_issue made: 1, this thread's (which it reads back itself; other threads' copies need a
-// block barrier after every thread's wait); 2, all of them. Called by every thread of the CTA at once (2 takes a block
-// barrier; the host runner takes it too, so a call that not every thread makes hangs the runner).
-__device__ __forceinline__ void stage_wait(uint64_t* bar) {
-  if (MLOPS_SAMPLE_EARLY_STAGE != 2) {
+// Waits for this thread's copies (stage_issue's), which a thread reads back itself; other threads' copies need a block
+// barrier after every thread's wait.
+__device__ __forceinline__ void stage_wait() {
 #if !defined(MLOPS_CUDA_ON_HOST)
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-    return;
-  }
-  __syncthreads();  // thread 0's init of the mbarrier seen
-#if !defined(MLOPS_CUDA_ON_HOST)
-  const unsigned b = unsigned(__cvta_generic_to_shared(bar));
-  unsigned done;
-  do {
-    asm volatile("{.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\tselp.u32 %0, 1, 0, p;}"
-                 : "=r"(done)
-                 : "r"(b)
-                 : "memory");
-  } while (!done);
+  asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
 
@@ -245,12 +216,10 @@ __device__ __forceinline__ void stage_wait(uint64_t* bar) {
 // the 8 copies of a round's histogram (zeroed before): top-k's first round, in the staging pass.
 // STORE = false (the global-slice forms, GSL): the pass measures (and counts) only; zs is the slice itself in global
 // memory (z + v0), which the NaN path reads again.
-// pre4 > 0 (MLOPS_SAMPLE_EARLY_STAGE): the slice's 16-byte groups are in zs already (stage_issue, its mbarrier bar),
-// read from there.
+// pre4 > 0 (MLOPS_SAMPLE_EARLY_STAGE): the slice's 16-byte groups are in zs already (stage_issue), read from there.
 template <int NT, bool V4 = false, bool STORE = true>
 __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t v1, float* zs, bool measure,
-                                            uint64_t& best, int& fl, uint32_t* hist = nullptr, int64_t pre4 = 0,
-                                            uint64_t* bar = nullptr) {
+                                            uint64_t& best, int& fl, uint32_t* hist = nullptr, int64_t pre4 = 0) {
   constexpr int U = 8;
   const int tid = threadIdx.x;
   const int64_t n = v1 - v0;
@@ -286,8 +255,8 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
     kmin = k < kmin ? k : kmin;
   };
   int64_t done = 0;
-  if (STORE && pre4 > 0) {  // in zs already (stage_issue)
-    stage_wait(bar);
+  if (STORE && pre4 > 0) {  // in zs already: this thread's own copies (the same i = tid mod NT)
+    stage_wait();
     const float4* s4 = reinterpret_cast<const float4*>(zs);
     for (int64_t i = tid; i < pre4; i += NT) {
       const float4 r = s4[i];
