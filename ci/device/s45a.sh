@@ -4,6 +4,8 @@
 # 8, 64, the five modes) in ROUNDS alternating rounds new, early, new, early ... (run 218's two calls a side left B = 64
 # top-p and penalties + top-p within the call-to-call spread: 4 - 5 us between two calls of identical SASS), then the
 # ab table (before = new). Results in $OUT/v.tgz. `DRY=1 OUT=/tmp/x bash ci/device/s45a.sh`: the shell logic.
+# Run 222: CARRY=.carry/s45d SIDES="s44 s45" (the first side is the ab table's before): session 44's default (76168ac)
+# against session 45's (both forms on).
 export PYTHONUNBUFFERED=1
 R=/tmp/s45a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 C=${CARRY:-.carry/s45a} SIDES=${SIDES:-new early}
@@ -19,7 +21,8 @@ for ((k = 1; k <= ${ROUNDS:-4}; k++)); do
   done
 done
 mkdir -p $R/ab
-for d in $R/bench-new-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-before-${d##*-}; done
-for d in $R/bench-early-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-new-${d##*-}; done
+set -- $SIDES
+for d in $R/bench-$1-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-before-${d##*-}; done
+for d in $R/bench-$2-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-new-${d##*-}; done
 python3 ci/device/bench_ab.py $R/ab > $R/ab.txt 2>&1
 (cd $R/.. && tar czf $OUT/v.tgz v)

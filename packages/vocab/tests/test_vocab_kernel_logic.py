@@ -96,7 +96,9 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       a collision counted into the other token's slot (96) and the block barrier after the penalized writes dropped
       (69) are caught;
     - and session 43's logits of the table loaded while counting (MLOPS_SAMPLE_PENALTY_PREFETCH): the logit stored by
-      the thread that found the key instead of the one that inserted it is caught (144 failures)."""
+      the thread that found the key instead of the one that inserted it is caught (144 failures);
+    - with session 45's staged slice copied at the kernel's start (MLOPS_SAMPLE_EARLY_STAGE, on by default), the
+      table's penalized logits written to the row but not to the copy are caught (47 failures)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1"))
@@ -107,13 +109,16 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     MLOPS_SAMPLE_BIN_FIRST, on by default since GPU run 202) and before session 42's shared-memory penalty count
     (MLOPS_SAMPLE_PENALTY_TABLE, on since GPU run 213; the global workspace's count, which histories over 1 536 tokens
     still take): the same runner with them off, so the timeline probes' "old" sides (built with -D...=0) stay
-    checked. And list_near + bin_first without the near codes, the table without the prefetch (MLOPS_SAMPLE_GSL_NIBBLES,
-    MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216) and the seed loaded after the last cluster barrier
-    (MLOPS_SAMPLE_EARLY_DRAW, on since GPU runs 218 / 219)."""
+    checked. The first build, with the workspace's count, also checks the early stage's reload of a slice the cluster
+    may have penalized (MLOPS_SAMPLE_EARLY_STAGE, on since GPU runs 220 / 221; the reload dropped: 47 failures). The
+    second: list_near + bin_first without the near codes, the table without the prefetch (MLOPS_SAMPLE_GSL_NIBBLES,
+    MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216), the seed loaded after the last cluster barrier
+    (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219) and the staged slice loaded after the configuration's reads."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
-                   ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0"))
+                   ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
+                    "MLOPS_SAMPLE_EARLY_STAGE=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
