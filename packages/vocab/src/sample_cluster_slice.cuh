@@ -182,14 +182,6 @@ __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, Clu
 #ifndef MLOPS_SAMPLE_EARLY_STAGE
 #define MLOPS_SAMPLE_EARLY_STAGE 1
 #endif
-// MLOPS_SAMPLE_HIST_MATCH (session 45, off by default): with the early stage, the tk forms' first-round count of the
-// staging pass (8 copies of 256 bins, a lane's copy lane % 8) takes one shared atomic a distinct bin a warp
-// (__match_any_sync, the group's size added by its lowest lane) instead of one an element: N(0, 3) logits put ~45 %
-// of a row in four top bytes, so a warp's 32 atomics land on few addresses (run 220's probe: the tk staging ~1 100
-// cycles over the lean one's). The same counts.
-#ifndef MLOPS_SAMPLE_HIST_MATCH
-#define MLOPS_SAMPLE_HIST_MATCH 0
-#endif
 // Issues the copies of the slice's 16-byte groups (n >> 2 of them, from src = z + v0) into zs and returns their count,
 // or 0 (nothing issued) when src is not 16-byte aligned. The host runner copies at once.
 template <int NT>
@@ -256,11 +248,11 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
   // that met one measures its elements again exactly from the staged copy, so best and fl are exact's.
   uint32_t kmax = 0u, kmin = 0xffffffffu;
   int imax = -1;
-  auto take = [&](float x, int64_t i, bool stored, bool count = true) {
+  auto take = [&](float x, int64_t i, bool stored) {
     if (STORE && !stored) zs[i] = x;
     if (!measure) return;
     const uint32_t k = key_of(x);
-    if (hist && count) atomicAdd(&hist[(k >> 24) * kRep + (unsigned(tid) & unsigned(kRep - 1))], 1u);
+    if (hist) atomicAdd(&hist[(k >> 24) * kRep + (unsigned(tid) & unsigned(kRep - 1))], 1u);
     if (k > kmax) {
       kmax = k;
       imax = int(i);
@@ -268,26 +260,7 @@ __device__ __forceinline__ void stage_slice(const float* z, int64_t v0, int64_t 
     kmin = k < kmin ? k : kmin;
   };
   int64_t done = 0;
-  if (STORE && pre4 > 0 && MLOPS_SAMPLE_HIST_MATCH && hist && measure) {  // the same, counted a bin a warp
-    stage_wait();
-    const float4* s4 = reinterpret_cast<const float4*>(zs);
-    const unsigned lane = unsigned(tid) & 31u;
-    for (int64_t w = tid - int64_t(lane); w < pre4; w += NT) {  // w: the warp's first group (a warp-uniform loop)
-      const int64_t i = w + lane;
-      const bool on = i < pre4;
-      const float4 r = on ? s4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      const float x[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        if (on) take(x[c], 4 * i + c, true, false);
-        const unsigned bin = on ? key_of(x[c]) >> 24 : 256u;  // 256: no bin (a lane past the slice)
-        const unsigned same = __match_any_sync(kFull, bin);
-        if (on && lane == unsigned(__ffs(same) - 1))
-          atomicAdd(&hist[bin * kRep + (lane & unsigned(kRep - 1))], unsigned(__popc(same)));
-      }
-    }
-    done = 4 * pre4;
-  } else if (STORE && pre4 > 0) {  // in zs already: this thread's own copies (the same i = tid mod NT)
+  if (STORE && pre4 > 0) {  // in zs already: this thread's own copies (the same i = tid mod NT)
     stage_wait();
     const float4* s4 = reinterpret_cast<const float4*>(zs);
     for (int64_t i = tid; i < pre4; i += NT) {
