@@ -101,6 +101,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   if constexpr (GSL) {  // the slice stays in the (penalized) row; the dynamic shared memory holds the gathered list
     all = zs;
     zs = p.logits + row * p.logits_stride + v0;
+#if !defined(MLOPS_CUDA_ON_HOST)
+    // MLOPS_SAMPLE_GSL_PREFETCH (sample_cluster_shared.cuh): the slice's 128-byte lines asked into L1 now, a thread a line
+    if (MLOPS_SAMPLE_GSL_PREFETCH)
+      for (int64_t a = int64_t(tid) * 32; a < v1 - v0; a += int64_t(NT) * 32)
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(zs + a));
+#endif
   }
   // MLOPS_SAMPLE_EARLY_STAGE (sample_cluster_slice.cuh): the slice's copy issued before the penalties' reads; pre4: its
   // 16-byte groups in flight into zs (0: stage_slice loads the slice itself)
