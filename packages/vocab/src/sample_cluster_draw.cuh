@@ -43,14 +43,14 @@ __device__ __forceinline__ void draw_weights4(const LeanRow& lr, const float* zs
     lean_weights4(lr, x, on, w);
 }
 
-// MLOPS_SAMPLE_EARLY_DRAW (session 44; on by default since GPU runs 218 / 219, an H100): the row's 64 random bits (draw64: the seed's load and Philox's
-// 10 rounds) computed by one thread of the last warp in the max phase, where it waits for warp 0's remote loads anyway
-// (the seed's line prefetched into L2 at the kernel's start), and kept in shared memory (r_draw); the draws read it
-// there instead of loading the seed and running Philox after their last cluster barrier, on every row's critical path
-// (after the bench's L2 flush the seed is a DRAM read). The same bits: the same token. Run 218's probe: every B = 1
-// mode's kernel 0.1 - 0.35 us shorter, the B = 64 rows' spans 0.5 - 1.4 us; run 219's five paired bench rounds: B = 64
-// temperature -1.0, top-k -1.4, B = 1 temperature -0.4, the rest within their spread. -D...=0: the seed loaded after
-// the last cluster barrier, as before.
+// MLOPS_SAMPLE_EARLY_DRAW (session 44; on by default since GPU runs 218 / 219, an H100): the row's 64 random bits
+// (draw64: the seed's load and Philox's 10 rounds) computed by one thread of the last warp in the max phase, where it
+// waits for warp 0's remote loads anyway (the seed's line prefetched into L2 at the kernel's start), and kept in shared
+// memory (r_draw); the draws read it there instead of loading the seed and running Philox after their last cluster
+// barrier, on every row's critical path (after the bench's L2 flush the seed is a DRAM read). The same bits: the same
+// token. Run 218's probe: every B = 1 mode's kernel 0.1 - 0.35 us shorter, the B = 64 rows' spans 0.5 - 1.4 us; run
+// 219's five paired bench rounds: B = 64 temperature -1.0, top-k -1.4, B = 1 temperature -0.4, the rest within their
+// spread. -D...=0: the seed loaded after the last cluster barrier, as before.
 #ifndef MLOPS_SAMPLE_EARLY_DRAW
 #define MLOPS_SAMPLE_EARLY_DRAW 1
 #endif

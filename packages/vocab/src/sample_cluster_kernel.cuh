@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     all = zs;
     zs = p.logits + row * p.logits_stride + v0;
 #if !defined(MLOPS_CUDA_ON_HOST)
-    // MLOPS_SAMPLE_GSL_PREFETCH (sample_cluster_shared.cuh): the slice's 128-byte lines asked into L1 now, a thread a line
+    // MLOPS_SAMPLE_GSL_PREFETCH (sample_cluster_shared.cuh): the slice's 128-byte lines asked into L1 now, one a thread
     if (MLOPS_SAMPLE_GSL_PREFETCH)
       for (int64_t a = int64_t(tid) * 32; a < v1 - v0; a += int64_t(NT) * 32)
         asm volatile("prefetch.global.L1 [%0];" ::"l"(zs + a));

@@ -54,6 +54,9 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // before the probing) into hhi, and the apply pass reads it there: one dependent global load less after the count's
 // barrier. On by default since GPU run 216 (an H100): the B = 64 probe's penalties phase, every row of two launches,
 // 1.92 -> 1.81 us (cluster2_tp3g) and 2.84 -> 2.54 (cluster8_tp3); -D...=0 reads the logit after the barrier.
+#ifndef MLOPS_SAMPLE_PENALTY_PREFETCH
+#define MLOPS_SAMPLE_PENALTY_PREFETCH 1
+#endif
 // The global-slice forms' slice prefetched into L1 at the kernel's start (session 45, off by default, not yet run on a
 // GPU): their measuring pass reads the slice from the row after the configuration / step / history reads and the
 // penalties, as the staged forms' copy did before MLOPS_SAMPLE_EARLY_STAGE (~700 cycles of a B = 1 row in run 218's
@@ -62,9 +65,6 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // round trip there instead. A hint: the same values are read, the same token.
 #ifndef MLOPS_SAMPLE_GSL_PREFETCH
 #define MLOPS_SAMPLE_GSL_PREFETCH 0
-#endif
-#ifndef MLOPS_SAMPLE_PENALTY_PREFETCH
-#define MLOPS_SAMPLE_PENALTY_PREFETCH 1
 #endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;

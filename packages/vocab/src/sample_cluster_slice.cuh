@@ -168,17 +168,17 @@ __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, Clu
     build_candidates_tk<NT>(zs, n, lo, sh);
 }
 
-// MLOPS_SAMPLE_EARLY_STAGE (session 45; on by default since GPU runs 220 / 221, H100s): the staged forms' copy of the slice's 16-byte groups issued
-// as cp.async at the kernel's start, before the row's configuration, step and history length are read (~700 cycles
-// before the staging began in run 218's B = 1 probe, the loads of the staging waiting behind them), with no register
-// held: stage_slice then measures from shared memory. A thread reads back only the groups it copied (the same
-// i = tid mod NT), so its own cp.async.wait_all orders them; the penalties that change the row wait for every copy
-// first (a block barrier) and patch zs as they write the row, or have the slice loaded again (the cluster-wide count).
-// Run 220's probe (B = 1, the kernels' end): temperature 6.84 -> 6.29 us, top-k 13.72 -> 13.13, top-p 16.67 -> 16.24,
-// penalties + top-p 17.85 -> 17.53 (the staging done at 1.58 us where it was at 2.12); the bench's B = 1 calls -0.4 to
-// -1.1 us, B = 8 -0.4 to -2.1; the global-slice forms (no staged slice) unchanged. One cp.async.bulk by thread 0 on an
-// mbarrier instead (run 221) staged later (1.97 us: one copy engine's stream against 512 threads' requests) and was
-// not kept. -D...=0: the staging's own loads after those reads, as before.
+// MLOPS_SAMPLE_EARLY_STAGE (session 45; on by default since GPU runs 220 / 221, H100s): the staged forms' copy of the
+// slice's 16-byte groups issued as cp.async at the kernel's start, before the row's configuration, step and history
+// length are read (~700 cycles before the staging began in run 218's B = 1 probe, the loads of the staging waiting
+// behind them), with no register held: stage_slice then measures from shared memory. A thread reads back only the
+// groups it copied (the same i = tid mod NT), so its own cp.async.wait_all orders them; the penalties that change the
+// row wait for every copy first (a block barrier) and patch zs as they write the row, or have the slice loaded again
+// (the cluster-wide count). Run 220's probe (B = 1, the kernels' end): temperature 6.84 -> 6.29 us, top-k 13.72 ->
+// 13.13, top-p 16.67 -> 16.24, penalties + top-p 17.85 -> 17.53 (the staging done at 1.58 us where it was at 2.12); the
+// bench's B = 1 calls -0.4 to -1.1 us, B = 8 -0.4 to -2.1; the global-slice forms (no staged slice) unchanged. One
+// cp.async.bulk by thread 0 on an mbarrier instead (run 221) staged later (1.97 us: one copy engine's stream against
+// 512 threads' requests) and was not kept. -D...=0: the staging's own loads after those reads, as before.
 #ifndef MLOPS_SAMPLE_EARLY_STAGE
 #define MLOPS_SAMPLE_EARLY_STAGE 1
 #endif
