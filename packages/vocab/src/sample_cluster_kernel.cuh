@@ -475,7 +475,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
                                                 ch, nib) ? -1 : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
           MLOPS_SAMPLE_MARK(7);
-          if constexpr (TP3) {  // the gathered list: level 2 in one weighing, then one warp (tp3_rounds)
+          // the gathered list: level 2 in one weighing, then one warp (tp3_rounds); MLOPS_SAMPLE_WIDE_TP3: the wide
+          // forms too (their list is the crossing bin's elements, bin_first's gather of the tp forms)
+          if constexpr (TP3 || (WIDE && MLOPS_SAMPLE_WIDE_TP3)) {
             if (top == 2 && all_n >= 0) top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
           }
         }

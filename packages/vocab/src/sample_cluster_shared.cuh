@@ -66,6 +66,14 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_GSL_PREFETCH
 #define MLOPS_SAMPLE_GSL_PREFETCH 0
 #endif
+// The wide forms' rounds on the gathered list by tp3_rounds (session 46; off until a GPU run times it): the wide
+// top-p round gathers the crossing wide bin's elements alone, as the tp forms' gather does with bin_first, yet the wide
+// forms then ran the generic rounds on it (levels 2, 1, 0: 2 x 2048 words cleared, the list weighed and kRep copies
+// summed a level), 3.7 us of run 223's B = 1 cluster16_wide top-p kernel against tp3_rounds' 2.1 in cluster16_tp3.
+// The same prefix, acc and early stop (tp3_rounds' comment): the same token.
+#ifndef MLOPS_SAMPLE_WIDE_TP3
+#define MLOPS_SAMPLE_WIDE_TP3 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
