@@ -168,20 +168,22 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
 // holds it, the low 16 bits into hlo[c] and the rest into hhi[c] (neither word wraps: a chunk holds fewer than 2^16
 // elements). The words zeroed before, a barrier after: the caller's.
 template <int NT>
+__device__ __forceinline__ void add_chunk_weight(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
+                                                 uint32_t li, ClusterShared<NT>& sh) {
+  const float x = zs[li];
+  const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
+  if (w) {
+    const uint32_t c = li / chunk;
+    atomicAdd(&sh.hlo[c], w & 0xffffu);
+    if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
+  }
+}
+template <int NT>
 __device__ __forceinline__ void list_chunk_sums(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
                                                 ClusterShared<NT>& sh) {
   const uint32_t* ci = reinterpret_cast<const uint32_t*>(sh.cand);
   const int nl = int(sh.cand_n);  // <= kClusterCand
-  for (int i = int(threadIdx.x); i < nl; i += NT) {
-    const uint32_t li = ci[i];
-    const float x = zs[li];
-    const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
-    if (w) {
-      const uint32_t c = li / chunk;
-      atomicAdd(&sh.hlo[c], w & 0xffffu);
-      if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
-    }
-  }
+  for (int i = int(threadIdx.x); i < nl; i += NT) add_chunk_weight<NT>(zs, lr, tau, chunk, ci[i], sh);
 }
 
 // The tk forms' draw. A CTA whose candidate list holds every element of its slice at or above tau (`list`,
@@ -271,6 +273,47 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
     const float x = zs[i];
     if (TP && key_of(x) < tau) continue;  // weight 0 (TP: no exp for it)
     w = lean_weight1(lr, x, key_of(x) >= tau);
+    run += w;
+    if (run > t) break;
+  }
+  put_token(p, row, v0 + int64_t(i), w, S);
+}
+
+// The wide forms' top-p draw by the near pass's mask (MLOPS_SAMPLE_WIDE_MASK_DRAW, session 46; off until a GPU run times
+// it). lean_draw weighs every position of the slice (the sparse weights: a warp's step of 4 x 32 positions evaluates an
+// exp wherever one lane keeps its element) and stores the weights over it; run 223's B = 1 cluster16_wide top-p took
+// 2.9 us from its threshold to the token where cluster16_tp3's list draw (tk_draw<TP>) took 1.5. Where the crossing bin
+// came from the near pass (`near`, wide_top_p's by_mask), every element at or above tau is a near element of its
+// thread (bit e: element tid + e NT), so the thread adds the kept weight of each of its near elements into the sums of
+// lean_draw's chunks [t q, (t + 1) q) (tk_draw<TP>'s words), and the thread whose chunk holds the target walks it
+// weighing only the elements at or above tau: the same integers in the same index order, the same token.
+template <int C, int NT>
+__device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
+                                          const float* zs, const LeanRow& lr, uint32_t tau, uint64_t near,
+                                          ClusterShared<NT>& sh) {
+  static_assert(NT <= 256 * kRep, "a chunk's sum in hlo / hhi");
+  const int tid = threadIdx.x;
+  const int n = int(v1 - v0);
+  const int q = ((n + NT - 1) / NT) | 1;  // lean_draw's chunk
+  const int c0 = tid * q < n ? tid * q : n;
+  const int c1 = c0 + q < n ? c0 + q : n;
+  sh.hlo[tid] = 0;
+  sh.hhi[tid] = 0;
+  __syncthreads();
+  for (uint64_t b = near; b; b &= b - 1)  // element tid + e NT for each set bit e (wide_near_pass's W = 1, U = 0)
+    add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), uint32_t(tid + (__ffsll((long long)b) - 1) * NT), sh);
+  __syncthreads();
+  const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
+  uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
+  if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
+  if (!(s && ex <= t && t < ex + s)) return;
+  uint64_t run = ex;
+  int i = c0;
+  uint32_t w = 0;
+  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
+    const float x = zs[i];
+    if (key_of(x) < tau) continue;  // weight 0 (no exp for it)
+    w = lean_weight1(lr, x, true);
     run += w;
     if (run > t) break;
   }

@@ -333,6 +333,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     int rnd = 0;            // histogram rounds so far (the buffer of round r is r % 2)
     bool use_cand = false;  // later rounds read sh.cand instead of the slice
     uint32_t cand_lo = 0xffffffffu;  // TK: the bound the candidate list was built under
+    // MLOPS_SAMPLE_WIDE_MASK_DRAW: the wide top-p round's near mask, and whether it holds every element at or above tau
+    constexpr bool kMaskDraw = WIDE && !TP && !GSL && MLOPS_SAMPLE_WIDE_MASK_DRAW;
+    uint64_t wnear = 0;
+    bool wnear_ok = false;
     // element i of the candidate list (TK: a slice index into zs)
     auto cv = [&](int i) -> float {
       if constexpr (TK) return zs[f32_bits(sh.cand[i])];
@@ -472,7 +476,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           // GSL: the near codes' words after the gathered list (gsl_dyn_bytes)
           uint64_t* nib = GSL ? reinterpret_cast<uint64_t*>(all + kGather) : nullptr;
           top = wide_top_p<C, NT, TP, TP2, GSL>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
-                                                ch, nib) ? -1 : 2;
+                                                ch, nib, kMaskDraw ? &wnear : nullptr, kMaskDraw ? &wnear_ok : nullptr)
+                    ? -1
+                    : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
           MLOPS_SAMPLE_MARK(7);
           // the gathered list: level 2 in one weighing, then one warp (tp3_rounds); MLOPS_SAMPLE_WIDE_TP3: the wide
@@ -651,7 +657,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       }
     } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
-      lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, sh);
+      if (kMaskDraw && wnear_ok)
+        mask_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, wnear, sh);
+      else
+        lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, sh);
     } else {
     const int64_t wc = (v1 - v0 + NW - 1) / NW;
     const int64_t a = v0 + warp * wc < v1 ? v0 + warp * wc : v1;

@@ -558,7 +558,8 @@ __device__ uint32_t list_nib(uint64_t* nib, int n, uint32_t bc, ClusterShared<NT
 template <int C, int NT, bool TP = false, bool TP2 = false, bool GSL = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
-                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0, uint64_t* nib = nullptr) {
+                           uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0, uint64_t* nib = nullptr,
+                           uint64_t* near_out = nullptr, bool* near_ok = nullptr) {
   const int n = int(v1 - v0);
   constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
   constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : 0;  // the near pass's float4 loads a trip (0: strided elements)
@@ -568,6 +569,12 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   const uint32_t bc = uint32_t(sh.b_warp);  // the crossing near bin (where bin >= 0), before the full round's writes
   const bool by_nib = NIB && by_mask && bc < kNibBins;
+  // MLOPS_SAMPLE_WIDE_MASK_DRAW (the wide forms): the mask out, and whether it holds every element of the crossing bin
+  // and above (the near pass's crossing: every CTA alike), for mask_draw
+  if (near_out) {
+    *near_out = near;
+    *near_ok = by_mask;
+  }
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
     bin = wide_full_pass<C, NT, TP, TP2, GSL>(cfg, m, T, zs, n, sh, acc, thr);
