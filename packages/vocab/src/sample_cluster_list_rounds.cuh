@@ -30,73 +30,83 @@ constexpr int kTkKept = 256;  // the most kept elements a list form takes (else 
 // token and log-probability. Every CTA holds the same list, so every CTA decides alike. Returns the next level of
 // the rounds: -1 (done: prefix / mask final) or 1 (the bin holds more than 32 weighted elements: the tp form's
 // rounds go on from level 1 with this prefix, mask and acc). Every thread of the CTA calls it.
+// MLOPS_SAMPLE_TP3_LEVEL1 (session 46): where level 2's bin holds more than 32, level 1 (bits 5 - 12) the same way,
+// and the warp's finish after it (else 0: the rounds go on from level 0). At the bench's rows' crossing (T = 0.8, z
+// ~ 4 - 5 of N(0, 3^2) at V = 151936) a level-2 bin is 1/256 of a unit wide and holds ~25 elements on average, so
+// whether one warp finishes at level 2 is the row's luck: the probe's row did in run 224 (B = 1 cluster16_wide's rounds
+// 3.7 -> 2.1 us with MLOPS_SAMPLE_WIDE_TP3), the bench's planned row apparently not (run 225: -0.8 us of the -2.5).
 template <int NT>
 __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
                           uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
-  constexpr int sb = 13;  // wide_shift(2)
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
-  uint32_t* hl = sh.cnt[1];                                 // level 2's masses: the low 16 bits of each weight
+  uint32_t* hl = sh.cnt[1];                                 // a level's masses: the low 16 bits of each weight
   uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
   uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
-  for (int i = tid; i < 256; i += NT) {
-    hl[i] = 0;
-    hh[i] = 0;
-    hn[i] = 0;
-  }
-  __syncthreads();
   const LeanRow lm = mass_row(cfg, m, T);
-  for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
-    float x[4];
-    bool on[4];
-    uint32_t w[4], k[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + j * NT;
-      x[j] = i < n ? all[i] : 0.0f;
-      k[j] = key_of(x[j]);
-      on[j] = i < n && (k[j] & mask) == prefix;
+  // MLOPS_SAMPLE_TP3_LEVEL1: where level 2's bin holds more than 32 weighted elements, level 1 (bits 5 - 12) the same
+  // way before the generic rounds take over (their level 0 only where level 1's bin holds more than 32 too)
+  for (int level = 2;; --level) {
+    const int sb = wide_shift(level);
+    for (int i = tid; i < 256; i += NT) {
+      hl[i] = 0;
+      hh[i] = 0;
+      hn[i] = 0;
     }
-    lean_weights_sparse4(lm, x, on, w);
+    __syncthreads();  // (level 1) after every read of the words by level 2's selection
+    for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
+      float x[4];
+      bool on[4];
+      uint32_t w[4], k[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (w[j]) {
-        const uint32_t b = (k[j] >> sb) & 255u;
-        atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
-        atomicAdd(&hh[b], w[j] >> 16);
-        atomicAdd(&hn[b], 1u);
+      for (int j = 0; j < 4; ++j) {
+        const int i = i0 + j * NT;
+        x[j] = i < n ? all[i] : 0.0f;
+        k[j] = key_of(x[j]);
+        on[j] = i < n && (k[j] & mask) == prefix;
       }
+      lean_weights_sparse4(lm, x, on, w);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (w[j]) {
+          const uint32_t b = (k[j] >> sb) & 255u;
+          atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
+          atomicAdd(&hh[b], w[j] >> 16);
+          atomicAdd(&hn[b], 1u);
+        }
+    }
+    __syncthreads();
+    uint64_t mass = 0;
+    uint32_t n_bin = 0;
+    if (tid < 256) {
+      mass = uint64_t(hl[255 - tid]) + (uint64_t(hh[255 - tid]) << 16);
+      n_bin = hn[255 - tid];
+    }
+    const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
+    if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
+      sh.b_prefix = prefix;
+      sh.b_mask = mask;
+      sh.b_done = 1;
+      sh.b_krem = 0;  // the collected list's count (below)
+    }
+    __syncthreads();
+    if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - mass) >= thr))) {
+      sh.b_prefix = prefix | (uint32_t(255 - tid) << sb);
+      sh.b_mask = mask | (255u << sb);
+      sh.b_acc = incl - mass;
+      sh.b_done = n_bin == 1;  // the tp form's early stop: the bin's lower bound keeps the same weights
+      sh.b_warp = int(n_bin);
+    }
+    __syncthreads();
+    prefix = sh.b_prefix;
+    mask = sh.b_mask;
+    acc = sh.b_acc;
+    const int done = sh.b_done, nb = sh.b_warp;
+    __syncthreads();
+    if (done) return -1;
+    if (nb <= 32) break;
+    if (level == 1 || !MLOPS_SAMPLE_TP3_LEVEL1) return level - 1;
   }
-  __syncthreads();
-  uint64_t mass = 0;
-  uint32_t n_bin = 0;
-  if (tid < 256) {
-    mass = uint64_t(hl[255 - tid]) + (uint64_t(hh[255 - tid]) << 16);
-    n_bin = hn[255 - tid];
-  }
-  const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
-  if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
-    sh.b_prefix = prefix;
-    sh.b_mask = mask;
-    sh.b_done = 1;
-    sh.b_krem = 0;  // the collected list's count (below)
-  }
-  __syncthreads();
-  if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - mass) >= thr))) {
-    sh.b_prefix = prefix | (uint32_t(255 - tid) << sb);
-    sh.b_mask = mask | (255u << sb);
-    sh.b_acc = incl - mass;
-    sh.b_done = n_bin == 1;  // the tp form's early stop: the bin's lower bound keeps the same weights
-    sh.b_warp = int(n_bin);
-  }
-  __syncthreads();
-  prefix = sh.b_prefix;
-  mask = sh.b_mask;
-  acc = sh.b_acc;
-  const int done = sh.b_done, nb = sh.b_warp;
-  __syncthreads();
-  if (done) return -1;
-  if (nb > 32) return 1;
   uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
   for (int i = tid; i < n; i += NT) {
     const float x = all[i];

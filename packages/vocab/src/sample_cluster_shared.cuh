@@ -74,6 +74,11 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_TP3
 #define MLOPS_SAMPLE_WIDE_TP3 0
 #endif
+// tp3_rounds' second level on the gathered list (sample_cluster_list_rounds.cuh; session 46, off until a GPU run
+// times it).
+#ifndef MLOPS_SAMPLE_TP3_LEVEL1
+#define MLOPS_SAMPLE_TP3_LEVEL1 0
+#endif
 // The wide forms' top-p draw over the near pass's mask (sample_cluster_draw.cuh: mask_draw; session 46, off until a GPU
 // run times it).
 #ifndef MLOPS_SAMPLE_WIDE_MASK_DRAW

@@ -79,7 +79,7 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     rows of the bench's vocabulary whose ~76 000 equal weights in one global-slice CTA's wide bin wrapped the 32-bit
     sums of their 16-bit halves (the full round's bins, the near pass's): the global-slice forms' tokens differed from
     the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069)
 
 
 def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_path):
@@ -99,7 +99,7 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       the thread that found the key instead of the one that inserted it is caught (144 failures);
     - with session 45's staged slice copied at the kernel's start (MLOPS_SAMPLE_EARLY_STAGE, on by default), the
       table's penalized logits written to the row but not to the copy are caught (47 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1"))
 
@@ -114,9 +114,9 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     second: list_near + bin_first without the near codes, the table without the prefetch (MLOPS_SAMPLE_GSL_NIBBLES,
     MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216), the seed loaded after the last cluster barrier
     (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219) and the staged slice loaded after the configuration's reads."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0"))
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0"))
 
@@ -131,7 +131,7 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
       listing only the upper half of the bound's bin is caught (102 failures);
     - the draw bits computed in the max phase (sample_cluster_draw.cuh: row_draw, MLOPS_SAMPLE_EARLY_DRAW): the bits
       of the next step stored there are caught (1 034 failures; in the head's-statistics branch alone, 88)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1"))
 
 
@@ -144,6 +144,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 6841,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

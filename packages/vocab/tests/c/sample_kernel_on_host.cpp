@@ -201,6 +201,9 @@ int main() {
       // rounds go on from level 1
       {"top_p 0.25 near-ties (a level-2 bin of ~450 keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false,
        false, false, 0, true},
+      // the same rows without the ulps: ~450 equal keys, over the one warp at levels 2 and 1 (tp3_rounds with
+      // MLOPS_SAMPLE_TP3_LEVEL1 hands level 0 to the rounds)
+      {"top_p 0.25 ties (a level-1 bin of ~450 equal keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false},
       // three rows of the bench's kind at other p / T: the tp3 forms' one-warp finish where the threshold is not the
       // level-2 bin's smallest key
       {"top_p 0.7 hot", 3, 12000, cfg(1.5f, 0, 0.7f, 0.0f), 3.0f, false, false},
