@@ -279,8 +279,8 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
   put_token(p, row, v0 + int64_t(i), w, S);
 }
 
-// The wide forms' top-p draw by the near pass's mask (MLOPS_SAMPLE_WIDE_MASK_DRAW, session 46; off until a GPU run times
-// it). lean_draw weighs every position of the slice (the sparse weights: a warp's step of 4 x 32 positions evaluates an
+// The wide forms' top-p draw by the near pass's mask (MLOPS_SAMPLE_WIDE_MASK_DRAW, session 46; on by default since GPU
+// runs 224 - 226). lean_draw weighs every position of the slice (the sparse weights: a warp's step of 4 x 32 positions evaluates an
 // exp wherever one lane keeps its element) and stores the weights over it; run 223's B = 1 cluster16_wide top-p took
 // 2.9 us from its threshold to the token where cluster16_tp3's list draw (tk_draw<TP>) took 1.5. Where the crossing bin
 // came from the near pass (`near`, wide_top_p's by_mask), every element at or above tau is a near element of its

@@ -66,23 +66,26 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_GSL_PREFETCH
 #define MLOPS_SAMPLE_GSL_PREFETCH 0
 #endif
-// The wide forms' rounds on the gathered list by tp3_rounds (session 46; off until a GPU run times it): the wide
-// top-p round gathers the crossing wide bin's elements alone, as the tp forms' gather does with bin_first, yet the wide
-// forms then ran the generic rounds on it (levels 2, 1, 0: 2 x 2048 words cleared, the list weighed and kRep copies
-// summed a level), 3.7 us of run 223's B = 1 cluster16_wide top-p kernel against tp3_rounds' 2.1 in cluster16_tp3.
-// The same prefix, acc and early stop (tp3_rounds' comment): the same token.
+// The wide forms' rounds on the gathered list by tp3_rounds (session 46): the wide top-p round gathers the crossing
+// wide bin's elements alone, as the tp forms' gather does with bin_first, yet the wide forms then ran the generic rounds
+// on it (levels 2, 1, 0: 2 x 2048 words cleared, the list weighed and kRep copies summed a level), 3.7 us of run 223's
+// B = 1 cluster16_wide top-p kernel against tp3_rounds' 2.1 in cluster16_tp3. The same prefix, acc and early stop
+// (tp3_rounds' comment): the same token. With mask_draw (below) on by default since GPU runs 224 - 226 (H100s): the
+// probe's B = 1 cluster16_wide top-p kernel 16.26 -> 13.75 us (this alone: 14.68), the bench's B = 1 top-p 21.3 -> 19.7,
+// B = 8 28.4 -> 25.2 (docs/vocab.md "Session 46"). -D...=0: the generic rounds (the runner's test of the earlier forms).
 #ifndef MLOPS_SAMPLE_WIDE_TP3
-#define MLOPS_SAMPLE_WIDE_TP3 0
+#define MLOPS_SAMPLE_WIDE_TP3 1
 #endif
-// tp3_rounds' second level on the gathered list (sample_cluster_list_rounds.cuh; session 46, off until a GPU run
-// times it).
+// tp3_rounds' second level on the gathered list (sample_cluster_list_rounds.cuh; session 46): off, GPU run 226 (an
+// H100): the B = 1 / 8 wide rows within 0.3 us of the form without it, while the global-slice kernels' stack grew 32 ->
+// 40 bytes (cluster16_tp3 8 -> 64) and B = 64's cluster2_tp3g took +0.7 (temperature) to +1.8 us (top-p) in every mode.
 #ifndef MLOPS_SAMPLE_TP3_LEVEL1
 #define MLOPS_SAMPLE_TP3_LEVEL1 0
 #endif
-// The wide forms' top-p draw over the near pass's mask (sample_cluster_draw.cuh: mask_draw; session 46, off until a GPU
-// run times it).
+// The wide forms' top-p draw over the near pass's mask (sample_cluster_draw.cuh: mask_draw; session 46, on by default
+// since GPU runs 224 - 226 with WIDE_TP3: the probe's draw phase 2.91 -> 2.13 us). -D...=0: lean_draw, as before.
 #ifndef MLOPS_SAMPLE_WIDE_MASK_DRAW
-#define MLOPS_SAMPLE_WIDE_MASK_DRAW 0
+#define MLOPS_SAMPLE_WIDE_MASK_DRAW 1
 #endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;

@@ -78,7 +78,10 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     """Every variant on every case (tokens, flags, log-probabilities, steps, penalized logits). Since session 41 two
     rows of the bench's vocabulary whose ~76 000 equal weights in one global-slice CTA's wide bin wrapped the 32-bit
     sums of their 16-bit halves (the full round's bins, the near pass's): the global-slice forms' tokens differed from
-    the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8)."""
+    the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8). Session 46's wide
+    forms (tp3_rounds on their gathered list, the draw over the near mask, both on by default): a threshold one key high
+    after tp3_rounds (13 failures), its hand-over to level 1 with acc lost (4), the mask's first bit dropped (46), an
+    index off (22) and the walk's weight off (4) are caught."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069)
 
 
@@ -113,12 +116,14 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     may have penalized (MLOPS_SAMPLE_EARLY_STAGE, on since GPU runs 220 / 221; the reload dropped: 47 failures). The
     second: list_near + bin_first without the near codes, the table without the prefetch (MLOPS_SAMPLE_GSL_NIBBLES,
     MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216), the seed loaded after the last cluster barrier
-    (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219) and the staged slice loaded after the configuration's reads."""
+    (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219), the staged slice loaded after the configuration's reads, and the
+    wide forms' generic rounds and lean draw (MLOPS_SAMPLE_WIDE_TP3, MLOPS_SAMPLE_WIDE_MASK_DRAW, on since GPU runs 224 -
+    226)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
-                    "MLOPS_SAMPLE_EARLY_STAGE=0"))
+                    "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
@@ -130,9 +135,12 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     - the tk listing by build_candidates_staged (sample_cluster_slice.cuh: tk_list, MLOPS_SAMPLE_TK_STAGED_LIST):
       listing only the upper half of the bound's bin is caught (102 failures);
     - the draw bits computed in the max phase (sample_cluster_draw.cuh: row_draw, MLOPS_SAMPLE_EARLY_DRAW): the bits
-      of the next step stored there are caught (1 034 failures; in the head's-statistics branch alone, 88)."""
+      of the next step stored there are caught (1 034 failures; in the head's-statistics branch alone, 88);
+    - with session 46's second level of tp3_rounds (sample_cluster_list_rounds.cuh: MLOPS_SAMPLE_TP3_LEVEL1, off since
+      GPU run 226): level 1 weighed on level 2's bits is caught (20 failures)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
-                   ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1"))
+                   ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
+                    "MLOPS_SAMPLE_TP3_LEVEL1=1"))
 
 
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):
