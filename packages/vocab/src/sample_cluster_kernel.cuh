@@ -443,7 +443,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           MLOPS_SAMPLE_MARK(15);
           if constexpr (GATHER) {
             gather_tried = true;
-            all_n = gather_candidates<C, NT, false, TK, false, GSL>(sh, all, zs, 0xffffffffu, ch);
+            // MLOPS_SAMPLE_TK_WARPS_GATHER: the staged tk forms of clusters of at least that many CTAs copy by warps
+            constexpr bool kWarps = TK && !GSL && MLOPS_SAMPLE_TK_WARPS_GATHER > 0 && C >= MLOPS_SAMPLE_TK_WARPS_GATHER;
+            all_n = gather_candidates<C, NT, false, TK, kWarps, GSL>(sh, all, zs, 0xffffffffu, ch);
           }
           MLOPS_SAMPLE_MARK(5);
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA

@@ -82,6 +82,13 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TP3_LEVEL1
 #define MLOPS_SAMPLE_TP3_LEVEL1 0
 #endif
+// The tk forms' gather by warps (gather_candidates' WARPS: a warp a CTA's list, 4 remote loads a lane in flight, no
+// search of the offsets an element) in clusters of at least this many CTAs, 0: none (session 46, off until a GPU run
+// times it). Session 34 kept the tk forms out of it on B = 64's cluster8_tk row (+1 350 cycles, most of it in the
+// unchanged staging); 16 takes B = 1's cluster16_tk alone, whose gather phase is 2.3 us of run 223's 13.0 us kernel.
+#ifndef MLOPS_SAMPLE_TK_WARPS_GATHER
+#define MLOPS_SAMPLE_TK_WARPS_GATHER 0
+#endif
 // The wide forms' top-p draw over the near pass's mask (sample_cluster_draw.cuh: mask_draw; session 46, on by default
 // since GPU runs 224 - 226 with WIDE_TP3: the probe's draw phase 2.91 -> 2.13 us). -D...=0: lean_draw, as before.
 #ifndef MLOPS_SAMPLE_WIDE_MASK_DRAW
