@@ -83,11 +83,13 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #define MLOPS_SAMPLE_TP3_LEVEL1 0
 #endif
 // The tk forms' gather by warps (gather_candidates' WARPS: a warp a CTA's list, 4 remote loads a lane in flight, no
-// search of the offsets an element) in clusters of at least this many CTAs, 0: none (session 46, off until a GPU run
-// times it). Session 34 kept the tk forms out of it on B = 64's cluster8_tk row (+1 350 cycles, most of it in the
-// unchanged staging); 16 takes B = 1's cluster16_tk alone, whose gather phase is 2.3 us of run 223's 13.0 us kernel.
+// search of the offsets an element) in clusters of at least this many CTAs, 0: none (session 46). Session 34 kept the
+// tk forms out of it on B = 64's cluster8_tk row (+1 350 cycles, most of it in the unchanged staging); 16 takes B = 1's
+// cluster16_tk alone, whose gather phase was 2.3 us of run 223's 13.0 us kernel. 16 by default since GPU run 227 (an
+// H100): the gather 2.27 -> 1.84 us, the bench's B = 1 top-k 16.67 -> 16.13, the combination 18.58 -> 18.02. The host
+// runner's clusters (3 / 4 CTAs) take it only where a test builds it with 2.
 #ifndef MLOPS_SAMPLE_TK_WARPS_GATHER
-#define MLOPS_SAMPLE_TK_WARPS_GATHER 0
+#define MLOPS_SAMPLE_TK_WARPS_GATHER 16
 #endif
 // The wide forms' top-p draw over the near pass's mask (sample_cluster_draw.cuh: mask_draw; session 46, on by default
 // since GPU runs 224 - 226 with WIDE_TP3: the probe's draw phase 2.91 -> 2.13 us). -D...=0: lean_draw, as before.

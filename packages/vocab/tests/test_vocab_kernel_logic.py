@@ -101,10 +101,12 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
     - and session 43's logits of the table loaded while counting (MLOPS_SAMPLE_PENALTY_PREFETCH): the logit stored by
       the thread that found the key instead of the one that inserted it is caught (144 failures);
     - with session 45's staged slice copied at the kernel's start (MLOPS_SAMPLE_EARLY_STAGE, on by default), the
-      table's penalized logits written to the row but not to the copy are caught (47 failures)."""
+      table's penalized logits written to the row but not to the copy are caught (47 failures);
+    - and session 46's tk gather by warps (MLOPS_SAMPLE_TK_WARPS_GATHER, 16 by default: clusters of 16, which the
+      runner does not build) in every cluster here: the last CTA's list copied wrong fails 22 tk checks."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
-                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1"))
+                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
