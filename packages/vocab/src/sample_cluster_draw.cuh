@@ -186,6 +186,27 @@ __device__ __forceinline__ void list_chunk_sums(const float* zs, const LeanRow& 
   for (int i = int(threadIdx.x); i < nl; i += NT) add_chunk_weight<NT>(zs, lr, tau, chunk, ci[i], sh);
 }
 
+// The walk of tk_draw and mask_draw in the one thread whose chunk [c0, c1) of the slice holds the target t (s: the
+// chunk's kept weight, ex: the CTA's kept weight below it): the first element whose running sum exceeds t is the token
+// (its weight is > 0). SKIP: the elements below tau weigh 0 without an exp.
+template <bool SKIP>
+__device__ __forceinline__ void walk_chunk(const SampleParams& p, int64_t row, int64_t v0, const float* zs,
+                                           const LeanRow& lr, uint32_t tau, int c0, int c1, uint64_t s, uint64_t ex,
+                                           uint64_t t, uint64_t S) {
+  if (!(s && ex <= t && t < ex + s)) return;
+  uint64_t run = ex;
+  int i = c0;
+  uint32_t w = 0;
+  for (; i < c1; ++i) {
+    const float x = zs[i];
+    if (SKIP && key_of(x) < tau) continue;
+    w = lean_weight1(lr, x, key_of(x) >= tau);
+    run += w;
+    if (run > t) break;
+  }
+  put_token(p, row, v0 + int64_t(i), w, S);
+}
+
 // The tk forms' draw. A CTA whose candidate list holds every element of its slice at or above tau (`list`,
 // the CTA's own) weighs only the list (slice indices into zs), compacts the kept ones as (index, weight)
 // and, if it holds the target, finds the element whose kept weights at lower indices (of its slice) sum
@@ -265,18 +286,7 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
     }
     return;
   }
-  if (!(s && ex <= t && t < ex + s)) return;
-  uint64_t run = ex;
-  int i = c0;
-  uint32_t w = 0;
-  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
-    const float x = zs[i];
-    if (TP && key_of(x) < tau) continue;  // weight 0 (TP: no exp for it)
-    w = lean_weight1(lr, x, key_of(x) >= tau);
-    run += w;
-    if (run > t) break;
-  }
-  put_token(p, row, v0 + int64_t(i), w, S);
+  walk_chunk<TP>(p, row, v0, zs, lr, tau, c0, c1, s, ex, t, S);
 }
 
 // The wide forms' top-p draw by the near pass's mask (MLOPS_SAMPLE_WIDE_MASK_DRAW, session 46; on by default since GPU
@@ -306,18 +316,7 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
   const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
   if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
-  if (!(s && ex <= t && t < ex + s)) return;
-  uint64_t run = ex;
-  int i = c0;
-  uint32_t w = 0;
-  for (; i < c1; ++i) {  // the first element whose running sum exceeds t (its weight is > 0)
-    const float x = zs[i];
-    if (key_of(x) < tau) continue;  // weight 0 (no exp for it)
-    w = lean_weight1(lr, x, true);
-    run += w;
-    if (run > t) break;
-  }
-  put_token(p, row, v0 + int64_t(i), w, S);
+  walk_chunk<true>(p, row, v0, zs, lr, tau, c0, c1, s, ex, t, S);
 }
 
 // The tk forms' draw from the gathered list (MLOPS_SAMPLE_LIST_DRAW, session 44), where a top-k row's gathered list
