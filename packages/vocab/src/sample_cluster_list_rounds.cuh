@@ -34,7 +34,8 @@ constexpr int kTkKept = 256;  // the most kept elements a list form takes (else 
 // and the warp's finish after it (else 0: the rounds go on from level 0). At the bench's rows' crossing (T = 0.8, z
 // ~ 4 - 5 of N(0, 3^2) at V = 151936) a level-2 bin is 1/256 of a unit wide and holds ~25 elements on average, so
 // whether one warp finishes at level 2 is the row's luck: the probe's row did in run 224 (B = 1 cluster16_wide's rounds
-// 3.7 -> 2.1 us with MLOPS_SAMPLE_WIDE_TP3), the bench's planned row apparently not (run 225: -0.8 us of the -2.5).
+// 3.7 -> 2.1 us with MLOPS_SAMPLE_WIDE_TP3). Off (sample_cluster_shared.cuh): on run 226's seeded bench row it gained
+// nothing, and its loop cost the global-slice kernels 8 bytes of stack and B = 64 0.7 - 1.8 us.
 template <int NT>
 __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
                           uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
