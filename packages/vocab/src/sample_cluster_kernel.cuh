@@ -436,7 +436,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (level == 3) MLOPS_SAMPLE_MARK(4);
         if (done) break;
         if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
-          if constexpr (TK) tk_list<NT>(zs, int(v1 - v0), prefix, sh);
+          if constexpr (TK) tk_list<NT, C>(zs, int(v1 - v0), prefix, sh);
           else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
           cand_lo = prefix;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;
@@ -619,7 +619,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         __syncthreads();
         if (done) break;
         if (level == 3 && !use_cand && all_n < 0) {  // the keys >= max(tau, the chosen bin), when they fit
-          if constexpr (TK) tk_list<NT>(zs, int(v1 - v0), prefix > tau ? prefix : tau, sh);
+          if constexpr (TK) tk_list<NT, C>(zs, int(v1 - v0), prefix > tau ? prefix : tau, sh);
           else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix > tau ? prefix : tau, sh);
           cand_lo = prefix > tau ? prefix : tau;
           use_cand = __syncthreads_or(sh.cand_n <= uint32_t(kClusterCand)) != 0;

@@ -156,13 +156,15 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
 // build_candidates_tk's (a ballot, an atomic and a shuffle an element of a warp's 4, one after the other, where one of
 // its 128 is listed). The wide round took the former in session 34 (GPU run 189, B = 1: 4675 -> 3833 cycles); the tk
 // forms kept theirs then, as run 189's B = 64 top-k row came out slower with it and the warps' gather together (~1000
-// of the +1350 cycles in the unchanged staging). The same elements listed, cand_n the same.
+// of the +1350 cycles in the unchanged staging). The same elements listed, cand_n the same. Since session 46 the
+// macro is the smallest cluster that takes it (1: every one, as its "on" was; 0: none), as MLOPS_SAMPLE_TK_WARPS_GATHER:
+// run 228's B = 1 cluster16_tk probe -0.12 to -0.18 us on the warps' gather, session 44's B = 8 cluster8_tk +0.7.
 #ifndef MLOPS_SAMPLE_TK_STAGED_LIST
 #define MLOPS_SAMPLE_TK_STAGED_LIST 0
 #endif
-template <int NT>
+template <int NT, int C>
 __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh) {
-  if (MLOPS_SAMPLE_TK_STAGED_LIST)
+  if constexpr (MLOPS_SAMPLE_TK_STAGED_LIST > 0 && C >= MLOPS_SAMPLE_TK_STAGED_LIST)
     build_candidates_staged<NT, true>(zs, n, lo, sh);
   else
     build_candidates_tk<NT>(zs, n, lo, sh);
