@@ -157,10 +157,12 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
 // its 128 is listed). The wide round took the former in session 34 (GPU run 189, B = 1: 4675 -> 3833 cycles); the tk
 // forms kept theirs then, as run 189's B = 64 top-k row came out slower with it and the warps' gather together (~1000
 // of the +1350 cycles in the unchanged staging). The same elements listed, cand_n the same. Since session 46 the
-// macro is the smallest cluster that takes it (1: every one, as its "on" was; 0: none), as MLOPS_SAMPLE_TK_WARPS_GATHER:
-// run 228's B = 1 cluster16_tk probe -0.12 to -0.18 us on the warps' gather, session 44's B = 8 cluster8_tk +0.7.
+// macro is the smallest cluster that takes it (1: every one, as its "on" was; 0: none), as MLOPS_SAMPLE_TK_WARPS_GATHER,
+// and 16 by default (B = 1's cluster16_tk; session 44 found B = 8's cluster8_tk +0.7 us with it): GPU run 229 (an H100,
+// four paired rounds) B = 1 top-k 16.27 -> 16.04 us, the combination 18.18 -> 17.97, the listing 1.78 -> 1.72 us.
+// The host runner's clusters take it only where a test builds it with 1.
 #ifndef MLOPS_SAMPLE_TK_STAGED_LIST
-#define MLOPS_SAMPLE_TK_STAGED_LIST 0
+#define MLOPS_SAMPLE_TK_STAGED_LIST 16
 #endif
 template <int NT, int C>
 __device__ __forceinline__ void tk_list(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh) {

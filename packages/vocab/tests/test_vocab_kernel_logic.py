@@ -129,7 +129,8 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
-    """Session 44's forms together (the first two off by default, row_draw on since GPU runs 218 / 219):
+    """Session 44's forms together (list_draw off by default; the staged tk listing on since GPU run 229 in clusters of 16
+    alone, which the runner does not build: here in every cluster; row_draw on since GPU runs 218 / 219):
     - the draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW): a top-k row of a
       staged tk kernel whose gathered list holds every kept element draws in CTA 0 from the list, each kept element's
       global index read back from its CTA's list. A token one index off is caught (40 failures), the CTAs' order
