@@ -293,11 +293,11 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
 // runs 224 - 226). lean_draw weighs every position of the slice (the sparse weights: a warp's step of 4 x 32 positions
 // evaluates an exp wherever one lane keeps its element) and stores the weights over it; run 223's B = 1 cluster16_wide
 // top-p took 2.9 us from its threshold to the token where cluster16_tp3's list draw (tk_draw<TP>) took 1.5 (run 224
-// with this draw: 2.1). Where the crossing bin
-// came from the near pass (`near`, wide_top_p's by_mask), every element at or above tau is a near element of its
-// thread (bit e: element tid + e NT), so the thread adds the kept weight of each of its near elements into the sums of
-// lean_draw's chunks [t q, (t + 1) q) (tk_draw<TP>'s words), and the thread whose chunk holds the target walks it
-// weighing only the elements at or above tau: the same integers in the same index order, the same token.
+// with this draw: 2.1). Where the crossing bin came from the near pass (`near`, wide_top_p's by_mask), every element
+// at or above tau is a near element of its thread (bit e: element tid + e NT), so the thread adds the kept weight of
+// each of its near elements into the sums of lean_draw's chunks [t q, (t + 1) q) (tk_draw<TP>'s words), and the thread
+// whose chunk holds the target walks it weighing only the elements at or above tau (walk_chunk): the same integers in
+// the same index order, the same token.
 template <int C, int NT>
 __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                           const float* zs, const LeanRow& lr, uint32_t tau, uint64_t near,
