@@ -257,6 +257,11 @@ int main(int argc, char** argv) {
       if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) ||
           run_case<16, Tp3Form>("top-p 0.9, cluster16_tp3", p, n))
         return 1;
+#if defined(MLOPS_PROBE_T1024)  // session 47: the B = 1 forms at 1024 threads a CTA (twice the warps an SM)
+      if (set(0.8f, 50, 1.0f, 0.0f, 1.0f) || run_case<16, TkForm, 1024>("top-k 50, cluster16_tk_t1024", p, n)) return 1;
+      if (set(0.8f, 0, 0.9f, 0.0f, 1.0f) || run_case<16, WideForm, 1024>("top-p 0.9, cluster16_wide_t1024", p, n))
+        return 1;
+#endif
     } else {
       if (set(0.8f, 0, 1.0f, 0.0f, 1.0f) ||
           run_case<8, LeanForm>("temperature, cluster8_lean", p, n))

@@ -294,11 +294,12 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
 // evaluates an exp wherever one lane keeps its element) and stores the weights over it; run 223's B = 1 cluster16_wide
 // top-p took 2.9 us from its threshold to the token where cluster16_tp3's list draw (tk_draw<TP>) took 1.5 (run 224
 // with this draw: 2.1). Where the crossing bin came from the near pass (`near`, wide_top_p's by_mask), every element
-// at or above tau is a near element of its thread (bit e: element tid + e NT), so the thread adds the kept weight of
-// each of its near elements into the sums of lean_draw's chunks [t q, (t + 1) q) (tk_draw<TP>'s words), and the thread
-// whose chunk holds the target walks it weighing only the elements at or above tau (walk_chunk): the same integers in
-// the same index order, the same token.
-template <int C, int NT>
+// at or above tau is a near element of its thread (bit e: element tid + e NT, or by quads: near_element), so the
+// thread adds the kept weight of each of its near elements into the sums of lean_draw's chunks [t q, (t + 1) q)
+// (tk_draw<TP>'s words), and the thread whose chunk holds the target walks it weighing only the elements at or above
+// tau (walk_chunk): the same integers in the same index order, the same token.
+// Q: the mask of the quad-loaded pass (MLOPS_SAMPLE_WIDE_QUADS > 0), bit e element near_element<NT, true>(tid, e).
+template <int C, int NT, bool Q = (MLOPS_SAMPLE_WIDE_QUADS > 0)>
 __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                           const float* zs, const LeanRow& lr, uint32_t tau, uint64_t near,
                                           ClusterShared<NT>& sh) {
@@ -311,8 +312,8 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
   sh.hlo[tid] = 0;
   sh.hhi[tid] = 0;
   __syncthreads();
-  for (uint64_t b = near; b; b &= b - 1)  // element tid + e NT for each set bit e (wide_near_pass's W = 1, U = 0)
-    add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), uint32_t(tid + (__ffsll((long long)b) - 1) * NT), sh);
+  for (uint64_t b = near; b; b &= b - 1)  // the element of each set bit e (wide_near_pass's W = 1)
+    add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)), sh);
   __syncthreads();
   const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA

@@ -96,6 +96,15 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_MASK_DRAW
 #define MLOPS_SAMPLE_WIDE_MASK_DRAW 1
 #endif
+// The staged wide / tp forms' near pass by 16-byte loads from the staged slice (session 47; wide_near_pass's U, as
+// MLOPS_SAMPLE_GSL_QUADS is for the global-slice forms, with MLOPS_SAMPLE_GSL_LEAN's whole trips): U float4 of
+// shared memory a trip, near elements told by one float compare, the trip's mask bits set without a branch. The
+// strided pass (0) weighs 4 elements a trip with a bound and a key test an element; B = 1 cluster16_wide's near pass
+// was 3.5 of the probe's 13.75 us (run 229). The mask's bits then map by quads (near_element<NT, true>: list_near and
+// mask_draw read them so); the same bins, mask set, S and token. 0: the strided pass.
+#ifndef MLOPS_SAMPLE_WIDE_QUADS
+#define MLOPS_SAMPLE_WIDE_QUADS 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 

@@ -562,7 +562,8 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
                            uint64_t* near_out = nullptr, bool* near_ok = nullptr) {
   const int n = int(v1 - v0);
   constexpr int W = GSL ? 2 : 1;  // the near mask's words a thread (MLOPS_SAMPLE_NEAR_MASK)
-  constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : 0;  // the near pass's float4 loads a trip (0: strided elements)
+  // the near pass's float4 loads a trip (0: strided elements); the staged forms' by MLOPS_SAMPLE_WIDE_QUADS
+  constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : MLOPS_SAMPLE_WIDE_QUADS;
   constexpr bool NIB = GSL && TP && MLOPS_SAMPLE_GSL_NIBBLES && U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK;
   uint64_t near, near2 = 0;
   int bin = wide_near_pass<C, NT, W, U, NIB>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib);

@@ -140,10 +140,12 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     - the draw bits computed in the max phase (sample_cluster_draw.cuh: row_draw, MLOPS_SAMPLE_EARLY_DRAW): the bits
       of the next step stored there are caught (1 034 failures; in the head's-statistics branch alone, 88);
     - with session 46's second level of tp3_rounds (sample_cluster_list_rounds.cuh: MLOPS_SAMPLE_TP3_LEVEL1, off since
-      GPU run 226): level 1 weighed on level 2's bits is caught (20 failures)."""
+      GPU run 226): level 1 weighed on level 2's bits is caught (20 failures);
+    - with session 47's staged near pass by 16-byte loads (sample_cluster_shared.cuh: MLOPS_SAMPLE_WIDE_QUADS, here 4):
+      mask_draw reading the quad mask as the strided one's is caught (46 failures)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
-                    "MLOPS_SAMPLE_TP3_LEVEL1=1"))
+                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4"))
 
 
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):
