@@ -362,8 +362,11 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (from_stats) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
         } else if (level == 3 && row_fused()) {  // counted in the staging, published with the max (round 0)
-          if (tid < 256)
+          if (MLOPS_SAMPLE_COUNT_QUADS && LEAN) {  // hlo: its copies summed into cnt before the max's barrier
+            c = cluster_counts256<C, NT>(sh.cnt[0], sh.hlo);
+          } else if (tid < 256) {
             for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
+          }
           ++rnd;
         } else if (GATHER && all_n >= 0) {  // the gathered candidates: this CTA's count is the cluster's
           for (int i = tid; i < 256 * kRep; i += NT) sh.hlo[i] = 0;
@@ -400,7 +403,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             sh.cnt[buf][tid] = t;
           }
           exchange_sync<LEAN>();
-          if (tid < 256) {
+          if (MLOPS_SAMPLE_COUNT_QUADS && LEAN) {  // hlo: summed into cnt[buf] before the barrier
+            c = cluster_counts256<C, NT>(sh.cnt[buf], sh.hlo);
+          } else if (tid < 256) {
             if constexpr (LEAN) {
               for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[buf][255 - tid], unsigned(r));
             } else {

@@ -105,6 +105,15 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_QUADS
 #define MLOPS_SAMPLE_WIDE_QUADS 0
 #endif
+// A round's key counts summed over the cluster by 16-byte remote loads (cluster_counts256, session 47): each of the
+// 256 threads read its bin's count from each of the C CTAs (C 4-byte loads a thread: 4 096 a CTA at C = 16, every
+// CTA serving as many); here a thread reads 4 bins of one CTA (1 024 loads a CTA at C = 16, spread over every thread)
+// and the C CTAs' quads of a bin group meet by shuffles. The same sums. Where the distributed shared memory's requests
+// set the pace, the B = 1 cluster16_tk "top-k round 1" phase (1.77 us of the probe's 12.4 in run 229) shrinks.
+// 0: a thread's C loads of its bin, as before.
+#ifndef MLOPS_SAMPLE_COUNT_QUADS
+#define MLOPS_SAMPLE_COUNT_QUADS 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
@@ -182,7 +191,7 @@ __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.w
 // spilled them (288 bytes of spill stores in the cluster16 gather kernel at 64 registers).
 template <class T>
 __device__ __forceinline__ T remote_load(const T* local, unsigned rank) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "4 or 8 bytes");
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "4, 8 or 16 bytes (16: 16-byte aligned)");
   const uint32_t a = uint32_t(__cvta_generic_to_shared(local));
   uint32_t ra;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
@@ -191,6 +200,13 @@ __device__ __forceinline__ T remote_load(const T* local, unsigned rank) {
     uint32_t v;
     asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(ra) : "memory");
     memcpy(&t, &v, 4);
+  } else if constexpr (sizeof(T) == 16) {
+    uint32_t v[4];
+    asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(ra)
+                 : "memory");
+    memcpy(&t, v, 16);
   } else {
     uint64_t v;
     asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(ra) : "memory");
@@ -237,7 +253,7 @@ struct ClusterShared {
   uint32_t hlo[256 * kRep], hhi[256 * kRep];
   // the same histogram, its copies added: what the other CTAs read, double-buffered by round (they
   // read buffer r % 2 after round r's barrier; this CTA writes it again only after round r + 1's)
-  uint32_t cnt[2][256];
+  alignas(16) uint32_t cnt[2][256];  // 16-byte aligned: cluster_counts256's loads
   uint64_t mass[2][256];
   uint64_t wtot[8];
   uint64_t red[NT / 32];
@@ -298,6 +314,40 @@ __device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
     for (int w = 0; w < (tid >> 5); ++w) v += sh.wtot[w];
   __syncthreads();
   return v;
+}
+
+// The count of bin 255 - tid (tid < 256; 0 for the other threads) summed over the cluster's C CTAs' `cnt` (a round's
+// 256 counts, 16-byte aligned, published before the caller's cluster barrier), by 16-byte loads (MLOPS_SAMPLE_COUNT_QUADS):
+// item i = quad i / G (bins 4 q .. 4 q + 3) of CTA i % G (G: C rounded up to a power of two; the lanes of CTAs >= C
+// add 0), G consecutive lanes a quad, their sums by log2 G shuffles; 64 G items, a multiple of 32, so a warp takes
+// part in an iteration whole. tmp: 256 words of this CTA's shared memory that no other CTA reads and nothing of this
+// CTA reads until the caller's next barrier. Every thread calls it (one barrier).
+template <int C, int NT>
+__device__ __forceinline__ uint32_t cluster_counts256(const uint32_t* cnt, uint32_t* tmp) {
+  constexpr int G = C <= 1 ? 1 : C <= 2 ? 2 : C <= 4 ? 4 : C <= 8 ? 8 : C <= 16 ? 16 : 32;
+  static_assert(C >= 1 && C <= 32 && NT % 32 == 0, "at most a warp's lanes a quad");
+  const int tid = threadIdx.x;
+  for (int i = tid; i < 64 * G; i += NT) {
+    const unsigned r = unsigned(i) & unsigned(G - 1);
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < unsigned(C)) v = remote_load(reinterpret_cast<const uint4*>(cnt) + i / G, r);
+#pragma unroll
+    for (int off = G / 2; off >= 1; off >>= 1) {
+      v.x += __shfl_xor_sync(kFull, v.x, off);
+      v.y += __shfl_xor_sync(kFull, v.y, off);
+      v.z += __shfl_xor_sync(kFull, v.z, off);
+      v.w += __shfl_xor_sync(kFull, v.w, off);
+    }
+    if (r == 0) {
+      const int q = i / G;
+      tmp[4 * q] = v.x;
+      tmp[4 * q + 1] = v.y;
+      tmp[4 * q + 2] = v.z;
+      tmp[4 * q + 3] = v.w;
+    }
+  }
+  __syncthreads();
+  return tid < 256 ? tmp[255 - tid] : 0u;
 }
 
 }  // namespace
