@@ -3,24 +3,28 @@
 # threads. .carry/s47a: base/ (91e725a's default sm90 wheel) and wq4/ (the same with CUDAFLAGS=-DMLOPS_SAMPLE_WIDE_QUADS=4),
 # the timeline probes stp_base / stp_wq4 / stp_wq2 (nvcc -O3 -std=c++17 -arch=sm_90 -fmad=false -DMLOPS_PROBE_T1024
 # [-DMLOPS_SAMPLE_WIDE_QUADS=U] bench/sample_timeline_probe.cu: B = 8 and 1, the t1024 cases at B = 1).
+# Also cq/ (948136a, -DMLOPS_SAMPLE_COUNT_QUADS=1: the round counts by 16-byte remote loads) and both/ (948136a with
+# both macros), their probes stp_cq / stp_both; the probes travel gzipped (stp_<side>.gz: the carry's 64 MiB).
 # 1. the probes, 3 rounds; 2. the sampling bench (planned call + cluster2_tp3g, B = 1, 8, 64) in ROUNDS alternating
-# rounds base, wq4 and the ab table (before = base); 3. test_vocab_sampler_gpu.py whole on TEST_SIDE (wq4) in 6 shards
-# and the sanitizers on the staged wide / tp3 cluster subset, to END s. Results in $OUT/v.tgz.
+# rounds of SIDES and an ab table of each side against the first (ab-<side>.txt); 3. test_vocab_sampler_gpu.py whole on
+# TEST_SIDE (both) in 6 shards and the sanitizers on the staged wide / tp3 / tk cluster subset, to END s. Results in
+# $OUT/v.tgz.
 # `DRY=1 OUT=/tmp/x bash ci/device/s47a.sh`: the shell logic.
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
-C=${CARRY:-.carry/s47a} SIDES=${SIDES:-base wq4} PROBES=${PROBES:-base wq4 wq2} T=${TEST_SIDE:-wq4}
+C=${CARRY:-.carry/s47a} SIDES=${SIDES:-base wq4 cq both} PROBES=${PROBES:-base wq4 wq2 cq both} T=${TEST_SIDE:-both}
+for s in $PROBES; do gunzip -c $C/stp_$s.gz > /tmp/stp_$s && chmod +x /tmp/stp_$s; done
 for s in $SIDES; do rm -rf /tmp/j-$s; inst "$C/$s/mlops_vocab-*.whl" /tmp/j-$s; echo "install $s rc=$? [${SECONDS}s]" >> $R/summary.txt; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
 for k in 1 2 3; do
   for s in $PROBES; do
-    exe=$C/stp_$s; [ -n "$DRY" ] && exe="echo DRY $exe"
+    exe=/tmp/stp_$s; [ -n "$DRY" ] && exe="echo DRY $exe"
     timeout 60 $exe 8 1 > $R/timeline-$s-$k.log 2>&1; summ timeline-$s-$k $?
   done
 done
 snap
-for ((k = 1; k <= ${ROUNDS:-4}; k++)); do
+for ((k = 1; k <= ${ROUNDS:-3}; k++)); do
   for s in $SIDES; do
     name=bench-$s-$k; mkdir -p $R/$name
     MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/j-$s:$PWD/tools/testing timeout 100 python3 packages/vocab/bench/bench_vocab.py \
@@ -29,17 +33,20 @@ for ((k = 1; k <= ${ROUNDS:-4}; k++)); do
     summ $name $?
   done
 done
-mkdir -p $R/ab
 set -- $SIDES
-for d in $R/bench-$1-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-before-${d##*-}; done
-for d in $R/bench-$2-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-new-${d##*-}; done
-python3 ci/device/bench_ab.py $R/ab > $R/ab.txt 2>&1
+first=$1; shift
+for s in "$@"; do  # bench_ab.py's before / new pairs: the first side against each
+  mkdir -p $R/ab-$s
+  for d in $R/bench-$first-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab-$s/bench-before-${d##*-}; done
+  for d in $R/bench-$s-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab-$s/bench-new-${d##*-}; done
+  python3 ci/device/bench_ab.py $R/ab-$s > $R/ab-$s.txt 2>&1
+done
 snap
 L=$((${END:-540} - SECONDS)); [ $L -gt 300 ] && L=300
 if [ $L -ge 100 ]; then
   fshards vocab-sampler packages/vocab/tests/test_vocab_sampler_gpu.py /tmp/j-$T 6 $L
   ksanitize vocab /tmp/j-$T $L packages/vocab/tests/test_vocab_sampler_gpu.py \
-    "${SAN_K:-test_cluster_sanitizer_subset and (wide or tp3) and not tp3g}"
+    "${SAN_K:-test_cluster_sanitizer_subset and (wide or tp3 or tk) and not tp3g}"
 fi
 collect
 snap

@@ -316,6 +316,7 @@ __device__ uint64_t suffix_scan256(uint64_t x, ClusterShared<NT>& sh) {
   return v;
 }
 
+#if defined(MLOPS_SAMPLE_CLUSTER_BODY)  // remote_load: sm_90 device code, or the host runner
 // The count of bin 255 - tid (tid < 256; 0 for the other threads) summed over the cluster's C CTAs' `cnt` (a round's
 // 256 counts, 16-byte aligned, published before the caller's cluster barrier), by 16-byte loads (MLOPS_SAMPLE_COUNT_QUADS):
 // item i = quad i / G (bins 4 q .. 4 q + 3) of CTA i % G (G: C rounded up to a power of two; the lanes of CTAs >= C
@@ -349,6 +350,7 @@ __device__ __forceinline__ uint32_t cluster_counts256(const uint32_t* cnt, uint3
   __syncthreads();
   return tid < 256 ? tmp[255 - tid] : 0u;
 }
+#endif
 
 }  // namespace
 }  // namespace mlops::vocab
