@@ -403,9 +403,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             sh.cnt[buf][tid] = t;
           }
           exchange_sync<LEAN>();
-          if (MLOPS_SAMPLE_COUNT_QUADS && LEAN) {  // hlo: summed into cnt[buf] before the barrier
-            c = cluster_counts256<C, NT>(sh.cnt[buf], sh.hlo);
-          } else if (tid < 256) {
+          if (tid < 256) {
             if constexpr (LEAN) {
               for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[buf][255 - tid], unsigned(r));
             } else {

@@ -110,7 +110,9 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // CTA serving as many); here a thread reads 4 bins of one CTA (1 024 loads a CTA at C = 16, spread over every thread)
 // and the C CTAs' quads of a bin group meet by shuffles. The same sums. Where the distributed shared memory's requests
 // set the pace, the B = 1 cluster16_tk "top-k round 1" phase (1.77 us of the probe's 12.4 in run 229) shrinks.
-// 0: a thread's C loads of its bin, as before.
+// The fused first round only (the top-k rows' round counted in the staging): in the later rounds' exchange too,
+// ptxas 13.0 spilled more (cluster16_tk's stack 32 -> 56 bytes, cluster8_lean's 0 -> 24). 0: a thread's C loads of its
+// bin, as before.
 #ifndef MLOPS_SAMPLE_COUNT_QUADS
 #define MLOPS_SAMPLE_COUNT_QUADS 0
 #endif
@@ -328,6 +330,7 @@ __device__ __forceinline__ uint32_t cluster_counts256(const uint32_t* cnt, uint3
   constexpr int G = C <= 1 ? 1 : C <= 2 ? 2 : C <= 4 ? 4 : C <= 8 ? 8 : C <= 16 ? 16 : 32;
   static_assert(C >= 1 && C <= 32 && NT % 32 == 0, "at most a warp's lanes a quad");
   const int tid = threadIdx.x;
+#pragma unroll 1
   for (int i = tid; i < 64 * G; i += NT) {
     const unsigned r = unsigned(i) & unsigned(G - 1);
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
