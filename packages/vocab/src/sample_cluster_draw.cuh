@@ -315,9 +315,11 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
   for (uint64_t b = near; b; b &= b - 1)  // the element of each set bit e (wide_near_pass's W = 1)
     add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)), sh);
   __syncthreads();
+  MLOPS_SAMPLE_NEAR_MARK(5);  // the chunk sums
   const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
   if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
+  MLOPS_SAMPLE_NEAR_MARK(6);  // located (the walking CTA's thread 0 only)
   walk_chunk<true>(p, row, v0, zs, lr, tau, c0, c1, s, ex, t, S);
 }
 

@@ -59,7 +59,10 @@ struct LeanRow {
 // min_p * 2^31 (lean_min_u), and w >= min_w is double(w) >= min_p * 2^31 for an integer w (the
 // product is exact in double). NAN_TEST false (the global-slice near pass, MLOPS_SAMPLE_GSL_LEAN): no NaN test, the
 // same weights: a NaN x makes d NaN, and d >= cutoff is false for it (2 instructions an element fewer).
-template <bool NAN_TEST = true>
+// MIN_P false (a mass row, mass_row: u_min -inf, min_w 0; the strided near pass's whole trips, MLOPS_SAMPLE_WIDE_LEAN):
+// no u >= u_min test, the same weights: it fails only for a NaN u, which with a finite d needs an infinite 1 / T
+// (d = 0: 0 x inf), and such a live u weighs lean_weight_of_u(fmaxf(NaN, -80)) = W(-80) = 0.
+template <bool NAN_TEST = true, bool MIN_P = true>
 __device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)[4], const bool (&on)[4],
                                               uint32_t (&w)[4]) {
   float u[4];
@@ -68,7 +71,7 @@ __device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)
   for (int j = 0; j < 4; ++j) {
     const float d = x[j] - r.m;
     u[j] = d * r.inv;
-    live[j] = on[j] && (!NAN_TEST || !is_nan(x[j])) && d >= r.cutoff && u[j] >= r.u_min;
+    live[j] = on[j] && (!NAN_TEST || !is_nan(x[j])) && d >= r.cutoff && (!MIN_P || u[j] >= r.u_min);
     any = any || live[j];
     w[j] = 0;
   }
@@ -76,7 +79,7 @@ __device__ __forceinline__ void lean_weights4(const LeanRow& r, const float (&x)
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const uint32_t v = lean_weight_of_u(fmaxf(u[j], -80.0f));
-    w[j] = live[j] && v >= r.min_w ? v : 0u;
+    w[j] = live[j] && (!MIN_P || v >= r.min_w) ? v : 0u;
   }
 }
 

@@ -105,6 +105,14 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_QUADS
 #define MLOPS_SAMPLE_WIDE_QUADS 0
 #endif
+// The staged forms' strided near pass (wide_near_pass, U = 0) in whole trips (session 47): the trips whose 4 positions
+// all lie in the slice test no bound, and weigh by lean_weights4<false, false> (no NaN test: a NaN x makes d NaN and
+// d >= cutoff false; no min-p test: a mass row's). GPU run 230's ncu of the B = 1 cluster16_wide kernel put ~1 000
+// warp instructions a warp in this pass (~50 an element: ~60 % of issue there); these drop ~6 an element. The same
+// weights, bins, mask and S. 0: every trip as the tail's.
+#ifndef MLOPS_SAMPLE_WIDE_LEAN
+#define MLOPS_SAMPLE_WIDE_LEAN 0
+#endif
 // A round's key counts summed over the cluster by 16-byte remote loads (cluster_counts256, session 47): each of the
 // 256 threads read its bin's count from each of the C CTAs (C 4-byte loads a thread: 4 096 a CTA at C = 16, every
 // CTA serving as many); here a thread reads 4 bins of one CTA (1 024 loads a CTA at C = 16, spread over every thread)
@@ -162,6 +170,15 @@ __device__ unsigned long long g_sample_row_marks[64][16][16];
   } while (0)
 #define MLOPS_SAMPLE_ROW_SPAN(i) \
   do {                           \
+  } while (0)
+#endif
+// Session 47's points inside the wide top-p near pass and mask_draw (the probe built with MLOPS_SAMPLE_NEAR_MARKS):
+// marks 4 / 15 / 5 / 6, which a top-p row without top-k does not otherwise reach (the probe orders them by time).
+#if defined(MLOPS_SAMPLE_NEAR_MARKS)
+#define MLOPS_SAMPLE_NEAR_MARK(i) MLOPS_SAMPLE_MARK(i)
+#else
+#define MLOPS_SAMPLE_NEAR_MARK(i) \
+  do {                            \
   } while (0)
 #endif
 
