@@ -111,7 +111,7 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // warp instructions a warp in this pass (~50 an element: ~60 % of issue there); these drop ~6 an element. The same
 // weights, bins, mask and S. 0: every trip as the tail's.
 #ifndef MLOPS_SAMPLE_WIDE_LEAN
-#define MLOPS_SAMPLE_WIDE_LEAN 0
+#define MLOPS_SAMPLE_WIDE_LEAN 1
 #endif
 // A round's key counts summed over the cluster by 16-byte remote loads (cluster_counts256, session 47): each of the
 // 256 threads read its bin's count from each of the C CTAs (C 4-byte loads a thread: 4 096 a CTA at C = 16, every
@@ -272,7 +272,12 @@ struct ClusterShared {
   uint32_t hlo[256 * kRep], hhi[256 * kRep];
   // the same histogram, its copies added: what the other CTAs read, double-buffered by round (they
   // read buffer r % 2 after round r's barrier; this CTA writes it again only after round r + 1's)
-  alignas(16) uint32_t cnt[2][256];  // 16-byte aligned: cluster_counts256's loads
+  // 16-byte aligned for cluster_counts256's loads (MLOPS_SAMPLE_COUNT_QUADS), and in the 512-thread kernels anyway: with
+  // it ptxas 13.0 (sm_90) allocated the tk / tp kernels' registers with smaller stacks (cluster8_tk 64 -> 8 bytes,
+  // cluster16_tk 40 -> 16, cluster16_tp3 64 -> 16; GPU run 236: B = 8 top-k 50 by CUPTI 16.3 -> 15.6 us, B = 1 13.15 ->
+  // 12.88) while the 1024-thread global-slice kernels' grew (cluster2_tp3g 32 -> 40: B = 64 +0.4 - 2 us), so those keep
+  // the natural alignment (session 47).
+  alignas(MLOPS_SAMPLE_COUNT_QUADS || NT < 1024 ? 16 : 4) uint32_t cnt[2][256];
   uint64_t mass[2][256];
   uint64_t wtot[8];
   uint64_t red[NT / 32];
