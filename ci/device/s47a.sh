@@ -10,6 +10,9 @@
 # TEST_SIDE (both) in 6 shards and the sanitizers on the staged wide / tp3 / tk cluster subset, to END s. Results in
 # $OUT/v.tgz.
 # `DRY=1 OUT=/tmp/x bash ci/device/s47a.sh`: the shell logic.
+# Run 236: CARRY=.carry/s47c SIDES="base wl" PROBES="base wl" TEST_SIDE=wl ROUNDS=4 END=400 (wl: 0173b37 with
+# -DMLOPS_SAMPLE_WIDE_LEAN=1; its probes with -DMLOPS_SAMPLE_NEAR_MARKS); run 237: CARRY=.carry/s47d SIDES="base fin"
+# PROBES="base fin" TEST_SIDE=fin ROUNDS=5 END=420 (fin: 7b2818a's default).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }

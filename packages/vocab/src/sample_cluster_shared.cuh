@@ -101,15 +101,20 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // shared memory a trip, near elements told by one float compare, the trip's mask bits set without a branch. The
 // strided pass (0) weighs 4 elements a trip with a bound and a key test an element; B = 1 cluster16_wide's near pass
 // was 3.5 of the probe's 13.75 us (run 229). The mask's bits then map by quads (near_element<NT, true>: list_near and
-// mask_draw read them so); the same bins, mask set, S and token. 0: the strided pass.
+// mask_draw read them so); the same bins, mask set, S and token. 0: the strided pass. Not kept (GPU run 230, an H100):
+// the probe's B = 1 near pass 3.51 -> 3.62 us (U = 4) / 3.69 (U = 2) and its listing 1.02 -> 1.26 (the bench's B = 1
+// top-p +0.74 us), though B = 8's top-p gained 0.6: at B = 1 the pass is not bound by its loads' instructions.
 #ifndef MLOPS_SAMPLE_WIDE_QUADS
 #define MLOPS_SAMPLE_WIDE_QUADS 0
 #endif
 // The staged forms' strided near pass (wide_near_pass, U = 0) in whole trips (session 47): the trips whose 4 positions
 // all lie in the slice test no bound, and weigh by lean_weights4<false, false> (no NaN test: a NaN x makes d NaN and
-// d >= cutoff false; no min-p test: a mass row's). GPU run 230's ncu of the B = 1 cluster16_wide kernel put ~1 000
-// warp instructions a warp in this pass (~50 an element: ~60 % of issue there); these drop ~6 an element. The same
-// weights, bins, mask and S. 0: every trip as the tail's.
+// d >= cutoff false; no min-p test: a mass row's). GPU run 235's ncu of the B = 1 cluster16_wide kernel put ~1 000
+// warp instructions a warp in this pass (228 SASS instructions a trip of 4 elements; 199 with this), its stall samples
+// mostly issue (selected / not selected 39 %) and fixed-latency waits (26 %). The same weights, bins, mask and S. On
+// since GPU runs 236 / 237 (H100s): the probe's B = 1 near pass 3.23 -> 2.86 us, cluster16_wide top-p 13.81 -> 13.28;
+// the bench's B = 1 top-p 19.79 -> 19.61, B = 8 25.27 -> 24.66 (docs/vocab.md "Session 47"). 0: every trip as the
+// tail's (the runner's earlier-forms build).
 #ifndef MLOPS_SAMPLE_WIDE_LEAN
 #define MLOPS_SAMPLE_WIDE_LEAN 1
 #endif
@@ -120,7 +125,10 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // set the pace, the B = 1 cluster16_tk "top-k round 1" phase (1.77 us of the probe's 12.4 in run 229) shrinks.
 // The fused first round only (the top-k rows' round counted in the staging): in the later rounds' exchange too,
 // ptxas 13.0 spilled more (cluster16_tk's stack 32 -> 56 bytes, cluster8_lean's 0 -> 24). 0: a thread's C loads of its
-// bin, as before.
+// bin, as before. Not kept (GPU run 230, an H100): the probe's B = 1 cluster16_tk "top-k round 1" 1.75 -> 2.76 us (the
+// bench's top-k +0.41), B = 8 cluster8_tk 1.38 -> 1.83, cluster4_tp3g 1.73 -> 1.79: the 16 loads a thread were in
+// flight at once, where a lane's 2 quads here wait in turn; the phase is latency, not the distributed shared memory's
+// request count.
 #ifndef MLOPS_SAMPLE_COUNT_QUADS
 #define MLOPS_SAMPLE_COUNT_QUADS 0
 #endif

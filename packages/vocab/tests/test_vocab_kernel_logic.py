@@ -120,12 +120,13 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216), the seed loaded after the last cluster barrier
     (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219), the staged slice loaded after the configuration's reads, and the
     wide forms' generic rounds and lean draw (MLOPS_SAMPLE_WIDE_TP3, MLOPS_SAMPLE_WIDE_MASK_DRAW, on since GPU runs 224 -
-    226)."""
+    226) and the strided near pass's every trip bounded (MLOPS_SAMPLE_WIDE_LEAN, on since GPU run 237)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
-                    "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0"))
+                    "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
+                    "MLOPS_SAMPLE_WIDE_LEAN=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
@@ -145,13 +146,12 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
       mask_draw reading the quad mask as the strided one's is caught (46 failures);
     - with session 47's round counts summed by 16-byte remote loads (sample_cluster_shared.cuh: cluster_counts256,
       MLOPS_SAMPLE_COUNT_QUADS; the runner's clusters of 3 CTAs take its padded lane groups): two bins of a quad
-      swapped (105 failures) or one shuffle step dropped (134) are caught;
-    - with session 47's whole trips of the strided near pass (sample_cluster_wide_top_p.cuh: MLOPS_SAMPLE_WIDE_LEAN): a
-      trip taken as whole with its last position past the slice is caught (95 failures)."""
+      swapped (105 failures) or one shuffle step dropped (134) are caught (both not kept: GPU run 230).
+    Session 47's whole trips of the strided near pass (MLOPS_SAMPLE_WIDE_LEAN) are on by default since GPU run 237, so the
+    first runner checks them: a trip taken as whole with its last position past the slice fails 95 checks."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
-                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1",
-                    "MLOPS_SAMPLE_WIDE_LEAN=1"))
+                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1"))
 
 
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):
