@@ -299,3 +299,18 @@ bench_ab() {
     summ $name $?
   done
 }
+# sampling_rounds N SIDE...: the sampling bench (the planned call and cluster2_tp3g, B = 1, 8, 64, the five modes) on
+# each side's wheel in /tmp/j-<side>, N rounds of the sides in turn (a paired A/B: sessions 45 and 47), into
+# $R/bench-<side>-<round>/ and a summ line each.
+sampling_rounds() {
+  local k s name
+  for ((k = 1; k <= $1; k++)); do
+    for s in "${@:2}"; do
+      name=bench-$s-$k; mkdir -p $R/$name
+      MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/j-$s:$PWD/tools/testing timeout 100 python3 \
+        packages/vocab/bench/bench_vocab.py --only sampling --quick --batches 1,8,64 --variants cluster2_tp3g \
+        --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 > $R/$name.log 2>&1
+      summ $name $?
+    done
+  done
+}

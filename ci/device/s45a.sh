@@ -11,15 +11,7 @@ R=/tmp/s45a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 C=${CARRY:-.carry/s45a} SIDES=${SIDES:-new early}
 for s in $SIDES; do rm -rf /tmp/j-$s; inst "$C/$s/mlops_vocab-*.whl" /tmp/j-$s; echo "install $s rc=$? [${SECONDS}s]" >> $R/summary.txt; done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > $R/gpu.txt 2>&1
-for ((k = 1; k <= ${ROUNDS:-4}; k++)); do
-  for s in $SIDES; do
-    name=bench-$s-$k; mkdir -p $R/$name
-    MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/j-$s:$PWD/tools/testing timeout 100 python3 packages/vocab/bench/bench_vocab.py \
-      --only sampling --quick --batches 1,8,64 --variants cluster2_tp3g \
-      --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 > $R/$name.log 2>&1
-    summ $name $?
-  done
-done
+sampling_rounds ${ROUNDS:-4} $SIDES
 mkdir -p $R/ab
 set -- $SIDES
 for d in $R/bench-$1-*/; do d=${d%/}; ln -s ../$(basename $d) $R/ab/bench-before-${d##*-}; done

@@ -27,15 +27,7 @@ for k in 1 2 3; do
   done
 done
 snap
-for ((k = 1; k <= ${ROUNDS:-3}; k++)); do
-  for s in $SIDES; do
-    name=bench-$s-$k; mkdir -p $R/$name
-    MLOPS_BENCH_OUT=$R/$name PYTHONPATH=/tmp/j-$s:$PWD/tools/testing timeout 100 python3 packages/vocab/bench/bench_vocab.py \
-      --only sampling --quick --batches 1,8,64 --variants cluster2_tp3g \
-      --modes temperature,top_k50,top_k50_top_p0.9_min_p0.05,top_p0.9,penalties_top_p0.9 > $R/$name.log 2>&1
-    summ $name $?
-  done
-done
+sampling_rounds ${ROUNDS:-3} $SIDES
 set -- $SIDES
 first=$1; shift
 for s in "$@"; do  # bench_ab.py's before / new pairs: the first side against each
