@@ -118,6 +118,27 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_LEAN
 #define MLOPS_SAMPLE_WIDE_LEAN 1
 #endif
+// The whole trips' near test (session 48): a trip's 4 elements against the near bins' lowest key's float (one FSETP an
+// element; every element of a near bin passes it), and the exact test (key, bin, mask bit, the bins' words) only in a
+// trip where one passes: a few % of the trips on the bench's rows. The strided trip's SASS held per element the key
+// (LOP3, ISETP, LOP3), the bin (SHF, IADD3, ISETP) and a BSSY / BRA / BSYNC around the near branch: ~35 executed
+// instructions an element, 21 of them the weight. The same bits, bins, mask and S. 0: take4 on every trip.
+#ifndef MLOPS_SAMPLE_WIDE_NEAR_FLOAT
+#define MLOPS_SAMPLE_WIDE_NEAR_FLOAT 1
+#endif
+// mask_draw's chunk sums 4 near elements a trip (session 48): a thread's near bits one at a time made each element's
+// exp wait for the one before (the loop's trip count unknown: nothing unrolled), and a warp runs as many trips as its
+// lane with the most near elements (~4 on the bench's rows at B = 1); lean_weights4 evaluates 4 exps interleaved.
+// GPU run 235's probe: the chunk sums 1.2 of B = 1 cluster16_wide's ~13.3 us. The same weights and sums. 0: one a trip.
+#ifndef MLOPS_SAMPLE_MASK_DRAW4
+#define MLOPS_SAMPLE_MASK_DRAW4 1
+#endif
+// walk_chunk (tk_draw<TP>'s and mask_draw's walk: one thread over its chunk of ~19 positions at B = 1, on every such
+// row's critical path) 4 positions a trip, their loads and exps together; before, a load and, at or above tau, an exp
+// a position, each waiting for the last. The same running sums, token and weight. 0: a position a trip.
+#ifndef MLOPS_SAMPLE_WALK4
+#define MLOPS_SAMPLE_WALK4 1
+#endif
 // A round's key counts summed over the cluster by 16-byte remote loads (cluster_counts256, session 47): each of the
 // 256 threads read its bin's count from each of the C CTAs (C 4-byte loads a thread: 4 096 a CTA at C = 16, every
 // CTA serving as many); here a thread reads 4 bins of one CTA (1 024 loads a CTA at C = 16, spread over every thread)

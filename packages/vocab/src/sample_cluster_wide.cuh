@@ -101,17 +101,21 @@ __device__ void wide_topk_gather(const Z& zr, int64_t v0, int64_t v1, uint32_t k
 }
 
 // The staged positions i0, i0 + NT, i0 + 2 NT, i0 + 3 NT of a slice of n (x, on: i < n) and their weights (lean_weights4):
-// the wide rounds' passes (wide_near_pass, wide_full_pass) step through the slice this way.
-template <int NT>
+// the wide rounds' passes (wide_near_pass, wide_full_pass) step through the slice this way. WHOLE (the near pass's
+// whole trips, MLOPS_SAMPLE_WIDE_LEAN: all 4 positions below n, a mass row): no bound, and lean_weights4<false, false>.
+template <int NT, bool WHOLE = false>
 __device__ __forceinline__ void weigh_strided4(const LeanRow& lm, const float* zs, int n, int i0, float (&x)[4],
                                                bool (&on)[4], uint32_t (&w)[4]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int i = i0 + j * NT;
-    x[j] = i < n ? zs[i] : 0.0f;
-    on[j] = i < n;
+    x[j] = WHOLE || i < n ? zs[i] : 0.0f;
+    on[j] = WHOLE || i < n;
   }
-  lean_weights4(lm, x, on, w);
+  if constexpr (WHOLE)
+    lean_weights4<false, false>(lm, x, on, w);
+  else
+    lean_weights4(lm, x, on, w);
 }
 
 // Quad q of a slice of n elements starting 16-byte aligned (elements 4q .. 4q + 3): one 16-byte load where the
