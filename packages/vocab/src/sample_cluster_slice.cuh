@@ -99,18 +99,42 @@ __device__ void build_candidates_tk(const float* zs, int n, uint32_t lo, Cluster
 // before), cand_n the same. IDX (the tk forms): the list holds each element's slice index (its bits in
 // cand) instead of its value, which stays at zs[index] (the tk forms never rewrite the staged slice while
 // a list is read).
+// MLOPS_SAMPLE_LIST_FLOAT (session 48): a listing without an upper bound (the tk forms', the wide round's) tests an
+// element by one float compare against lo's float (FSETP) instead of its key (ISETP, LOP3, a predicated LOP3, ISETP: 16
+// of the ~90 SASS instructions of a lane's 4-element trip in cluster16_tk). The same elements: a listed slice holds no
+// NaN and no +inf (the max phase flags such a row, which never lists), and for the other floats x >= float_of_key(lo)
+// is key_of(x) >= lo, but for -0.0 against +0.0's key, which takes the key's test; lo at or below -inf's key is -inf.
+// 0: the key's test.
+#ifndef MLOPS_SAMPLE_LIST_FLOAT
+#define MLOPS_SAMPLE_LIST_FLOAT 1
+#endif
+template <int NT, bool IDX, class In>
+__device__ __forceinline__ void list_staged(const float* zs, int n, const In& in, ClusterShared<NT>& sh);
 template <int NT, bool IDX>
 __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, ClusterShared<NT>& sh,
                                         uint32_t hi = 0xffffffffu) {
-  const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u;
-  const unsigned below = (1u << lane) - 1u;  // the lanes under this one
-  if (tid == 0) sh.cand_n = 0;
+  if (threadIdx.x == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
-  auto in = [&](float x) {
+  // the test of a key in [lo, hi]: by the key, or (MLOPS_SAMPLE_LIST_FLOAT) by a float compare
+  auto by_key = [&](float x) {
     const uint32_t k = key_of(x);
     return k >= lo && k <= hi;
   };
+  const float xlo = lo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(lo);
+  auto by_float = [&](float x) { return x >= xlo; };
+  if (MLOPS_SAMPLE_LIST_FLOAT && hi == 0xffffffffu && lo != kKeyPosZero)
+    list_staged<NT, IDX>(zs, n, by_float, sh);
+  else
+    list_staged<NT, IDX>(zs, n, by_key, sh);
+  __syncthreads();
+}
+
+// build_candidates_staged's pass with the test in(x) of an element.
+template <int NT, bool IDX, class In>
+__device__ __forceinline__ void list_staged(const float* zs, int n, const In& in, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  const unsigned below = (1u << lane) - 1u;  // the lanes under this one
   // up to 4 elements of a lane (on[j]: listed), their places taken by one atomic of the warp (the whole warp calls it)
   auto put = [&](const bool (&on)[4], const float (&x)[4], int li0, int stride) {
     unsigned b[4];
@@ -148,7 +172,6 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
     const bool on[4] = {i < n && in(x[0]), false, false, false};
     put(on, x, i, 0);
   }
-  __syncthreads();
 }
 
 // The tk forms' list of the slice's elements at or above lo (slice indices). MLOPS_SAMPLE_TK_STAGED_LIST (session 44,

@@ -24,6 +24,7 @@ MLOPS_HD uint32_t key_of(float f) {
 MLOPS_HD bool is_nan(float f) { return (f32_bits(f) & 0x7fffffffu) > 0x7f800000u; }
 constexpr uint32_t kKeyNegInf = 0x007fffffu;  // key_of(-inf)
 constexpr uint32_t kKeyPosInf = 0xff800000u;  // key_of(+inf)
+constexpr uint32_t kKeyPosZero = 0x80000000u;  // key_of(+0.0)
 // The max and its lowest index in one integer: a larger value wins, then a lower index.
 MLOPS_HD uint64_t pack_best(uint32_t key, uint32_t index) {
   return (uint64_t(key) << 32) | uint64_t(0xffffffffu - index);

@@ -82,7 +82,7 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     forms (tp3_rounds on their gathered list, the draw over the near mask, both on by default): a threshold one key high
     after tp3_rounds (13 failures), its hand-over to level 1 with acc lost (4), the mask's first bit dropped (46), an
     index off (22) and the walk's weight off (4) are caught."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070)
 
 
 def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_path):
@@ -104,7 +104,7 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       table's penalized logits written to the row but not to the copy are caught (47 failures);
     - and session 46's tk gather by warps (MLOPS_SAMPLE_TK_WARPS_GATHER, 16 by default: clusters of 16, which the
       runner does not build) in every cluster here: the last CTA's list copied wrong fails 22 tk checks."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2"))
 
@@ -121,12 +121,12 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219), the staged slice loaded after the configuration's reads, and the
     wide forms' generic rounds and lean draw (MLOPS_SAMPLE_WIDE_TP3, MLOPS_SAMPLE_WIDE_MASK_DRAW, on since GPU runs 224 -
     226) and the strided near pass's every trip bounded (MLOPS_SAMPLE_WIDE_LEAN, on since GPU run 237). The first
-    build also takes session 48's whole trips without the float compare (MLOPS_SAMPLE_WIDE_NEAR_FLOAT) and the walk a
-    position a trip (MLOPS_SAMPLE_WALK4), the forms before them."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
+    build also takes session 48's whole trips without the float compare (MLOPS_SAMPLE_WIDE_NEAR_FLOAT), the walk a
+    position a trip (MLOPS_SAMPLE_WALK4) and the listing by keys (MLOPS_SAMPLE_LIST_FLOAT), the forms before them."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
-                    "MLOPS_SAMPLE_WIDE_NEAR_FLOAT=0", "MLOPS_SAMPLE_WALK4=0"))
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
+                    "MLOPS_SAMPLE_WIDE_NEAR_FLOAT=0", "MLOPS_SAMPLE_WALK4=0", "MLOPS_SAMPLE_LIST_FLOAT=0"))
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
                     "MLOPS_SAMPLE_WIDE_LEAN=0"))
@@ -152,10 +152,12 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
       swapped (105 failures) or one shuffle step dropped (134) are caught (both not kept: GPU run 230).
     Session 47's whole trips of the strided near pass (MLOPS_SAMPLE_WIDE_LEAN) are on by default since GPU run 237, so the
     first runner checks them: a trip taken as whole with its last position past the slice fails 95 checks. Session 48's
-    three forms are on by default, so the first runner checks them too: the whole trips' float compare blind to a trip's
+    four forms are on by default, so the first runner checks them too: the whole trips' float compare blind to a trip's
     last position (76 failures), mask_draw's trip of 4 dropping its fourth element (23), the walk of 4 a trip one
-    position late (231). Here mask_draw a near element a trip (MLOPS_SAMPLE_MASK_DRAW4=0), the form before it."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
+    position late (231), the listing's float compare 0.25 high (60; the runner's check_key_float_compare proves the
+    compare against every bin boundary). Here mask_draw a near element a trip (MLOPS_SAMPLE_MASK_DRAW4=0), the form
+    before it."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
                     "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1",
                     "MLOPS_SAMPLE_MASK_DRAW4=0"))
@@ -170,6 +172,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7069,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

@@ -164,8 +164,40 @@ static void check_lean_weight_of_u() {
         definition(bits_f32(first)));
 }
 
+// The float compares that stand for key tests (MLOPS_SAMPLE_LIST_FLOAT's listing, MLOPS_SAMPLE_WIDE_NEAR_FLOAT's near
+// test): x >= xlo, xlo = -inf for lo at or below -inf's key, else float_of_key(lo), is key_of(x) >= lo for every x but
+// NaN, for every 8-bit and 11-bit (wide) bin boundary lo but +0.0's key (the listing takes the key's test there; the
+// near pass tests the key after the compare). x: the floats at and around each boundary, the signed zeros,
+// infinities, extremes and denormals, and a spread of bit patterns.
+static void check_key_float_compare() {
+  using mlops::bits_f32, mlops::f32_bits;
+  uint32_t bad = 0, n = 0, first_lo = 0, first_x = 0;
+  std::vector<uint32_t> xs = {0u, 0x80000000u, 1u, 0x80000001u, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0xff7fffffu,
+                              0x007fffffu, 0x807fffffu, 0x00800000u, 0x80800000u};
+  for (uint32_t b = 0; b < 4096; ++b) xs.push_back(b * 1048573u);
+  auto one = [&](uint32_t lo, uint32_t xb) {
+    const float x = bits_f32(xb);
+    if (x != x) return;  // NaN: no listed slice holds one
+    const float xlo = lo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(lo);
+    ++n;
+    if ((x >= xlo) != (key_of(x) >= lo) && bad++ == 0) {
+      first_lo = lo;
+      first_x = xb;
+    }
+  };
+  for (uint32_t k = 0; k < 2048; ++k) {
+    const uint32_t lo = k << 21;  // the 8-bit boundaries are among these
+    if (lo == kKeyPosZero) continue;
+    for (int d = -2; d <= 2; ++d) one(lo, f32_bits(float_of_key(lo + uint32_t(d))));
+    for (uint32_t xb : xs) one(lo, xb);
+  }
+  CHECK(bad == 0, "the float compare against a bin boundary differs from the key test in %u of %u cases, the first lo "
+        "%08x, x bits %08x", bad, n, first_lo, first_x);
+}
+
 int main() {
   check_lean_weight_of_u();
+  check_key_float_compare();
   const mlops_sample_config base = {1.0f, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f, 0};
   auto cfg = [&](float t, int k, float p, float mp, float rep = 1.0f, float freq = 0.0f) {
     mlops_sample_config c = base;
