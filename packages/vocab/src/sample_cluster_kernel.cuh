@@ -204,6 +204,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   uint64_t best = 0;
   int flags = 0;
   int fl = 0;
+  uint32_t c_fused = 0;  // MLOPS_SAMPLE_TK_EARLY_COUNTS: the fused first round's count of bin 255 - tid (tid < 256)
   // TK: a top-k row measured here counts its first round (the key's top byte) in the staging pass and
   // publishes it with its max: one pass over the slice and one cluster barrier fewer
   const bool fused = TK && !stats && cfg.top_k > 0 && int64_t(cfg.top_k) < V && !config_greedy(cfg);
@@ -268,6 +269,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     exchange_sync<LEAN>();
     best = 0;
     if constexpr (LEAN) {  // lane r of warp 0 reads CTA r: C remote loads a CTA instead of C a thread
+      if constexpr (TK && MLOPS_SAMPLE_TK_EARLY_COUNTS != 0 && !MLOPS_SAMPLE_COUNT_QUADS) {
+        if (row_fused() && tid < 256)  // the fused round's cluster counts (the macro's comment)
+          for (int r = 0; r < C; ++r) c_fused += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
+      }
       if (warp == 0) {
         uint64_t b = 0;
         int f = 0;
@@ -364,6 +369,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         } else if (level == 3 && row_fused()) {  // counted in the staging, published with the max (round 0)
           if (MLOPS_SAMPLE_COUNT_QUADS && LEAN) {  // hlo: its copies summed into cnt before the max's barrier
             c = cluster_counts256<C, NT>(sh.cnt[0], sh.hlo);
+          } else if (MLOPS_SAMPLE_TK_EARLY_COUNTS && LEAN) {
+            c = c_fused;  // read in the max phase
           } else if (tid < 256) {
             for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
           }

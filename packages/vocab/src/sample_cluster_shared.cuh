@@ -153,6 +153,15 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_COUNT_QUADS
 #define MLOPS_SAMPLE_COUNT_QUADS 0
 #endif
+// The tk forms' fused first round (a top-k row's key counts of the staging, published with the max): each of the 256
+// threads reads its bin's C counts right after the max's cluster barrier, beside warp 0's remote max reads, instead of
+// after the max phase's block barrier (session 48). GPU run 237's probe had B = 1 cluster16_tk's "top-k round 1" at
+// 1.79 us after "max" 1.24, the first a 256-count pull (~1.0 us at C = 16, run 194's exchange probe) that waited for
+// the second's round trip and barrier: now the two round trips overlap. The same counts (the C CTAs' cnt[0], complete
+// at that barrier, not written again before the next round's barrier). 0: read in the round, as before.
+#ifndef MLOPS_SAMPLE_TK_EARLY_COUNTS
+#define MLOPS_SAMPLE_TK_EARLY_COUNTS 1
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 

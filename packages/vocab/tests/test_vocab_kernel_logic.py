@@ -120,7 +120,9 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     MLOPS_SAMPLE_PENALTY_PREFETCH, on since GPU run 216), the seed loaded after the last cluster barrier
     (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219), the staged slice loaded after the configuration's reads, and the
     wide forms' generic rounds and lean draw (MLOPS_SAMPLE_WIDE_TP3, MLOPS_SAMPLE_WIDE_MASK_DRAW, on since GPU runs 224 -
-    226) and the strided near pass's every trip bounded (MLOPS_SAMPLE_WIDE_LEAN, on since GPU run 237). The first
+    226), the strided near pass's every trip bounded (MLOPS_SAMPLE_WIDE_LEAN, on since GPU run 237) and the tk forms'
+    fused counts read in their round (MLOPS_SAMPLE_TK_EARLY_COUNTS, session 48; read in the max phase: a count one
+    off there fails 49 checks of the default build). The first
     build also takes session 48's whole trips without the float compare (MLOPS_SAMPLE_WIDE_NEAR_FLOAT), the walk a
     position a trip (MLOPS_SAMPLE_WALK4) and the listing by keys (MLOPS_SAMPLE_LIST_FLOAT), the forms before them."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
@@ -129,7 +131,7 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
-                    "MLOPS_SAMPLE_WIDE_LEAN=0"))
+                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_EARLY_COUNTS=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
