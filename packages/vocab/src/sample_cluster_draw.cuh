@@ -168,18 +168,15 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
 // holds it, the low 16 bits into hlo[c] and the rest into hhi[c] (neither word wraps: a chunk holds fewer than 2^16
 // elements). The words zeroed before, a barrier after: the caller's.
 template <int NT>
-__device__ __forceinline__ void add_chunk(uint32_t w, uint32_t chunk, uint32_t li, ClusterShared<NT>& sh) {
+__device__ __forceinline__ void add_chunk_weight(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
+                                                 uint32_t li, ClusterShared<NT>& sh) {
+  const float x = zs[li];
+  const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
   if (w) {
     const uint32_t c = li / chunk;
     atomicAdd(&sh.hlo[c], w & 0xffffu);
     if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
   }
-}
-template <int NT>
-__device__ __forceinline__ void add_chunk_weight(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
-                                                 uint32_t li, ClusterShared<NT>& sh) {
-  const float x = zs[li];
-  add_chunk<NT>(lean_weight1(lr, x, key_of(x) >= tau), chunk, li, sh);
 }
 template <int NT>
 __device__ __forceinline__ void list_chunk_sums(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
@@ -200,36 +197,12 @@ __device__ __forceinline__ void walk_chunk(const SampleParams& p, int64_t row, i
   uint64_t run = ex;
   int i = c0;
   uint32_t w = 0;
-  if constexpr (MLOPS_SAMPLE_WALK4 != 0) {
-    for (; i < c1; i += 4) {  // 4 positions a trip, their loads and exps together (lean_weight1's integers)
-      float x[4];
-      bool on[4];
-      uint32_t w4[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        x[j] = i + j < c1 ? zs[i + j] : 0.0f;
-        on[j] = i + j < c1 && key_of(x[j]) >= tau;  // below tau: 0, as SKIP's
-      }
-      lean_weights4(lr, x, on, w4);
-      int j = 0;
-      for (; j < 4; ++j) {
-        w = w4[j];
-        run += w;
-        if (run > t) break;
-      }
-      if (j < 4) {
-        i += j;
-        break;
-      }
-    }
-  } else {
-    for (; i < c1; ++i) {
-      const float x = zs[i];
-      if (SKIP && key_of(x) < tau) continue;
-      w = lean_weight1(lr, x, key_of(x) >= tau);
-      run += w;
-      if (run > t) break;
-    }
+  for (; i < c1; ++i) {
+    const float x = zs[i];
+    if (SKIP && key_of(x) < tau) continue;
+    w = lean_weight1(lr, x, key_of(x) >= tau);
+    run += w;
+    if (run > t) break;
   }
   put_token(p, row, v0 + int64_t(i), w, S);
 }
@@ -339,27 +312,8 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
   sh.hlo[tid] = 0;
   sh.hhi[tid] = 0;
   __syncthreads();
-  if constexpr (MLOPS_SAMPLE_MASK_DRAW4 != 0) {
-    for (uint64_t b = near; b;) {  // the elements of 4 set bits e a trip (wide_near_pass's W = 1), their exps together
-      float x[4];
-      bool on[4];
-      uint32_t li[4], w[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const bool has = b != 0;
-        li[j] = near_element<NT, Q>(tid, has ? uint32_t(__ffsll((long long)b) - 1) : 0u);
-        b &= b - 1;  // 0 stays 0
-        x[j] = has ? zs[li[j]] : 0.0f;
-        on[j] = has && key_of(x[j]) >= tau;
-      }
-      lean_weights4(lr, x, on, w);  // lean_weight1's integers
-#pragma unroll
-      for (int j = 0; j < 4; ++j) add_chunk<NT>(w[j], uint32_t(q), li[j], sh);
-    }
-  } else {
-    for (uint64_t b = near; b; b &= b - 1)  // the element of each set bit e (wide_near_pass's W = 1)
-      add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)), sh);
-  }
+  for (uint64_t b = near; b; b &= b - 1)  // the element of each set bit e (wide_near_pass's W = 1)
+    add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)), sh);
   __syncthreads();
   MLOPS_SAMPLE_NEAR_MARK(5);  // the chunk sums
   const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);

@@ -56,6 +56,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!LATE || GATHER, "the second gather is a gather form's");
   static_assert(!WIDE || LATE, "the wide rounds are a late form's");
   static_assert(!TK || (GATHER && !LATE), "the tk forms are gather forms (the late / wide lists hold values)");
+  // MLOPS_SAMPLE_TK_COUNT_WINDOW: a fused top-k row's level 3 from 32 bins by warp 0 in the max phase (the lean exchange)
+  constexpr bool kCountWindow = TK && LEAN && MLOPS_SAMPLE_TK_COUNT_WINDOW != 0 && !MLOPS_SAMPLE_COUNT_QUADS;
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
@@ -204,7 +206,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   uint64_t best = 0;
   int flags = 0;
   int fl = 0;
-  uint32_t c_fused = 0;  // MLOPS_SAMPLE_TK_EARLY_COUNTS: the fused first round's count of bin 255 - tid (tid < 256)
   // TK: a top-k row measured here counts its first round (the key's top byte) in the staging pass and
   // publishes it with its max: one pass over the slice and one cluster barrier fewer
   const bool fused = TK && !stats && cfg.top_k > 0 && int64_t(cfg.top_k) < V && !config_greedy(cfg);
@@ -269,10 +270,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     exchange_sync<LEAN>();
     best = 0;
     if constexpr (LEAN) {  // lane r of warp 0 reads CTA r: C remote loads a CTA instead of C a thread
-      if constexpr (TK && MLOPS_SAMPLE_TK_EARLY_COUNTS != 0 && !MLOPS_SAMPLE_COUNT_QUADS) {
-        if (row_fused() && tid < 256)  // the fused round's cluster counts (the macro's comment)
-          for (int r = 0; r < C; ++r) c_fused += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
-      }
       if (warp == 0) {
         uint64_t b = 0;
         int f = 0;
@@ -289,6 +286,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (lane == 0) {
           sh.b_best = b;
           sh.b_flags = f;
+        }
+        if constexpr (kCountWindow) {
+          if (row_fused()) tk_count_window<C, NT>(b, sh);  // level 3 of a fused top-k row (the macro's comment)
         }
       } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
         store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for its remote loads
@@ -364,15 +364,16 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         const int sh_bits = 8 * level;
         const bool from_stats = level == 3 && row_stats() && p.stats_key_hist;  // the head counted these
         uint32_t c = 0;
+        bool windowed = false;  // level 3 from tk_count_window, in sh.b_* since the max phase
         if (from_stats) {
           if (tid < 256) c = p.stats_key_hist[row * 256 + (255 - tid)];
         } else if (level == 3 && row_fused()) {  // counted in the staging, published with the max (round 0)
           if (MLOPS_SAMPLE_COUNT_QUADS && LEAN) {  // hlo: its copies summed into cnt before the max's barrier
             c = cluster_counts256<C, NT>(sh.cnt[0], sh.hlo);
-          } else if (MLOPS_SAMPLE_TK_EARLY_COUNTS && LEAN) {
-            c = c_fused;  // read in the max phase
-          } else if (tid < 256) {
-            for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
+          } else {
+            windowed = kCountWindow && sh.b_mask != 0u;  // tk_count_window's level 3 (the same in every CTA)
+            if (!windowed && tid < 256)
+              for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
           }
           ++rnd;
         } else if (GATHER && all_n >= 0) {  // the gathered candidates: this CTA's count is the cluster's
@@ -419,24 +420,26 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           }
           ++rnd;
         }
-        if (tid == 0) {
-          // no bin reaches the remaining count (cannot happen: k < V, no NaN here): keep everything
-          sh.b_prefix = 0;
-          sh.b_mask = 0;
-          sh.b_done = 1;
-          sh.b_krem = k_rem;
+        if (!windowed) {
+          if (tid == 0) {
+            // no bin reaches the remaining count (cannot happen: k < V, no NaN here): keep everything
+            sh.b_prefix = 0;
+            sh.b_mask = 0;
+            sh.b_done = 1;
+            sh.b_krem = k_rem;
+          }
+          const uint64_t incl = suffix_scan256<NT>(c, sh);  // syncs before and after
+          if (tid < 256 && incl - c < uint64_t(k_rem) && uint64_t(k_rem) <= incl) {
+            const uint32_t bin = uint32_t(255 - tid), cum = uint32_t(incl - c);
+            sh.b_prefix = prefix | (bin << sh_bits);
+            sh.b_mask = mask | (255u << sh_bits);
+            // every key of the bin is kept (WIDE: and the list holds all of the bin)
+            sh.b_done = c == k_rem - cum && (prefix | (bin << sh_bits)) >= bound;
+            sh.b_krem = k_rem - cum;
+            if constexpr (TK) sh.b_warp = int(c);  // the crossing bin's count (the row's), for tk_finish
+          }
+          __syncthreads();
         }
-        const uint64_t incl = suffix_scan256<NT>(c, sh);  // syncs before and after
-        if (tid < 256 && incl - c < uint64_t(k_rem) && uint64_t(k_rem) <= incl) {
-          const uint32_t bin = uint32_t(255 - tid), cum = uint32_t(incl - c);
-          sh.b_prefix = prefix | (bin << sh_bits);
-          sh.b_mask = mask | (255u << sh_bits);
-          // every key of the bin is kept (WIDE: and the list holds all of the bin)
-          sh.b_done = c == k_rem - cum && (prefix | (bin << sh_bits)) >= bound;
-          sh.b_krem = k_rem - cum;
-          if constexpr (TK) sh.b_warp = int(c);  // the crossing bin's count (the row's), for tk_finish
-        }
-        __syncthreads();
         prefix = sh.b_prefix;
         mask = sh.b_mask;
         k_rem = sh.b_krem;

@@ -8,6 +8,37 @@ namespace mlops::vocab {
 namespace {
 
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)  // sample_cluster_shared.cuh: sm_90 device code, or the host runner
+// MLOPS_SAMPLE_TK_COUNT_WINDOW (sample_cluster_shared.cuh): level 3 of a fused top-k row from the 32 bins at and below
+// the max's (best: the cluster's max, pack_best), by warp 0 (every lane calls it) right after the max's exchange,
+// when the C CTAs' cnt[0] are complete. Writes level 3's result where the suffix scan would (b_prefix, b_mask = the
+// top byte, b_krem, b_done, b_warp = the bin's count), or b_mask = 0 where the window does not reach k (the round then
+// reads the 256 bins); read after the max phase's block barrier, before anything else writes them.
+template <int C, int NT>
+__device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>& sh) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint32_t top = best_key(best) >> 24;  // the max's bin: no counted key lies above it
+  const uint32_t k = uint32_t(sh.r_cfg.top_k);
+  uint32_t c = 0;  // lane j: bin top - j
+  if (lane <= top)
+    for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][top - lane], unsigned(r));
+  uint32_t incl = c;  // the count from the top bin down to this lane's
+#pragma unroll
+  for (unsigned off = 1; off < 32; off <<= 1) {
+    const uint32_t o = __shfl_up_sync(kFull, incl, off);
+    if (lane >= off) incl += o;
+  }
+  const unsigned hit = __ballot_sync(kFull, incl >= k);
+  if (hit && lane == unsigned(__ffs(hit) - 1)) {  // the crossing bin (lanes past top add nothing: it is at most top)
+    const uint32_t cum = incl - c;
+    sh.b_prefix = (top - lane) << 24;
+    sh.b_mask = 0xff000000u;
+    sh.b_done = c == k - cum;
+    sh.b_krem = k - cum;
+    sh.b_warp = int(c);
+  }
+  if (!hit && lane == 0) sh.b_mask = 0;
+}
+
 // The tk forms (TK, on the gather form) keep the per-element work of a top-k row to the staging, the
 // first round's count and the candidate list: the lists hold slice indices (build_candidates<IDX>),
 // top-p after a gathered top-k is decided on the gathered list directly (tk_top_p), and the draw of a

@@ -118,27 +118,6 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_LEAN
 #define MLOPS_SAMPLE_WIDE_LEAN 1
 #endif
-// The whole trips' near test (session 48): a trip's 4 elements against the near bins' lowest key's float (one FSETP an
-// element; every element of a near bin passes it), and the exact test (key, bin, mask bit, the bins' words) only in a
-// trip where one passes: a few % of the trips on the bench's rows. The strided trip's SASS held per element the key
-// (LOP3, ISETP, LOP3), the bin (SHF, IADD3, ISETP) and a BSSY / BRA / BSYNC around the near branch: ~35 executed
-// instructions an element, 21 of them the weight. The same bits, bins, mask and S. 0: take4 on every trip.
-#ifndef MLOPS_SAMPLE_WIDE_NEAR_FLOAT
-#define MLOPS_SAMPLE_WIDE_NEAR_FLOAT 1
-#endif
-// mask_draw's chunk sums 4 near elements a trip (session 48): a thread's near bits one at a time made each element's
-// exp wait for the one before (the loop's trip count unknown: nothing unrolled), and a warp runs as many trips as its
-// lane with the most near elements (~4 on the bench's rows at B = 1); lean_weights4 evaluates 4 exps interleaved.
-// GPU run 235's probe: the chunk sums 1.2 of B = 1 cluster16_wide's ~13.3 us. The same weights and sums. 0: one a trip.
-#ifndef MLOPS_SAMPLE_MASK_DRAW4
-#define MLOPS_SAMPLE_MASK_DRAW4 1
-#endif
-// walk_chunk (tk_draw<TP>'s and mask_draw's walk: one thread over its chunk of ~19 positions at B = 1, on every such
-// row's critical path) 4 positions a trip, their loads and exps together; before, a load and, at or above tau, an exp
-// a position, each waiting for the last. The same running sums, token and weight. 0: a position a trip.
-#ifndef MLOPS_SAMPLE_WALK4
-#define MLOPS_SAMPLE_WALK4 1
-#endif
 // A round's key counts summed over the cluster by 16-byte remote loads (cluster_counts256, session 47): each of the
 // 256 threads read its bin's count from each of the C CTAs (C 4-byte loads a thread: 4 096 a CTA at C = 16, every
 // CTA serving as many); here a thread reads 4 bins of one CTA (1 024 loads a CTA at C = 16, spread over every thread)
@@ -153,14 +132,18 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_COUNT_QUADS
 #define MLOPS_SAMPLE_COUNT_QUADS 0
 #endif
-// The tk forms' fused first round (a top-k row's key counts of the staging, published with the max): each of the 256
-// threads reads its bin's C counts right after the max's cluster barrier, beside warp 0's remote max reads, instead of
-// after the max phase's block barrier (session 48). GPU run 237's probe had B = 1 cluster16_tk's "top-k round 1" at
-// 1.79 us after "max" 1.24, the first a 256-count pull (~1.0 us at C = 16, run 194's exchange probe) that waited for
-// the second's round trip and barrier: now the two round trips overlap. The same counts (the C CTAs' cnt[0], complete
-// at that barrier, not written again before the next round's barrier). 0: read in the round, as before.
-#ifndef MLOPS_SAMPLE_TK_EARLY_COUNTS
-#define MLOPS_SAMPLE_TK_EARLY_COUNTS 1
+// The tk forms' fused first round (a top-k row's key counts by top byte, counted in the staging and published with the
+// max) from a window of 32 bins (session 48, tk_count_window): warp 0, once it holds the cluster's max, reads the C CTAs'
+// counts of the max's bin and the 31 below it (a lane a bin: 16 remote loads a lane at C = 16, 512 a CTA) and scans
+// them from the top; where they reach k the crossing bin, the count above it and the bin's own are level 3's (no key
+// lies above the max's bin, so the window's sums from the top are the 256-bin suffix sums). The round before read all
+// 256 bins (4 096 remote loads a CTA at C = 16) and ran the 256-bin scan's barriers: GPU run 238's probe (an H100) put
+// B = 1 cluster16_tk's "top-k round 1" at 1.79 us, and those loads issued in the max phase instead (beside warp 0's)
+// moved 0.67 us into it, so the pull is the distributed shared memory's traffic, not its latency. Where the window does
+// not reach k (a flat row, or k over the 32 bins' elements) the round reads the 256 bins as before. The same prefix,
+// remaining count, done and bin count. 0: every row reads the 256 bins.
+#ifndef MLOPS_SAMPLE_TK_COUNT_WINDOW
+#define MLOPS_SAMPLE_TK_COUNT_WINDOW 1
 #endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;

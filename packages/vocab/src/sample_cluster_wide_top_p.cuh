@@ -122,18 +122,13 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     if (wj) bin_add(b, wj);
   };
   // 4 elements weighed (w) into S and, in a near bin, into its words; their bits from `bit`
-  // their near part alone (the mask bits, the bins' words)
-  auto near4 = [&](const float (&x)[4], const bool (&on)[4], const uint32_t (&w)[4], int bit) {
+  auto take4 = [&](const float (&x)[4], const bool (&on)[4], const uint32_t (&w)[4], int bit) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
+      s += w[j];
       const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
       if ((MLOPS_SAMPLE_NEAR_MASK ? on[j] : w[j] != 0u) && b < nb) near_add(b, w[j], bit, j);
     }
-  };
-  auto take4 = [&](const float (&x)[4], const bool (&on)[4], const uint32_t (&w)[4], int bit) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) s += w[j];
-    near4(x, on, w, bit);
   };
   if constexpr (U > 0 && MLOPS_SAMPLE_GSL_LEAN) {
     // take4 for 4 elements of a whole trip (LEAN): near ones found by one float compare against the near bins' lowest
@@ -228,26 +223,12 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     // element tid + e NT is bit e of near (e < 64; W = 2: bit e - 64 of near2 for e < 128)
     int i0 = tid, bit = 0;
     if constexpr (MLOPS_SAMPLE_WIDE_LEAN != 0) {  // whole trips: no bound, no NaN or min-p test (the macro's comment)
-      // MLOPS_SAMPLE_WIDE_NEAR_FLOAT: a trip's 4 elements pass a float compare against the near bins' lowest key's
-      // float (every near element passes: the GSL pass's xlo), and only a trip with one that passes takes near4
-      const uint32_t klo = (wm - nb + 1u) << kWideShift;
-      const float xlo = klo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(klo);
       for (; i0 + 3 * NT < n; i0 += 4 * NT, bit += 4) {
         float x[4];
         bool on[4];
         uint32_t w[4];
         weigh_strided4<NT, true>(lm, zs, n, i0, x, on, w);
-        if constexpr (MLOPS_SAMPLE_WIDE_NEAR_FLOAT != 0) {
-          bool in = false;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            s += w[j];
-            in |= x[j] >= xlo;
-          }
-          if (in) near4(x, on, w, bit);  // the same mask bits and bins' words as take4's
-        } else {
-          take4(x, on, w, bit);
-        }
+        take4(x, on, w, bit);
       }
     }
     for (; i0 < n; i0 += 4 * NT, bit += 4) {  // 8 a trip (two groups of 4): -0.2 us at C = 8, +0.2 at C = 16 (GPU run 200)

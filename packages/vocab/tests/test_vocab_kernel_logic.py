@@ -121,17 +121,16 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     (MLOPS_SAMPLE_EARLY_DRAW, on since runs 218 / 219), the staged slice loaded after the configuration's reads, and the
     wide forms' generic rounds and lean draw (MLOPS_SAMPLE_WIDE_TP3, MLOPS_SAMPLE_WIDE_MASK_DRAW, on since GPU runs 224 -
     226), the strided near pass's every trip bounded (MLOPS_SAMPLE_WIDE_LEAN, on since GPU run 237) and the tk forms'
-    fused counts read in their round (MLOPS_SAMPLE_TK_EARLY_COUNTS, session 48; read in the max phase: a count one
-    off there fails 49 checks of the default build). The first
-    build also takes session 48's whole trips without the float compare (MLOPS_SAMPLE_WIDE_NEAR_FLOAT), the walk a
-    position a trip (MLOPS_SAMPLE_WALK4) and the listing by keys (MLOPS_SAMPLE_LIST_FLOAT), the forms before them."""
+    fused first round from the 256 bins' counts (MLOPS_SAMPLE_TK_COUNT_WINDOW, session 48; its window of 32 bins is
+    the default build's: a remaining count one off there fails 70 checks, a bin taken as done wrongly 49). The first
+    build also takes the listing by keys (MLOPS_SAMPLE_LIST_FLOAT, session 48), the form before the float compare."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
-                    "MLOPS_SAMPLE_WIDE_NEAR_FLOAT=0", "MLOPS_SAMPLE_WALK4=0", "MLOPS_SAMPLE_LIST_FLOAT=0"))
+                    "MLOPS_SAMPLE_LIST_FLOAT=0"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
-                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_EARLY_COUNTS=0"))
+                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
@@ -154,15 +153,12 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
       swapped (105 failures) or one shuffle step dropped (134) are caught (both not kept: GPU run 230).
     Session 47's whole trips of the strided near pass (MLOPS_SAMPLE_WIDE_LEAN) are on by default since GPU run 237, so the
     first runner checks them: a trip taken as whole with its last position past the slice fails 95 checks. Session 48's
-    four forms are on by default, so the first runner checks them too: the whole trips' float compare blind to a trip's
-    last position (76 failures), mask_draw's trip of 4 dropping its fourth element (23), the walk of 4 a trip one
-    position late (231), the listing's float compare 0.25 high (60; the runner's check_key_float_compare proves the
-    compare against every bin boundary). Here mask_draw a near element a trip (MLOPS_SAMPLE_MASK_DRAW4=0), the form
-    before it."""
+    listing by a float compare (MLOPS_SAMPLE_LIST_FLOAT) is on by default, so the first runner checks it too: the
+    compare 0.25 high fails 60 checks (the runner's check_key_float_compare proves the compare against every bin
+    boundary)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
-                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1",
-                    "MLOPS_SAMPLE_MASK_DRAW4=0"))
+                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1"))
 
 
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):

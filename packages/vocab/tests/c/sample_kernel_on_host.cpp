@@ -164,11 +164,10 @@ static void check_lean_weight_of_u() {
         definition(bits_f32(first)));
 }
 
-// The float compares that stand for key tests (MLOPS_SAMPLE_LIST_FLOAT's listing, MLOPS_SAMPLE_WIDE_NEAR_FLOAT's near
-// test): x >= xlo, xlo = -inf for lo at or below -inf's key, else float_of_key(lo), is key_of(x) >= lo for every x but
-// NaN, for every 8-bit and 11-bit (wide) bin boundary lo but +0.0's key (the listing takes the key's test there; the
-// near pass tests the key after the compare). x: the floats at and around each boundary, the signed zeros,
-// infinities, extremes and denormals, and a spread of bit patterns.
+// The float compare that stands for a key test (MLOPS_SAMPLE_LIST_FLOAT's listing): x >= xlo, xlo = -inf for lo at or
+// below -inf's key, else float_of_key(lo), is key_of(x) >= lo for every x but NaN, for every 8-bit and 11-bit (wide)
+// bin boundary lo but +0.0's key (the listing takes the key's test there). x: the floats at and around each boundary,
+// the signed zeros, infinities, extremes and denormals, and a spread of bit patterns.
 static void check_key_float_compare() {
   using mlops::bits_f32, mlops::f32_bits;
   uint32_t bad = 0, n = 0, first_lo = 0, first_x = 0;
