@@ -372,6 +372,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             c = cluster_counts256<C, NT>(sh.cnt[0], sh.hlo);
           } else {
             windowed = kCountWindow && sh.b_mask != 0u;  // tk_count_window's level 3 (the same in every CTA)
+            if constexpr (kCountWindow) {
+              // CTA-uniform: every thread's read of b_mask above before thread 0 writes it below (racecheck, GPU run 239)
+              if (!windowed) __syncthreads();
+            }
             if (!windowed && tid < 256)
               for (int r = 0; r < C; ++r) c += remote_load(&sh.cnt[0][255 - tid], unsigned(r));
           }
