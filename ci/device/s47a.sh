@@ -12,7 +12,10 @@
 # `DRY=1 OUT=/tmp/x bash ci/device/s47a.sh`: the shell logic.
 # Run 236: CARRY=.carry/s47c SIDES="base wl" PROBES="base wl" TEST_SIDE=wl ROUNDS=4 END=400 (wl: 0173b37 with
 # -DMLOPS_SAMPLE_WIDE_LEAN=1; its probes with -DMLOPS_SAMPLE_NEAR_MARKS); run 237: CARRY=.carry/s47d SIDES="base fin"
-# PROBES="base fin" TEST_SIDE=fin ROUNDS=5 END=420 (fin: 7b2818a's default).
+# PROBES="base fin" TEST_SIDE=fin ROUNDS=5 END=420 (fin: 7b2818a's default). Session 48: run 238 CARRY=.carry/s48a
+# SIDES="base n1 new" PROBES="base n1 new" TEST_SIDE=new ROUNDS=5 END=470, run 239 CARRY=.carry/s48b SIDES="base win"
+# PROBES="base win" TEST_SIDE=win ROUNDS=4 END=340 SAN_K="test_cluster_sanitizer_subset and (wide or tk) and not tp3g"
+# (docs/vocab.md "Session 48").
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
