@@ -120,7 +120,7 @@ __device__ void build_candidates_staged(const float* zs, int n, uint32_t lo, Clu
     const uint32_t k = key_of(x);
     return k >= lo && k <= hi;
   };
-  const float xlo = lo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(lo);
+  const float xlo = float_of_bound(lo);
   auto by_float = [&](float x) { return x >= xlo; };
   if (MLOPS_SAMPLE_LIST_FLOAT && hi == 0xffffffffu && lo != kKeyPosZero)
     list_staged<NT, IDX>(zs, n, by_float, sh);

@@ -139,7 +139,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     // against 2bf0ef7's branch holding the 64-bit mask update too): the B = 64 top-p rows with ~12 % of their elements
     // near 23.5 -> 20.0 us in this pass, those with ~1 % 14.3 -> 15.6, the launch's span 55.4 -> 51.8.
     const uint32_t klo = (wm - nb + 1u) << kWideShift;
-    const float xlo = klo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(klo);
+    const float xlo = float_of_bound(klo);
     // NIB: the element's code into the trip's word tn too, for every element of a near bin (weight 0 or not: the
     // list takes them as list_near does)
     auto take4_in = [&](const float (&x)[4], const uint32_t (&w)[4], uint32_t& tm, uint64_t& tn, int k0) {

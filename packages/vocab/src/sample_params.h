@@ -62,6 +62,10 @@ MLOPS_HD mlops_sample_config sanitize(mlops_sample_config c) {
 
 // The float whose key this is (the inverse of key_of).
 MLOPS_HD float float_of_key(uint32_t k) { return bits_f32((k & 0x80000000u) ? (k ^ 0x80000000u) : ~k); }
+// The lowest float a listing by `x >= float_of_bound(lo)` takes for a key bound lo: -inf for lo at or below -inf's
+// key (float_of_key would give a NaN there, which no x reaches), else float_of_key(lo). Exact against key_of(x) >= lo
+// for every non-NaN x and every bin boundary but +0.0's key (the runner's check_key_float_compare).
+MLOPS_HD float float_of_bound(uint32_t lo) { return lo <= kKeyNegInf ? -bits_f32(0x7f800000u) : float_of_key(lo); }
 
 MLOPS_HD int64_t history_length(const SampleParams& p, int64_t row) {
   if (!p.history) return 0;

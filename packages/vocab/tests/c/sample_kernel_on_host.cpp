@@ -177,7 +177,7 @@ static void check_key_float_compare() {
   auto one = [&](uint32_t lo, uint32_t xb) {
     const float x = bits_f32(xb);
     if (x != x) return;  // NaN: no listed slice holds one
-    const float xlo = lo <= kKeyNegInf ? -__int_as_float(0x7f800000) : float_of_key(lo);
+    const float xlo = float_of_bound(lo);
     ++n;
     if ((x >= xlo) != (key_of(x) >= lo) && bad++ == 0) {
       first_lo = lo;
