@@ -102,6 +102,32 @@ __device__ __forceinline__ int gather_candidates(ClusterShared<NT>& sh, float* a
   return n;
 }
 
+// The tk forms' gather pushed (MLOPS_SAMPLE_TK_PUSH, sample_cluster_shared.cuh): tk_count_window laid the list out
+// (g_off, g_n >= 0, the same in every CTA) and armed each CTA's mbarrier for the whole list's bytes; this CTA's listing
+// (cand: its slice indices, exactly its g_off count of them, which the window counted) is done (tk_list's barrier).
+// Each of its values goes into every CTA's list at g_off[rank] + its place in cand (C st.async an element, spread over
+// the threads: thread t the element t / C to CTA t % C), then every thread waits for this CTA's own list to be whole.
+// No cluster barrier: a CTA's phase completes only after every CTA has listed, and every remote read before it (the
+// window's counts) fed the stores' places. The list's values are gather_candidates'<IDX> at the same places.
+template <int C, int NT>
+__device__ __forceinline__ int push_candidates(ClusterShared<NT>& sh, float* all, const float* zs) {
+  const unsigned rank = cluster_rank();
+  const uint32_t o = sh.g_off[rank], n = sh.g_off[rank + 1] - o;
+#if defined(MLOPS_CUDA_ON_HOST)
+  if (threadIdx.x == 0 && sh.cand_n != n) {
+    std::printf("push_candidates: CTA %u listed %u keys, the window counted %u\n", rank, sh.cand_n, n);
+    std::fflush(stdout);
+    std::abort();
+  }
+#endif
+  for (uint32_t i = threadIdx.x; i < n * uint32_t(C); i += NT) {
+    const uint32_t e = i / uint32_t(C);
+    push_store(&all[o + e], i % uint32_t(C), zs[f32_bits(sh.cand[e])], &sh.push_bar);
+  }
+  push_wait(&sh.push_bar);
+  return sh.g_n;
+}
+
 // The late forms (LATE, on the gather form): when the first round's bin held too many elements for
 // the lists (top-p 0.9 at T = 0.8 on N(0, 3^2) logits, V = 151936: the key byte of [2, 8), ~38 000
 // elements, so every top-p round and the draw read the whole slice), the lists are built again

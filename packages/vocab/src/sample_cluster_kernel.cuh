@@ -58,6 +58,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   static_assert(!TK || (GATHER && !LATE), "the tk forms are gather forms (the late / wide lists hold values)");
   // MLOPS_SAMPLE_TK_COUNT_WINDOW: a fused top-k row's level 3 from 32 bins by warp 0 in the max phase (the lean exchange)
   constexpr bool kCountWindow = TK && LEAN && MLOPS_SAMPLE_TK_COUNT_WINDOW != 0 && !MLOPS_SAMPLE_COUNT_QUADS;
+  // MLOPS_SAMPLE_TK_PUSH: the windowed rows' gather pushed by the listing CTAs (push_candidates)
+  // (not with MLOPS_SAMPLE_LIST_DRAW: its remote reads of the lists relied on the gather's cluster barrier)
+  constexpr bool kPush = kCountWindow && MLOPS_SAMPLE_TK_PUSH > 0 && C >= MLOPS_SAMPLE_TK_PUSH && !MLOPS_SAMPLE_LIST_DRAW;
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
@@ -86,6 +89,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
 #endif
   MLOPS_SAMPLE_MARK(0);
   MLOPS_SAMPLE_ROW_SPAN(0);
+  if constexpr (kPush) {
+    if (tid == 0) push_bar_init(&sh.push_bar);  // before the max's exchange: no CTA pushes before it
+  }
   const int64_t ch = GSL ? gsl_slice(V, C) : (V + C - 1) / C;
   const int64_t v0 = int64_t(rank) * ch < V ? int64_t(rank) * ch : V;
   const int64_t v1 = v0 + ch < V ? v0 + ch : V;
@@ -288,7 +294,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           sh.b_flags = f;
         }
         if constexpr (kCountWindow) {
-          if (row_fused()) tk_count_window<C, NT>(b, sh);  // level 3 of a fused top-k row (the macro's comment)
+          if (row_fused()) tk_count_window<C, NT, kPush>(b, sh);  // level 3 of a fused top-k row (the macro's comment)
         }
       } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
         store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for its remote loads
@@ -462,7 +468,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             gather_tried = true;
             // MLOPS_SAMPLE_TK_WARPS_GATHER: the staged tk forms of clusters of at least that many CTAs copy by warps
             constexpr bool kWarps = TK && !GSL && MLOPS_SAMPLE_TK_WARPS_GATHER > 0 && C >= MLOPS_SAMPLE_TK_WARPS_GATHER;
-            all_n = gather_candidates<C, NT, false, TK, kWarps, GSL>(sh, all, zs, 0xffffffffu, ch);
+            if (kPush && windowed && sh.g_n >= 0)  // the window laid the list out (the same in every CTA)
+              all_n = push_candidates<C, NT>(sh, all, zs);
+            else
+              all_n = gather_candidates<C, NT, false, TK, kWarps, GSL>(sh, all, zs, 0xffffffffu, ch);
           }
           MLOPS_SAMPLE_MARK(5);
         } else if (LATE && level == 2 && all_n < 0) {  // all_n: the same in every CTA

@@ -145,6 +145,19 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_COUNT_WINDOW
 #define MLOPS_SAMPLE_TK_COUNT_WINDOW 1
 #endif
+// The tk forms' gather pushed (session 49, push_candidates in sample_cluster_gather.cuh): where tk_count_window found
+// level 3's bin, the same window tells every CTA's count of the keys the listing will take (those in the bins from the
+// crossing one to the max's), so warp 0 also lays out the gathered list there (g_off, g_n) and arms this CTA's
+// mbarrier for its bytes; after its listing each CTA sends its listed values into every CTA's list by st.async (the
+// distributed shared memory's store that completes bytes on the receiving CTA's mbarrier), and each CTA waits on its
+// own mbarrier alone. gather_candidates instead publishes the counts behind a cluster barrier, scans them and then pulls
+// every element by two dependent remote loads (its slice index, then its value): GPU run 239's probe put B = 1
+// cluster16_tk's gather at 1.80 us. The same values at the same places of the list (the listing's order, each CTA's
+// part where its count's scan puts it). The smallest cluster that takes it, as MLOPS_SAMPLE_TK_WARPS_GATHER (0: none;
+// the host runner's clusters only where a test builds it with 1 or 2).
+#ifndef MLOPS_SAMPLE_TK_PUSH
+#define MLOPS_SAMPLE_TK_PUSH 16
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
@@ -258,6 +271,39 @@ __device__ __forceinline__ void cluster_sync_smem() {
   cluster_arrive_smem();
   cluster_wait();
 }
+// MLOPS_SAMPLE_TK_PUSH's mbarrier (one phase a call: expected arrivals 1, thread 0's arrive with the expected bytes)
+// and its stores. The init's fence orders it before the next cluster barrier (the max's exchange, a relaxed arrive),
+// after which the other CTAs may complete bytes on it; its phase may complete bytes before the expect (the
+// transaction count goes below 0 until it comes).
+__device__ __forceinline__ void push_bar_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(uint32_t(__cvta_generic_to_shared(bar))) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void push_expect(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(uint32_t(__cvta_generic_to_shared(bar))),
+               "r"(bytes)
+               : "memory");
+}
+// v into CTA rank's copy of *local, its 4 bytes completed on CTA rank's copy of *bar
+__device__ __forceinline__ void push_store(float* local, unsigned rank, float v, uint64_t* bar) {
+  uint32_t ra, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(local))), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(uint32_t(__cvta_generic_to_shared(bar))), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra), "r"(f32_bits(v)),
+               "r"(rb)
+               : "memory");
+}
+// Waits for the call's phase (parity 0): every expected byte stored into this CTA, visible to the waiting thread.
+__device__ __forceinline__ void push_wait(uint64_t* bar) {
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(bar));
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(a)
+        : "memory");
+}
 #endif
 
 #if defined(MLOPS_SAMPLE_CLUSTER_BODY)
@@ -273,6 +319,38 @@ __device__ __forceinline__ T remote_load_dyn(const T* local, unsigned rank) {
   return remote_load(local, rank);
 #endif
 }
+
+#if defined(MLOPS_CUDA_ON_HOST)
+// MLOPS_SAMPLE_TK_PUSH's mbarrier and stores on the host (the device's in the section above): the 8 bytes of push_bar
+// as the transaction count, the pending arrival and whether the phase completed; a store lands at once and completes
+// its bytes on the receiving block's copy; a wait yields to the other fibers until the phase completes.
+struct HostPushBar {
+  int32_t tx;
+  uint16_t pending, done;
+};
+static_assert(sizeof(HostPushBar) == sizeof(uint64_t), "HostPushBar: push_bar's 8 bytes");
+inline HostPushBar& host_push_bar(uint64_t* bar) { return *reinterpret_cast<HostPushBar*>(bar); }
+inline void host_push_complete(HostPushBar& b, int32_t bytes, bool arrive) {
+  b.tx += bytes;
+  if (arrive) b.pending = 0;
+  if (!b.pending && b.tx == 0) b.done = 1;
+  ++host_fibers::g_state.progress;
+}
+inline void push_bar_init(uint64_t* bar) { host_push_bar(bar) = HostPushBar{0, 1, 0}; }
+inline void push_expect(uint64_t* bar, uint32_t bytes) { host_push_complete(host_push_bar(bar), int32_t(bytes), true); }
+inline void push_store(float* local, unsigned rank, float v, uint64_t* bar) {
+  const char* mine = reinterpret_cast<const char*>(g_dyn_shared[tl_slot].data());
+  const size_t off = size_t(reinterpret_cast<const char*>(local) - mine);
+  *reinterpret_cast<float*>(reinterpret_cast<char*>(g_dyn_shared[rank].data()) + off) = v;
+  char* const base = g_block_shared_base;
+  const size_t boff = size_t(reinterpret_cast<char*>(bar) - base) - size_t(tl_slot) * g_block_shared_size;
+  uint64_t* rbar = reinterpret_cast<uint64_t*>(base + size_t(rank) * g_block_shared_size + boff);
+  host_push_complete(host_push_bar(rbar), -4, false);
+}
+inline void push_wait(uint64_t* bar) {
+  while (!host_push_bar(bar).done) host_fibers::yield();
+}
+#endif
 
 // Element li of CTA r's slice, read by this CTA, whose own slice is zs: from CTA r's staged copy (shared memory), or
 // (GSL, the global-slice forms, whose slices lie gch elements apart in the row) from global memory.
@@ -325,6 +403,7 @@ struct ClusterShared {
   mlops_sample_config r_cfg;
   int r_stats, r_fused;
   uint64_t r_draw;  // MLOPS_SAMPLE_EARLY_DRAW (sample_cluster_draw.cuh): the row's draw64, computed in the max phase
+  uint64_t push_bar;  // MLOPS_SAMPLE_TK_PUSH: the mbarrier the other CTAs' pushed values complete (one phase a call)
 };
 
 __device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {
