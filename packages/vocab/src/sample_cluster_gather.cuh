@@ -122,9 +122,9 @@ __device__ __forceinline__ int push_candidates(ClusterShared<NT>& sh, float* all
 #endif
   for (uint32_t i = threadIdx.x; i < n * uint32_t(C); i += NT) {
     const uint32_t e = i / uint32_t(C);
-    push_store(&all[o + e], i % uint32_t(C), zs[f32_bits(sh.cand[e])], &sh.push_bar);
+    push_store(&all[o + e], i % uint32_t(C), zs[f32_bits(sh.cand[e])], push_bar_of(sh));
   }
-  push_wait(&sh.push_bar);
+  push_wait(push_bar_of(sh));
   return sh.g_n;
 }
 

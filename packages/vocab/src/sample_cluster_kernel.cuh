@@ -89,9 +89,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
 #endif
   MLOPS_SAMPLE_MARK(0);
   MLOPS_SAMPLE_ROW_SPAN(0);
-  if constexpr (kPush) {
-    if (tid == 0) push_bar_init(&sh.push_bar);  // before the max's exchange: no CTA pushes before it
-  }
   const int64_t ch = GSL ? gsl_slice(V, C) : (V + C - 1) / C;
   const int64_t v0 = int64_t(rank) * ch < V ? int64_t(rank) * ch : V;
   const int64_t v1 = v0 + ch < V ? v0 + ch : V;
@@ -220,6 +217,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       sh.r_cfg = cfg;
       sh.r_stats = stats;
       sh.r_fused = fused;
+      // MLOPS_SAMPLE_TK_PUSH: a row that may push arms its mbarrier before the max's exchange, after which others push
+      if (kPush && fused) push_bar_init(push_bar_of(sh));
     }
   }
   // the two tests (TK: from shared memory, read at the use; valid after the staging's barrier)

@@ -65,7 +65,7 @@ __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>
       const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
       if (lane <= unsigned(C)) sh.g_off[lane] = uint32_t(at - n);
       if (!over && total <= uint64_t(kGather)) g = int(total);
-      if (g >= 0 && lane == 0) push_expect(&sh.push_bar, 4u * uint32_t(g));
+      if (g >= 0 && lane == 0) push_expect(push_bar_of(sh), 4u * uint32_t(g));
     }
     if (lane == 0) sh.g_n = g;
   }

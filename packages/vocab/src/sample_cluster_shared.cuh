@@ -156,7 +156,7 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // part where its count's scan puts it). The smallest cluster that takes it, as MLOPS_SAMPLE_TK_WARPS_GATHER (0: none;
 // the host runner's clusters only where a test builds it with 1 or 2).
 #ifndef MLOPS_SAMPLE_TK_PUSH
-#define MLOPS_SAMPLE_TK_PUSH 16
+#define MLOPS_SAMPLE_TK_PUSH 8
 #endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
@@ -391,7 +391,9 @@ struct ClusterShared {
   uint32_t g_off[33];       // where each CTA's candidates start in the gathered list
   int g_n;                  // the gathered count, -1 when they do not all fit
   uint32_t pub_bound, g_bound;  // the wide forms: this CTA's list bound, the cluster's largest
-  uint64_t pub_wide;            // the wide forms: the mass of this CTA's portion of the wide bins
+  // the wide forms: the mass of this CTA's portion of the wide bins (wide_top_p, rows without top-k). In the tk forms'
+  // top-k rows: MLOPS_SAMPLE_TK_PUSH's mbarrier (push_bar_of)
+  uint64_t pub_wide;
   uint32_t b_prefix, b_mask, b_krem;
   int b_done, b_warp, b_token, b_flags;
   // the candidates: the slice's elements with key >= cand_lo, unordered (valid when cand_n <= kClusterCand)
@@ -403,8 +405,18 @@ struct ClusterShared {
   mlops_sample_config r_cfg;
   int r_stats, r_fused;
   uint64_t r_draw;  // MLOPS_SAMPLE_EARLY_DRAW (sample_cluster_draw.cuh): the row's draw64, computed in the max phase
-  uint64_t push_bar;  // MLOPS_SAMPLE_TK_PUSH: the mbarrier the other CTAs' pushed values complete (one phase a call)
 };
+
+// MLOPS_SAMPLE_TK_PUSH's mbarrier: pub_wide's 8 bytes, which only wide_top_p (a row without top-k) writes, while only
+// a top-k row measured here (fused) pushes. A field of its own made the struct 16 bytes longer, so the staged slice after
+// it in the dynamic shared memory no longer started on a 128-byte line: GPU run 241 (an H100) read the kernels without
+// any new code slower (B = 1 temperature on cluster16_lean, its SASS the same but for that offset: +0.55 us; B = 1 / 8
+// top-p on cluster16_wide +0.65 / +0.96), and ptxas 13.0 allocated the 1024-thread global-slice kernels anew (stack
+// 32 -> 40 bytes) whether the field went last or into the struct's holes.
+template <int NT>
+__device__ __forceinline__ uint64_t* push_bar_of(ClusterShared<NT>& sh) {
+  return &sh.pub_wide;
+}
 
 __device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {
   const unsigned lane = threadIdx.x & 31u;
