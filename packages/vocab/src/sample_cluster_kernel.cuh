@@ -458,12 +458,6 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (level == 3) MLOPS_SAMPLE_MARK(4);
         if (done) break;
         if (level == 3 && mask && all_n < 0) {  // the keys in the chosen bin and above, when they fit
-          // MLOPS_SAMPLE_TK_PUSH: where the window laid the list out (g_n >= 0, the same in every CTA), warp 0 turns its
-          // counts into g_off before it lists (the listing's barriers publish it), and the CTAs push
-          const bool pushed = kPush && windowed && sh.g_n >= 0;
-          if constexpr (kPush) {
-            if (pushed && warp == 0) push_layout<C, NT>(max_key, prefix, sh);
-          }
           if constexpr (TK) tk_list<NT, C>(zs, int(v1 - v0), prefix, sh);
           else build_candidates<NT, decltype(zr), TK>(zr, v0, v1, prefix, sh);
           cand_lo = prefix;
@@ -473,7 +467,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
             gather_tried = true;
             // MLOPS_SAMPLE_TK_WARPS_GATHER: the staged tk forms of clusters of at least that many CTAs copy by warps
             constexpr bool kWarps = TK && !GSL && MLOPS_SAMPLE_TK_WARPS_GATHER > 0 && C >= MLOPS_SAMPLE_TK_WARPS_GATHER;
-            if (pushed)
+            if (kPush && windowed && sh.g_n >= 0)  // the window laid the list out (the same in every CTA)
               all_n = push_candidates<C, NT>(sh, all, zs);
             else
               all_n = gather_candidates<C, NT, false, TK, kWarps, GSL>(sh, all, zs, 0xffffffffu, ch);

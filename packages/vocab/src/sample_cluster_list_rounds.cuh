@@ -13,24 +13,25 @@ namespace {
 // when the C CTAs' cnt[0] are complete. Writes level 3's result where the suffix scan would (b_prefix, b_mask = the
 // top byte, b_krem, b_done, b_warp = the bin's count), or b_mask = 0 where the window does not reach k (the round then
 // reads the 256 bins); read after the max phase's block barrier, before anything else writes them.
-// PUSH (MLOPS_SAMPLE_TK_PUSH): each lane also keeps the C counts it read (hlo[lane C + r]: CTA r's count of bin top -
-// lane; hlo's copies were summed into cnt[0] before the max's barrier, and nothing uses hlo again before the gathered
-// list's rounds), and where the window reaches k the gathered list's length (the keys from the crossing bin up, which
-// the listing takes) becomes g_n where it fits kGather (else -1, as where the window does not reach k), and this CTA's
-// mbarrier is armed for its bytes. push_layout turns the kept counts into g_off later, off the max phase's path.
+// PUSH (MLOPS_SAMPLE_TK_PUSH): where the window reaches k, also CTA r's count of the keys the listing takes (the bins
+// from the crossing one up: lane r's sum of the C counts the lanes read, broadcast bin by bin), their scan into g_off
+// (g_off[C]: the total) and g_n: the total where it fits (every CTA's list in kClusterCand, the whole in kGather), the
+// push then armed (this CTA's mbarrier expects the whole list's bytes), else -1, as where the window does not reach k.
 template <int C, int NT, bool PUSH = false>
 __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>& sh) {
-  static_assert(!PUSH || (kClusterCand >= kGather && 32 * C <= 256 * kRep), "a CTA's share fits its list; the counts hlo");
   const unsigned lane = threadIdx.x & 31u;
   const uint32_t top = best_key(best) >> 24;  // the max's bin: no counted key lies above it
   const uint32_t k = uint32_t(sh.r_cfg.top_k);
   uint32_t c = 0;  // lane j: bin top - j
+  uint32_t cr[PUSH ? C : 1];  // PUSH: CTA r's count of that bin
+#pragma unroll
+  for (int r = 0; r < (PUSH ? C : 1); ++r) cr[r] = 0;
   if (lane <= top)
 #pragma unroll
     for (int r = 0; r < C; ++r) {
       const uint32_t v = remote_load(&sh.cnt[0][top - lane], unsigned(r));
       c += v;
-      if constexpr (PUSH) sh.hlo[lane * unsigned(C) + unsigned(r)] = v;
+      if constexpr (PUSH) cr[r] = v;
     }
   uint32_t incl = c;  // the count from the top bin down to this lane's
 #pragma unroll
@@ -46,35 +47,28 @@ __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>
     sh.b_done = c == k - cum;
     sh.b_krem = k - cum;
     sh.b_warp = int(c);
-    if constexpr (PUSH) {  // incl: the keys from the crossing bin up, the whole gathered list
-      const int g = incl <= uint32_t(kGather) ? int(incl) : -1;
-      sh.g_n = g;
-      if (g >= 0) push_expect(push_bar_of(sh), 4u * uint32_t(g));
-    }
   }
-  if (!hit && lane == 0) {
-    sh.b_mask = 0;
-    if constexpr (PUSH) sh.g_n = -1;
-  }
-}
-
-// MLOPS_SAMPLE_TK_PUSH: the gathered list's layout from tk_count_window's kept counts, by warp 0 (every lane calls it)
-// before the listing, whose barriers publish it: lane r < C sums CTA r's counts of the bins from the max's (top) down to
-// the crossing one (b_prefix's), and g_off is their scan (g_off[C]: the total, g_n).
-template <int C, int NT>
-__device__ __forceinline__ void push_layout(uint32_t max_key, uint32_t prefix, ClusterShared<NT>& sh) {
-  const unsigned lane = threadIdx.x & 31u;
-  const uint32_t last = (max_key >> 24) - (prefix >> 24);  // the crossing bin's lane in the window
-  uint32_t n = 0;
-  if (lane < unsigned(C))
-    for (uint32_t j = 0; j <= last; ++j) n += sh.hlo[j * unsigned(C) + lane];
-  uint32_t at = n;
+  if (!hit && lane == 0) sh.b_mask = 0;
+  if constexpr (PUSH) {
+    int g = -1;
+    if (hit) {
+      const unsigned last = unsigned(__ffs(hit) - 1);  // the crossing bin's lane (warp-uniform)
+      uint32_t n = 0;  // lane r < C: CTA r's keys in the bins top - last .. top
+      for (unsigned j = 0; j <= last; ++j)
 #pragma unroll
-  for (unsigned off = 1; off < 32; off <<= 1) {
-    const uint32_t o = __shfl_up_sync(kFull, at, off);
-    if (lane >= off) at += o;
+        for (int r = 0; r < C; ++r) {
+          const uint32_t v = __shfl_sync(kFull, cr[r], j);
+          if (lane == unsigned(r)) n += v;
+        }
+      const uint64_t at = warp_incl_scan(uint64_t(n));  // lanes from C on add 0: g_off[C] is the total
+      const uint64_t total = __shfl_sync(kFull, at, 31);
+      const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
+      if (lane <= unsigned(C)) sh.g_off[lane] = uint32_t(at - n);
+      if (!over && total <= uint64_t(kGather)) g = int(total);
+      if (g >= 0 && lane == 0) push_expect(push_bar_of(sh), 4u * uint32_t(g));
+    }
+    if (lane == 0) sh.g_n = g;
   }
-  if (lane <= unsigned(C)) sh.g_off[lane] = at - n;  // lanes from C on add 0: g_off[C] = the total
 }
 
 // The tk forms (TK, on the gather form) keep the per-element work of a top-k row to the staging, the
