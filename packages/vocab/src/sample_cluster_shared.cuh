@@ -154,7 +154,13 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // every element by two dependent remote loads (its slice index, then its value): GPU run 239's probe put B = 1
 // cluster16_tk's gather at 1.80 us. The same values at the same places of the list (the listing's order, each CTA's
 // part where its count's scan puts it). The smallest cluster that takes it, as MLOPS_SAMPLE_TK_WARPS_GATHER (0: none;
-// the host runner's clusters only where a test builds it with 1 or 2).
+// the host runner's clusters only where a test builds it with 1 or 2): 8 since GPU runs 242 / 243 (H100s, four paired
+// rounds each): B = 1 top-k 50 15.15 -> 14.43 us, the combination 17.22 -> 16.54, B = 8 top-k 18.14 -> 16.71, the
+// combination 20.25 -> 19.18 (the probe's gather 1.81 -> 0.80 us at B = 1, 1.85 -> 0.42 at B = 8, the max phase +0.3 /
+// +0.2 for the window's layout). In the 1024-thread global-slice kernels (B = 64's cluster2_tp3g) ptxas 13.0 grew the
+// stack 32 -> 40 bytes and B = 64 lost 0.6 - 2.3 us (run 242). The window's counts kept in shared memory and laid out
+// by warp 0 before its listing instead (run 243): the max phase 1.58 -> 3.02 us at B = 1, each count's store waiting
+// for its remote load (the loads' asm is volatile with a memory clobber), B = 1 top-k +0.65 against the base.
 #ifndef MLOPS_SAMPLE_TK_PUSH
 #define MLOPS_SAMPLE_TK_PUSH 8
 #endif
