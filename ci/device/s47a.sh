@@ -15,7 +15,10 @@
 # PROBES="base fin" TEST_SIDE=fin ROUNDS=5 END=420 (fin: 7b2818a's default). Session 48: run 238 CARRY=.carry/s48a
 # SIDES="base n1 new" PROBES="base n1 new" TEST_SIDE=new ROUNDS=5 END=470, run 239 CARRY=.carry/s48b SIDES="base win"
 # PROBES="base win" TEST_SIDE=win ROUNDS=4 END=340 SAN_K="test_cluster_sanitizer_subset and (wide or tk) and not tp3g"
-# (docs/vocab.md "Session 48").
+# (docs/vocab.md "Session 48"). Session 49: run 241 CARRY=.carry/s49a SIDES="base p1" PROBES="base p1" TEST_SIDE=p1
+# ROUNDS=4 END=400 SAN_K="test_cluster_sanitizer_subset and (tk or tp3g)", run 242 CARRY=.carry/s49b SIDES="base n8 p1"
+# PROBES="base n8 p1" TEST_SIDE=n8 ROUNDS=4 END=420 (same SAN_K), run 243 CARRY=.carry/s49c SIDES="base n8 n8b"
+# PROBES="base n8 n8b" TEST_SIDE=n8b ROUNDS=4 END=420 (same SAN_K) (docs/vocab.md "Session 49").
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
