@@ -61,6 +61,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // MLOPS_SAMPLE_TK_PUSH: the windowed rows' gather pushed by the listing CTAs (push_candidates)
   // (not with MLOPS_SAMPLE_LIST_DRAW: its remote reads of the lists relied on the gather's cluster barrier)
   constexpr bool kPush = kCountWindow && MLOPS_SAMPLE_TK_PUSH > 0 && C >= MLOPS_SAMPLE_TK_PUSH && !MLOPS_SAMPLE_LIST_DRAW;
+  // MLOPS_SAMPLE_TK_FINISH2: the staged tk forms' level 2 on the gathered list and tk_finish in one (tk_level2_finish)
+  constexpr bool kFinish2 =
+      TK && !GSL && NT < 1024 && MLOPS_SAMPLE_TK_FINISH2 > 0 && C >= MLOPS_SAMPLE_TK_FINISH2;
   static_assert(!TP || (TK && !WIDE), "the tp forms are tk forms");
   static_assert(!TP2 || TP, "the tp2 forms are tp forms");
   static_assert(!TP3 || TP, "the tp3 forms are tp forms");
@@ -367,6 +370,12 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
 #pragma unroll 1
       for (int level = 3; level >= 0; --level) {
         const int sh_bits = 8 * level;
+        if constexpr (kFinish2) {  // MLOPS_SAMPLE_TK_FINISH2: a gathered list's level 2 and its finish in one
+          if (level == 2 && all_n >= 0) {
+            if (tk_level2_finish<NT>(all, all_n, prefix, mask, k_rem, sh)) break;
+            continue;  // its bin holds more than 32 keys: the generic rounds from level 1
+          }
+        }
         const bool from_stats = level == 3 && row_stats() && p.stats_key_hist;  // the head counted these
         uint32_t c = 0;
         bool windowed = false;  // level 3 from tk_count_window, in sh.b_* since the max phase

@@ -267,6 +267,94 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
 // or stop early at the bin's lower bound where every key of a bin is kept; either bound keeps the
 // same elements as this exact key (no key lies between a bin's bound and its smallest key), so the
 // same weights, S_k, token and log-probability. Every thread of the CTA calls it (two barriers).
+// MLOPS_SAMPLE_TK_FINISH2 (session 49): a gathered top-k row's level 2 and tk_finish in one, with 4 block barriers
+// where the generic gathered round (its 8 histogram copies cleared and summed, suffix_scan256's barriers, the b_*
+// broadcast) and tk_finish take ~9: GPU run 242's probe put the two at 1.75 us of B = 1 cluster16_tk's 10.8. The
+// level-2 counts of the crossing bin's elements go into one copy of 256 words (cnt[1]: no other CTA reads it once the
+// list is gathered); every warp reads them (two 16-byte loads a lane, 8 bins from the top) and finds the crossing bin
+// by its own scan, so no barrier publishes the choice; where the bin holds at most 32 keys, they are collected and one
+// warp finds the k_rem-th as tk_finish does. The same integers, bin, remaining count and done as the generic round and
+// the same threshold as tk_finish. Returns true with prefix final (done, or finished), else false with prefix / mask /
+// k_rem of level 2 (more than 32 keys in its bin: the generic rounds go on from level 1). Every thread calls it.
+template <int NT>
+__device__ bool tk_level2_finish(const float* all, int n, uint32_t& prefix, uint32_t& mask, uint32_t& k_rem,
+                                 ClusterShared<NT>& sh) {
+  static_assert(NT < 1024, "cnt is 16-byte aligned in the 512-thread kernels (its two 16-byte loads a lane)");
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* h = sh.cnt[1];
+  uint32_t* keys = sh.hlo;  // the bin's keys (as tk_finish: hhi[0] their count)
+  if (tid < 256) h[tid] = 0;
+  if (tid == 0) sh.hhi[0] = 0;
+  __syncthreads();
+  for (int i = tid; i < n; i += NT) {
+    const uint32_t k = key_of(all[i]);
+    if ((k & mask) == prefix) atomicAdd(&h[(k >> 16) & 255u], 1u);
+  }
+  __syncthreads();
+  // lane l: bins 255 - 8 l .. 248 - 8 l, the top first (v[7 - q] is bin 255 - 8 l - q)
+  const uint4 lo4 = reinterpret_cast<const uint4*>(h)[(248u - 8u * lane) / 4u];
+  const uint4 hi4 = reinterpret_cast<const uint4*>(h)[(252u - 8u * lane) / 4u];
+  const uint32_t v[8] = {lo4.x, lo4.y, lo4.z, lo4.w, hi4.x, hi4.y, hi4.z, hi4.w};
+  uint32_t s = 0;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) s += v[q];
+  uint32_t incl = s;
+#pragma unroll
+  for (unsigned off = 1; off < 32; off <<= 1) {
+    const uint32_t o = __shfl_up_sync(kFull, incl, off);
+    if (lane >= off) incl += o;
+  }
+  const unsigned hit = __ballot_sync(kFull, incl - s < k_rem && k_rem <= incl);
+  if (!hit) {  // no bin reaches the remaining count (cannot happen): keep everything, as the generic round
+    prefix = 0;
+    mask = 0;
+    return true;
+  }
+  uint32_t bin = 0, c = 0, cum = incl - s;  // the crossing lane's: its bin, the bin's count, the count above it
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const uint32_t x = v[7 - q];
+    if (bin == 0 && cum + x >= k_rem) {
+      bin = 256u + 255u - 8u * lane - uint32_t(q);  // + 256: found (bin 0 is a bin)
+      c = x;
+    } else if (bin == 0) {
+      cum += x;
+    }
+  }
+  const int src = __ffs(hit) - 1;
+  bin = __shfl_sync(kFull, bin, src) - 256u;
+  c = __shfl_sync(kFull, c, src);
+  cum = __shfl_sync(kFull, cum, src);
+  prefix |= bin << 16;
+  mask |= 255u << 16;
+  k_rem -= cum;
+  if (c == k_rem) return true;  // every key of the bin is kept
+  if (c > 32u) return false;
+  for (int i = tid; i < n; i += NT) {
+    const uint32_t k = key_of(all[i]);
+    if ((k & mask) == prefix) {
+      const uint32_t at = atomicAdd(&sh.hhi[0], 1u);
+      if (at < 32u) keys[at] = k;
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t nb = sh.hhi[0] < 32u ? sh.hhi[0] : 32u;
+    const uint32_t k = lane < nb ? keys[lane] : 0u;
+    uint32_t gt = 0, ge = 0;  // keys of the bin above / at or above this lane's
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t o = __shfl_sync(kFull, k, int(j));
+      gt += o > k ? 1u : 0u;
+      ge += o >= k ? 1u : 0u;
+    }
+    if (lane < nb && gt < k_rem && k_rem <= ge) sh.b_prefix = k;  // lanes of equal keys write the same
+  }
+  __syncthreads();
+  prefix = sh.b_prefix;
+  return true;
+}
+
 template <int NT>
 __device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t mask, uint32_t k_rem,
                               ClusterShared<NT>& sh) {

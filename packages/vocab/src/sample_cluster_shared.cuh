@@ -164,6 +164,12 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_PUSH
 #define MLOPS_SAMPLE_TK_PUSH 8
 #endif
+// A gathered top-k row's level 2 and tk_finish in one (session 49, tk_level2_finish in sample_cluster_list_rounds.cuh):
+// the smallest cluster of the staged tk forms that takes it (0: none; the host runner's clusters only where a test
+// builds it with 1 or 2).
+#ifndef MLOPS_SAMPLE_TK_FINISH2
+#define MLOPS_SAMPLE_TK_FINISH2 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
