@@ -82,7 +82,7 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     forms (tp3_rounds on their gathered list, the draw over the near mask, both on by default): a threshold one key high
     after tp3_rounds (13 failures), its hand-over to level 1 with acc lost (4), the mask's first bit dropped (46), an
     index off (22) and the walk's weight off (4) are caught."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298)
 
 
 def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_path):
@@ -103,10 +103,14 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
     - with session 45's staged slice copied at the kernel's start (MLOPS_SAMPLE_EARLY_STAGE, on by default), the
       table's penalized logits written to the row but not to the copy are caught (47 failures);
     - and session 46's tk gather by warps (MLOPS_SAMPLE_TK_WARPS_GATHER, 16 by default: clusters of 16, which the
-      runner does not build) in every cluster here: the last CTA's list copied wrong fails 22 tk checks."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
+      runner does not build) in every cluster here: the last CTA's list copied wrong fails 22 tk checks;
+    - and session 49's level 2 and finish of a gathered top-k row in one (tk_level2_finish, MLOPS_SAMPLE_TK_FINISH2) in
+      every cluster here: the crossing bin one low fails 60 checks, a bin taken as done where it holds more than the
+      remaining count 8, and the hand-over to level 1 dropped (the bin's first 32 keys taken) 16 (the "top_k 200 ties"
+      rows)."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
-                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2"))
+                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
@@ -127,10 +131,10 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     session 49's gather pushed by the listing CTAs (MLOPS_SAMPLE_TK_PUSH: on by default in clusters of 8 and 16, which
     the runner does not build; here in every cluster, with both listings): every CTA's part laid at g_off[0] fails 49
     checks, the crossing bin's counts left out of the layout aborts the runner (a CTA's listing against its count)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
                     "MLOPS_SAMPLE_LIST_FLOAT=0", "MLOPS_SAMPLE_TK_PUSH=1"))
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
                     "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0"))
@@ -159,7 +163,7 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     listing by a float compare (MLOPS_SAMPLE_LIST_FLOAT) is on by default, so the first runner checks it too: the
     compare 0.25 high fails 60 checks (the runner's check_key_float_compare proves the compare against every bin
     boundary)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
                     "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1"))
 
@@ -173,6 +177,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7070,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

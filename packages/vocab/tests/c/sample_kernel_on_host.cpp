@@ -219,6 +219,9 @@ int main() {
       {"NaN / inf / -inf rows", 4, 700, cfg(1.0f, 0, 0.9f, 0.0f), 3.0f, false, true},
       {"one token", 2, 1, cfg(1.0f, 0, 0.5f, 0.0f), 3.0f, false, false},
       {"ties", 3, 2100, cfg(1.0f, 7, 1.0f, 0.0f), 0.0f, false, false},
+      // session 49: integer logits, a top-k 200 whose level-2 bin (one integer: ~100 - 270 equal keys) is over the 32
+      // keys tk_finish takes: the gathered rounds go on from level 1 (MLOPS_SAMPLE_TK_FINISH2's hand-over)
+      {"top_k 200 ties (a level-2 bin over 32 keys)", 2, 3000, cfg(1.0f, 200, 1.0f, 0.0f), 0.0f, false, false},
       {"top_k 40 + stats", 2, 5000, cfg(1.0f, 40, 1.0f, 0.0f), 3.0f, false, false, true},
       {"all + stats", 2, 5000, cfg(0.9f, 300, 0.9f, 0.01f), 3.0f, false, false, true},
       // the bench's top-p row, scaled down: the first round's bin ([2, 8): ~3000 elements) overflows
