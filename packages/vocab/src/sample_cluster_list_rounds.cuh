@@ -267,6 +267,45 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
 // or stop early at the bin's lower bound where every key of a bin is kept; either bound keeps the
 // same elements as this exact key (no key lies between a bin's bound and its smallest key), so the
 // same weights, S_k, token and log-probability. Every thread of the CTA calls it (two barriers).
+// tk_finish's pass and warp, where hhi[0] (the bin's key count) is already 0 for every thread: the bin's keys into
+// hlo, then the k_rem-th largest by one warp (two barriers). tk_finish and tk_level2_finish take it.
+template <int NT>
+__device__ uint32_t tk_finish_keys(const float* all, int n, uint32_t prefix, uint32_t mask, uint32_t k_rem,
+                                   ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* keys = sh.hlo;  // the bin's keys (hlo is dead after the round's sums, hhi[0] the count)
+  for (int i = tid; i < n; i += NT) {
+    const uint32_t k = key_of(all[i]);
+    if ((k & mask) == prefix) {
+      const uint32_t at = atomicAdd(&sh.hhi[0], 1u);
+      if (at < 32u) keys[at] = k;
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t nb = sh.hhi[0] < 32u ? sh.hhi[0] : 32u;
+    const uint32_t k = lane < nb ? keys[lane] : 0u;
+    uint32_t gt = 0, ge = 0;  // keys of the bin above / at or above this lane's
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t o = __shfl_sync(kFull, k, int(j));
+      gt += o > k ? 1u : 0u;
+      ge += o >= k ? 1u : 0u;
+    }
+    if (lane < nb && gt < k_rem && k_rem <= ge) sh.b_prefix = k;  // lanes of equal keys write the same
+  }
+  __syncthreads();
+  return sh.b_prefix;
+}
+
+template <int NT>
+__device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t mask, uint32_t k_rem,
+                              ClusterShared<NT>& sh) {
+  if (threadIdx.x == 0) sh.hhi[0] = 0;
+  __syncthreads();
+  return tk_finish_keys<NT>(all, n, prefix, mask, k_rem, sh);
+}
+
 // MLOPS_SAMPLE_TK_FINISH2 (session 49): a gathered top-k row's level 2 and tk_finish in one, with 4 block barriers
 // where the generic gathered round (its 8 histogram copies cleared and summed, suffix_scan256's barriers, the b_*
 // broadcast) and tk_finish take ~9: GPU run 242's probe put the two at 1.75 us of B = 1 cluster16_tk's 10.8. The
@@ -283,9 +322,8 @@ __device__ bool tk_level2_finish(const float* all, int n, uint32_t& prefix, uint
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
   uint32_t* h = sh.cnt[1];
-  uint32_t* keys = sh.hlo;  // the bin's keys (as tk_finish: hhi[0] their count)
   if (tid < 256) h[tid] = 0;
-  if (tid == 0) sh.hhi[0] = 0;
+  if (tid == 0) sh.hhi[0] = 0;  // tk_finish_keys' count of the bin's keys
   __syncthreads();
   for (int i = tid; i < n; i += NT) {
     const uint32_t k = key_of(all[i]);
@@ -331,59 +369,8 @@ __device__ bool tk_level2_finish(const float* all, int n, uint32_t& prefix, uint
   k_rem -= cum;
   if (c == k_rem) return true;  // every key of the bin is kept
   if (c > 32u) return false;
-  for (int i = tid; i < n; i += NT) {
-    const uint32_t k = key_of(all[i]);
-    if ((k & mask) == prefix) {
-      const uint32_t at = atomicAdd(&sh.hhi[0], 1u);
-      if (at < 32u) keys[at] = k;
-    }
-  }
-  __syncthreads();
-  if (tid < 32) {
-    const uint32_t nb = sh.hhi[0] < 32u ? sh.hhi[0] : 32u;
-    const uint32_t k = lane < nb ? keys[lane] : 0u;
-    uint32_t gt = 0, ge = 0;  // keys of the bin above / at or above this lane's
-    for (uint32_t j = 0; j < nb; ++j) {
-      const uint32_t o = __shfl_sync(kFull, k, int(j));
-      gt += o > k ? 1u : 0u;
-      ge += o >= k ? 1u : 0u;
-    }
-    if (lane < nb && gt < k_rem && k_rem <= ge) sh.b_prefix = k;  // lanes of equal keys write the same
-  }
-  __syncthreads();
-  prefix = sh.b_prefix;
+  prefix = tk_finish_keys<NT>(all, n, prefix, mask, k_rem, sh);
   return true;
-}
-
-template <int NT>
-__device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t mask, uint32_t k_rem,
-                              ClusterShared<NT>& sh) {
-  const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u;
-  uint32_t* keys = sh.hlo;  // the bin's keys (hlo is dead after the round's sums, hhi[0] the count)
-  if (tid == 0) sh.hhi[0] = 0;
-  __syncthreads();
-  for (int i = tid; i < n; i += NT) {
-    const uint32_t k = key_of(all[i]);
-    if ((k & mask) == prefix) {
-      const uint32_t at = atomicAdd(&sh.hhi[0], 1u);
-      if (at < 32u) keys[at] = k;
-    }
-  }
-  __syncthreads();
-  if (tid < 32) {
-    const uint32_t nb = sh.hhi[0] < 32u ? sh.hhi[0] : 32u;
-    const uint32_t k = lane < nb ? keys[lane] : 0u;
-    uint32_t gt = 0, ge = 0;  // keys of the bin above / at or above this lane's
-    for (uint32_t j = 0; j < nb; ++j) {
-      const uint32_t o = __shfl_sync(kFull, k, int(j));
-      gt += o > k ? 1u : 0u;
-      ge += o >= k ? 1u : 0u;
-    }
-    if (lane < nb && gt < k_rem && k_rem <= ge) sh.b_prefix = k;  // lanes of equal keys write the same
-  }
-  __syncthreads();
-  return sh.b_prefix;
 }
 #endif
 
