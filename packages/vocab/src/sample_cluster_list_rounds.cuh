@@ -60,11 +60,18 @@ __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>
           const uint32_t v = __shfl_sync(kFull, cr[r], j);
           if (lane == unsigned(r)) n += v;
         }
-      const uint64_t at = warp_incl_scan(uint64_t(n));  // lanes from C on add 0: g_off[C] is the total
-      const uint64_t total = __shfl_sync(kFull, at, 31);
-      const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
-      if (lane <= unsigned(C)) sh.g_off[lane] = uint32_t(at - n);
-      if (!over && total <= uint64_t(kGather)) g = int(total);
+      // A 32-bit scan over lanes 0 .. C (the counts are of one row's V < 2^31 keys), the steps that reach lane C only.
+      uint32_t at = n;
+#pragma unroll
+      for (unsigned off = 1; off <= unsigned(C); off <<= 1) {
+        const uint32_t o = __shfl_up_sync(kFull, at, off);
+        if (lane >= off) at += o;
+      }
+      const uint32_t total = __shfl_sync(kFull, at, unsigned(C));  // lanes from C on add 0
+      bool over = false;  // a CTA's list past kClusterCand: only possible where kClusterCand < kGather
+      if constexpr (kClusterCand < kGather) over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
+      if (lane <= unsigned(C)) sh.g_off[lane] = at - n;
+      if (!over && total <= uint32_t(kGather)) g = int(total);
       if (g >= 0 && lane == 0) push_expect(push_bar_of(sh), 4u * uint32_t(g));
     }
     if (lane == 0) sh.g_n = g;
