@@ -215,6 +215,39 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
   return -1;
 }
 
+// MLOPS_SAMPLE_TK_TOPP_WARP: tk_top_p's rule for at most 64 weighed elements (kl = hlo's 64-bit words: (key, weight))
+// by warp 0, the entries in registers (two a lane) and every entry's weight broadcast by shuffles, so no thread walks
+// the list in shared memory and no block_max_u64 (two barriers) follows. S is the sum of the warps' partial sums in
+// red (the CTA's, as block_sum_u64 adds them). Entries past nk weigh 0 and add to no sum. Writes the smallest kept
+// key to b_prefix (0xffffffff where none weighs, as block_max_u64 of nothing gives).
+template <int NT>
+__device__ void tk_top_p_warp(const mlops_sample_config& cfg, int nk, ClusterShared<NT>& sh) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t* kl = reinterpret_cast<const uint64_t*>(sh.hlo);
+  uint64_t s = 0;
+  for (int i = 0; i < NT / 32; ++i) s += sh.red[i];
+  const double thr = top_p_threshold(cfg.top_p, s);
+  const uint32_t n = uint32_t(nk);
+  const uint64_t e0 = lane < n ? kl[lane] : uint64_t(0), e1 = lane + 32u < n ? kl[lane + 32u] : uint64_t(0);
+  const uint32_t k0 = uint32_t(e0 >> 32), k1 = uint32_t(e1 >> 32);
+  uint64_t a0 = 0, a1 = 0;  // the weight of the entries with larger keys than this lane's two
+#pragma unroll 8
+  for (int j = 0; j < 32; ++j) {
+    const uint64_t o0 = __shfl_sync(kFull, e0, j), o1 = __shfl_sync(kFull, e1, j);
+    const uint32_t ko0 = uint32_t(o0 >> 32), ko1 = uint32_t(o1 >> 32);
+    a0 += (ko0 > k0 ? uint64_t(uint32_t(o0)) : 0u) + (ko1 > k0 ? uint64_t(uint32_t(o1)) : 0u);
+    a1 += (ko0 > k1 ? uint64_t(uint32_t(o0)) : 0u) + (ko1 > k1 ? uint64_t(uint32_t(o1)) : 0u);
+  }
+  uint32_t kmin = lane < n && double(a0) < thr ? k0 : 0xffffffffu;
+  if (lane + 32u < n && double(a1) < thr && k1 < kmin) kmin = k1;
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    const uint32_t o = __shfl_xor_sync(kFull, kmin, off);
+    kmin = o < kmin ? o : kmin;
+  }
+  if (lane == 0) sh.b_prefix = kmin;
+}
+
 // Top-p after a gathered top-k (every CTA holds the same list `all` of n elements, a superset of the
 // keys >= tau), in each CTA alone: the definition's rule on the list. The elements of non-zero weight
 // at or above tau (top-p's masses: no min-p) are compacted as (key, weight) into the hlo / hhi words,
@@ -244,12 +277,24 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
       s += w;
     }
   }
-  s = block_sum_u64<NT>(s, sh);  // syncs
+  s = warp_sum(s);  // block_sum_u64's first half: the CTA's sum is read after the barrier
+  if ((tid & 31) == 0) sh.red[tid >> 5] = s;
+  __syncthreads();
   const int nk = int(sh.b_krem);
   if (nk > kTkKept) {
     __syncthreads();
     return false;
   }
+  if (MLOPS_SAMPLE_TK_TOPP_WARP && nk <= 64) {  // warp 0 alone (the macro's comment): one barrier after it
+    if (tid < 32) tk_top_p_warp<NT>(cfg, nk, sh);
+    __syncthreads();
+    const uint32_t kp = sh.b_prefix;
+    if (kp > tau) tau = kp;
+    return true;
+  }
+  s = 0;
+  for (int i = 0; i < NT / 32; ++i) s += sh.red[i];
+  __syncthreads();  // red is free again (block_max_u64 below writes it)
   const double thr = top_p_threshold(cfg.top_p, s);
   uint64_t low = 0;  // ~(the smallest kept key) of this thread's elements
   for (int j = tid; j < nk; j += NT) {

@@ -170,6 +170,11 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_FINISH2
 #define MLOPS_SAMPLE_TK_FINISH2 0
 #endif
+// Top-p after a gathered top-k with at most 64 weighed elements by one warp (session 50, tk_top_p_warp in
+// sample_cluster_list_rounds.cuh): 1 on, 0 off (tk_top_p's walk of the list by every thread and block_max_u64).
+#ifndef MLOPS_SAMPLE_TK_TOPP_WARP
+#define MLOPS_SAMPLE_TK_TOPP_WARP 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 

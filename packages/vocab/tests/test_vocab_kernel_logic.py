@@ -107,10 +107,13 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
     - and session 49's level 2 and finish of a gathered top-k row in one (tk_level2_finish, MLOPS_SAMPLE_TK_FINISH2) in
       every cluster here: the crossing bin one low fails 60 checks, a bin taken as done where it holds more than the
       remaining count 8, and the hand-over to level 1 dropped (the bin's first 32 keys taken) 16 (the "top_k 200 ties"
-      rows)."""
+      rows);
+    - and session 50's top-p after a gathered top-k by one warp (tk_top_p_warp, MLOPS_SAMPLE_TK_TOPP_WARP, off by
+      default): a key's own weight counted above it (>= for >) fails 28 checks."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
-                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1"))
+                    "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
+                    "MLOPS_SAMPLE_TK_TOPP_WARP=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
