@@ -19,6 +19,8 @@
 # ROUNDS=4 END=400 SAN_K="test_cluster_sanitizer_subset and (tk or tp3g)", run 242 CARRY=.carry/s49b SIDES="base n8 p1"
 # PROBES="base n8 p1" TEST_SIDE=n8 ROUNDS=4 END=420 (same SAN_K), run 243 CARRY=.carry/s49c SIDES="base n8 n8b"
 # PROBES="base n8 n8b" TEST_SIDE=n8b ROUNDS=4 END=420 (same SAN_K) (docs/vocab.md "Session 49").
+# Session 50 (prepared; no machine came): CARRY=.carry/s50a SIDES="n8 fw ftw" PROBES="n8 fw ftw" TEST_SIDE=ftw ROUNDS=4
+# END=380 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g" (docs/vocab.md "Session 50").
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
