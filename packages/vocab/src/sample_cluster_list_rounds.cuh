@@ -277,24 +277,34 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
       s += w;
     }
   }
-  s = warp_sum(s);  // block_sum_u64's first half: the CTA's sum is read after the barrier
-  if ((tid & 31) == 0) sh.red[tid >> 5] = s;
-  __syncthreads();
+  // MLOPS_SAMPLE_TK_TOPP_WARP below 1 024 threads only: in the global-slice kernels (cluster2_tp3g / cluster4_tp3g at
+  // 1 024 threads) ptxas 13.0 grew the stack 32 -> 40 bytes with it, as with session 49's push there (B = 64 +0.6 -
+  // 2.3 us, GPU run 242). Off, the code is session 49's (block_sum_u64), the same SASS.
+  constexpr bool kWarp = MLOPS_SAMPLE_TK_TOPP_WARP && NT < 1024;
+  if constexpr (kWarp) {
+    s = warp_sum(s);  // block_sum_u64's first half: the CTA's sum is added after the barrier
+    if ((tid & 31) == 0) sh.red[tid >> 5] = s;
+    __syncthreads();
+  } else {
+    s = block_sum_u64<NT>(s, sh);  // syncs
+  }
   const int nk = int(sh.b_krem);
   if (nk > kTkKept) {
     __syncthreads();
     return false;
   }
-  if (MLOPS_SAMPLE_TK_TOPP_WARP && nk <= 64) {  // warp 0 alone (the macro's comment): one barrier after it
-    if (tid < 32) tk_top_p_warp<NT>(cfg, nk, sh);
-    __syncthreads();
-    const uint32_t kp = sh.b_prefix;
-    if (kp > tau) tau = kp;
-    return true;
+  if constexpr (kWarp) {
+    if (nk <= 64) {  // warp 0 alone (the macro's comment): one barrier after it
+      if (tid < 32) tk_top_p_warp<NT>(cfg, nk, sh);
+      __syncthreads();
+      const uint32_t kp = sh.b_prefix;
+      if (kp > tau) tau = kp;
+      return true;
+    }
+    s = 0;
+    for (int i = 0; i < NT / 32; ++i) s += sh.red[i];
+    __syncthreads();  // red is free again (block_max_u64 below writes it)
   }
-  s = 0;
-  for (int i = 0; i < NT / 32; ++i) s += sh.red[i];
-  __syncthreads();  // red is free again (block_max_u64 below writes it)
   const double thr = top_p_threshold(cfg.top_p, s);
   uint64_t low = 0;  // ~(the smallest kept key) of this thread's elements
   for (int j = tid; j < nk; j += NT) {
