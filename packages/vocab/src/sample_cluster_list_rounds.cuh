@@ -61,12 +61,7 @@ __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>
           if (lane == unsigned(r)) n += v;
         }
       // A 32-bit scan over lanes 0 .. C (the counts are of one row's V < 2^31 keys), the steps that reach lane C only.
-      uint32_t at = n;
-#pragma unroll
-      for (unsigned off = 1; off <= unsigned(C); off <<= 1) {
-        const uint32_t o = __shfl_up_sync(kFull, at, off);
-        if (lane >= off) at += o;
-      }
+      const uint32_t at = warp_incl_scan_to<uint32_t, unsigned(C)>(n);
       const uint32_t total = __shfl_sync(kFull, at, unsigned(C));  // lanes from C on add 0
       bool over = false;  // a CTA's list past kClusterCand: only possible where kClusterCand < kGather
       if constexpr (kClusterCand < kGather) over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
@@ -224,9 +219,7 @@ template <int NT>
 __device__ void tk_top_p_warp(const mlops_sample_config& cfg, int nk, ClusterShared<NT>& sh) {
   const unsigned lane = threadIdx.x & 31u;
   const uint64_t* kl = reinterpret_cast<const uint64_t*>(sh.hlo);
-  uint64_t s = 0;
-  for (int i = 0; i < NT / 32; ++i) s += sh.red[i];
-  const double thr = top_p_threshold(cfg.top_p, s);
+  const double thr = top_p_threshold(cfg.top_p, block_partials_total<NT>(sh));
   const uint32_t n = uint32_t(nk);
   const uint64_t e0 = lane < n ? kl[lane] : uint64_t(0), e1 = lane + 32u < n ? kl[lane + 32u] : uint64_t(0);
   const uint32_t k0 = uint32_t(e0 >> 32), k1 = uint32_t(e1 >> 32);
@@ -282,9 +275,7 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
   // 2.3 us, GPU run 242). Off, the code is session 49's (block_sum_u64), the same SASS.
   constexpr bool kWarp = MLOPS_SAMPLE_TK_TOPP_WARP && NT < 1024;
   if constexpr (kWarp) {
-    s = warp_sum(s);  // block_sum_u64's first half: the CTA's sum is added after the barrier
-    if ((tid & 31) == 0) sh.red[tid >> 5] = s;
-    __syncthreads();
+    block_partials_u64<NT>(s, sh);  // syncs; the CTA's sum (block_partials_total) is added where it is needed
   } else {
     s = block_sum_u64<NT>(s, sh);  // syncs
   }
@@ -301,8 +292,7 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
       if (kp > tau) tau = kp;
       return true;
     }
-    s = 0;
-    for (int i = 0; i < NT / 32; ++i) s += sh.red[i];
+    s = block_partials_total<NT>(sh);
     __syncthreads();  // red is free again (block_max_u64 below writes it)
   }
   const double thr = top_p_threshold(cfg.top_p, s);

@@ -435,15 +435,20 @@ __device__ __forceinline__ uint64_t* push_bar_of(ClusterShared<NT>& sh) {
   return &sh.pub_wide;
 }
 
-__device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) {
+// An inclusive scan over the lanes, by the steps that reach lane kTo (the lanes above it get partial sums).
+template <class T, unsigned kTo>
+__device__ __forceinline__ T warp_incl_scan_to(T v) {
+  static_assert(kTo < 32u, "a warp's lanes");
   const unsigned lane = threadIdx.x & 31u;
 #pragma unroll
-  for (unsigned off = 1; off < 32; off <<= 1) {
-    const uint64_t o = __shfl_up_sync(kFull, v, off);
+  for (unsigned off = 1; off <= kTo; off <<= 1) {
+    const T o = __shfl_up_sync(kFull, v, off);
     if (lane >= off) v += o;
   }
   return v;
 }
+
+__device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) { return warp_incl_scan_to<uint64_t, 31u>(v); }
 
 __device__ __forceinline__ uint64_t warp_sum(uint64_t v) {
 #pragma unroll

@@ -77,14 +77,27 @@ __device__ uint64_t block_max_u64(uint64_t v, Sh& sh) {
   return r;
 }
 
+// block_sum_u64 in its two halves, for a caller with work between them: each warp's sum into red (then a barrier),
+// and their total (every thread that reads it, before the next barrier; red is written again after that).
 template <int NT, class Sh>
-__device__ uint64_t block_sum_u64(uint64_t v, Sh& sh) {
+__device__ void block_partials_u64(uint64_t v, Sh& sh) {
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) v += __shfl_xor_sync(kFull, v, off);
   if ((threadIdx.x & 31) == 0) sh.red[threadIdx.x >> 5] = v;
   __syncthreads();
+}
+
+template <int NT, class Sh>
+__device__ uint64_t block_partials_total(const Sh& sh) {
   uint64_t r = 0;
   for (int i = 0; i < NT / 32; ++i) r += sh.red[i];
+  return r;
+}
+
+template <int NT, class Sh>
+__device__ uint64_t block_sum_u64(uint64_t v, Sh& sh) {
+  block_partials_u64<NT>(v, sh);
+  const uint64_t r = block_partials_total<NT>(sh);
   __syncthreads();
   return r;
 }
