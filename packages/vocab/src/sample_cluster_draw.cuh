@@ -323,18 +323,22 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
   walk_chunk<true>(p, row, v0, zs, lr, tau, c0, c1, s, ex, t, S);
 }
 
-// The tk forms' draw from the gathered list (MLOPS_SAMPLE_LIST_DRAW, session 44), where a top-k row's gathered list
-// `all` (n elements, the same in every CTA) holds every element at or above the bound it was built under, and that
-// bound is at or below tau: every kept element is in it, once. tk_draw goes back to the CTAs' own lists and crosses
-// the cluster once more (draw_locate: a cluster barrier, C remote loads, then the target CTA's walk); GPU run 216's
-// probe put 2.22 of the B = 1 top-k 50 row's 13.95 us there. Here every CTA weighs the gathered list (the kept
-// elements compacted as (position, weight), S their sum: the same list, so the same count and S in every CTA, and the
-// same choice of path), and CTA 0 alone draws: each kept element's global index read back from its CTA's list
-// (position i of `all` is entry i - g_off[r] of CTA r's, slice index li, global r ch + li; CTA r is still there: no
-// CTA leaves before the exit's cluster wait, which waits for this CTA's arrive after these reads), and the element
-// whose kept weight at lower indices sums to at most the target and with its own weight to more is the token: the
-// definition's walk in index order, O(kept^2) over at most kTkKept elements. No cluster barrier is waited for here.
-// Returns false (every CTA alike, nothing written, nothing arrived at) where more than kTkKept elements weigh.
+// The tk forms' draw from the gathered list (MLOPS_SAMPLE_LIST_DRAW), where a top-k row's gathered list `all` (n
+// elements, the same in every CTA) holds every element at or above the bound it was built under, and that bound is at
+// or below tau: every kept element is in it, once. tk_draw goes back to the CTAs' own lists and crosses the cluster
+// once more (draw_locate: a cluster barrier, C remote loads, then the target CTA's walk). Here every CTA weighs the
+// gathered list (the kept elements compacted as (position, weight), S their sum: the same list, so the same count and
+// S in every CTA, and the same choice of path) and places each kept element in index order without reading another
+// CTA: position i of `all` is entry i - g_off[r] of CTA r's list (slice index li, global index r ch + li), so an
+// element of a lower CTA's part lies below every element of this CTA's part, one of a higher CTA's above, and within
+// this CTA's part the order is its own list's slice indices. Each CTA walks its own part's kept elements (the kept
+// weight below one: the lower CTAs' kept elements and its own at lower slice indices, O(kept^2) over at most kTkKept
+// elements), and the one whose kept weight below sums to at most the target and with its own weight to more is the
+// token, written by the CTA that holds it: the definition's walk in index order. No cluster barrier, no remote load.
+// Session 44's form (CTA 0 alone read each kept element's slice index back from its CTA's list: C remote round trips
+// on the path, and with MLOPS_SAMPLE_TK_PUSH no cluster barrier ordered those reads after the lists' writes) measured
+// 0.1 us at B = 1 (run 216); this one (session 51) also compiles with the push. Returns false (every CTA alike,
+// nothing written, nothing arrived at) where more than kTkKept elements weigh.
 #ifndef MLOPS_SAMPLE_LIST_DRAW
 #define MLOPS_SAMPLE_LIST_DRAW 0
 #endif
@@ -344,7 +348,8 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
                                           ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words (n <= kGather = 2048)
-  static_assert(kGather <= 256 * kRep, "a gathered element's (position, weight) in the hlo / hhi words");
+  uint64_t* ko = kl + kTkKept;                         // the kept elements again, by (place in index order, weight)
+  static_assert(kGather <= 256 * kRep && 2 * kTkKept <= 256 * kRep, "the kept elements' two lists in the hlo / hhi words");
   if (tid == 0) sh.b_krem = 0;
   __syncthreads();
   uint64_t s = 0;
@@ -360,27 +365,25 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
   const int nk = int(sh.b_krem);
   __syncthreads();  // every read of b_krem before a caller's draw writes it
   if (nk > kTkKept) return false;
-  if (cluster_rank() != 0) {
-    cluster_arrive_smem();  // this CTA reads no other's shared memory from here on
-    return true;
-  }
-  for (int j = tid; j < nk; j += NT) {  // the kept element's global index over its position
+  cluster_arrive_smem();  // this CTA reads no other's shared memory from here on (the gather's reads are behind it)
+  // a kept element's place: 0 in a lower CTA's part, ~0 in a higher one's, 1 + its slice index in this CTA's part
+  // (slices hold fewer than 2^30 elements)
+  const unsigned rank = cluster_rank();
+  const uint32_t lo = sh.g_off[rank], hi = sh.g_off[rank + 1];
+  for (int j = tid; j < nk; j += NT) {
     const uint64_t e = kl[j];
     const uint32_t i = uint32_t(e >> 32);
-    unsigned r = 0;  // the CTA whose list holds position i (independent loads, not a chain)
-#pragma unroll
-    for (int c = 1; c < C; ++c) r += i >= sh.g_off[c] ? 1u : 0u;
-    const uint32_t li = remote_load(reinterpret_cast<const uint32_t*>(&sh.cand[i - sh.g_off[r]]), r);
-    kl[j] = (uint64_t(uint64_t(r) * uint64_t(ch) + li) << 32) | uint32_t(e);
+    const uint32_t o = i < lo ? 0u : i >= hi ? 0xffffffffu : 1u + f32_bits(sh.cand[i - lo]);
+    ko[j] = (uint64_t(o) << 32) | uint32_t(e);
   }
-  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
   __syncthreads();
   const uint64_t t = scale_draw(row_draw(p, row, step, sh), S);  // S > 0: the max is kept
   for (int j = tid; j < nk; j += NT) {
-    const uint64_t e = kl[j];
-    const uint32_t ge = uint32_t(e >> 32), we = uint32_t(e);
-    const uint64_t below = kept_below(kl, nk, ge);  // the kept weight at lower global indices
-    if (below <= t && t < below + we) put_token(p, row, ge, we, S);
+    const uint64_t e = ko[j];
+    const uint32_t o = uint32_t(e >> 32), we = uint32_t(e);
+    if (o == 0u || o == 0xffffffffu) continue;  // another CTA's element: that CTA decides it
+    const uint64_t below = kept_below(ko, nk, o);  // the kept weight at lower global indices
+    if (below <= t && t < below + we) put_token(p, row, int64_t(rank) * ch + int64_t(o - 1u), we, S);
   }
   return true;
 }

@@ -59,8 +59,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // MLOPS_SAMPLE_TK_COUNT_WINDOW: a fused top-k row's level 3 from 32 bins by warp 0 in the max phase (the lean exchange)
   constexpr bool kCountWindow = TK && LEAN && MLOPS_SAMPLE_TK_COUNT_WINDOW != 0 && !MLOPS_SAMPLE_COUNT_QUADS;
   // MLOPS_SAMPLE_TK_PUSH: the windowed rows' gather pushed by the listing CTAs (push_candidates)
-  // (not with MLOPS_SAMPLE_LIST_DRAW: its remote reads of the lists relied on the gather's cluster barrier)
-  constexpr bool kPush = kCountWindow && MLOPS_SAMPLE_TK_PUSH > 0 && C >= MLOPS_SAMPLE_TK_PUSH && !MLOPS_SAMPLE_LIST_DRAW;
+  constexpr bool kPush = kCountWindow && MLOPS_SAMPLE_TK_PUSH > 0 && C >= MLOPS_SAMPLE_TK_PUSH;
   // MLOPS_SAMPLE_TK_FINISH2: the staged tk forms' level 2 on the gathered list and tk_finish in one (tk_level2_finish)
   constexpr bool kFinish2 =
       TK && !GSL && NT < 1024 && MLOPS_SAMPLE_TK_FINISH2 > 0 && C >= MLOPS_SAMPLE_TK_FINISH2;
