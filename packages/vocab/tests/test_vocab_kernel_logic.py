@@ -147,9 +147,10 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     """Session 44's forms together (list_draw off by default; the staged tk listing on since GPU run 229 in clusters of 16
     alone, which the runner does not build: here in every cluster; row_draw on since GPU runs 218 / 219):
     - the draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW): a top-k row of a
-      staged tk kernel whose gathered list holds every kept element draws in CTA 0 from the list, each kept element's
-      global index read back from its CTA's list. A token one index off is caught (40 failures), the CTAs' order
-      reversed in the global index (64);
+      staged tk kernel whose gathered list holds every kept element draws from the list, each CTA placing the kept
+      elements in index order by its own list's slice indices (session 51's form, no remote load, so here with session
+      49's gather pushed by the listing CTAs, MLOPS_SAMPLE_TK_PUSH, in every cluster). The lower and higher CTAs'
+      parts swapped is caught (64 failures), the token one index off (48);
     - the tk listing by build_candidates_staged (sample_cluster_slice.cuh: tk_list, MLOPS_SAMPLE_TK_STAGED_LIST):
       listing only the upper half of the bound's bin is caught (102 failures);
     - the draw bits computed in the max phase (sample_cluster_draw.cuh: row_draw, MLOPS_SAMPLE_EARLY_DRAW): the bits
@@ -168,7 +169,8 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     boundary)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
-                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1"))
+                    "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1",
+                    "MLOPS_SAMPLE_TK_PUSH=1"))
 
 
 def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_path):
