@@ -388,6 +388,54 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
   return true;
 }
 
+// MLOPS_SAMPLE_TK_TOPP_DRAW (session 51): the draw of a top-k + top-p row whose top-p tk_top_p_warp found (at most 64
+// weighed elements of the gathered list, compacted as (key, weight) in kl with their list positions in kpos: nk of
+// them), from those entries by warp 0, where list_draw weighs the whole list again (exps, a compaction, a block sum
+// and two more barriers). The draw's kept elements are the entries at or above the final tau whose weight reaches
+// min-p's (min_w: lean_weight1's test; its u_min bound only skips weights below min_w): top-p's weights are the draw's
+// (the same lean weight, no min-p in them). Every element at or above the top-k bound is in the list, so S and the
+// kept set are the row's. Each lane takes two entries, places them in index order as list_draw does (0 in a lower
+// CTA's part, ~0 in a higher one's, 1 + the slice index in this CTA's), sums the kept weight placed below each by
+// shuffles, and the lane whose entry holds the target writes the token. Every thread calls it; no barrier, no remote
+// load; each thread arrives at the last cluster barrier (as list_draw).
+template <int NT>
+__device__ __forceinline__ void list_draw_kept(const SampleParams& p, int64_t row, int64_t step, int64_t ch, uint32_t tau,
+                                               uint32_t min_w, ClusterShared<NT>& sh) {
+  if (threadIdx.x < 32) {
+    const unsigned lane = threadIdx.x & 31u, rank = cluster_rank();
+    const uint64_t* kl = reinterpret_cast<const uint64_t*>(sh.hlo);
+    const uint32_t* kpos = reinterpret_cast<const uint32_t*>(kl + kTkKept);
+    const uint32_t n = sh.b_krem, lo = sh.g_off[rank], hi = sh.g_off[rank + 1];
+    auto entry = [&](uint32_t j, uint32_t& o) {  // (place, kept weight) of entry j; weight 0 past n
+      o = 0xffffffffu;
+      if (j >= n) return uint32_t(0);
+      const uint64_t e = kl[j];
+      const uint32_t w = uint32_t(e), i = kpos[j];
+      o = i < lo ? 0u : i >= hi ? 0xffffffffu : 1u + f32_bits(sh.cand[i - lo]);
+      return uint32_t(e >> 32) >= tau && w >= min_w ? w : 0u;
+    };
+    uint32_t o0, o1;
+    const uint32_t w0 = entry(lane, o0), w1 = entry(lane + 32u, o1);
+    const uint64_t S = warp_sum(uint64_t(w0) + uint64_t(w1));  // > 0: the max is kept
+    const uint64_t q0 = (uint64_t(o0) << 32) | w0, q1 = (uint64_t(o1) << 32) | w1;
+    uint64_t b0 = 0, b1 = 0;  // the kept weight placed below this lane's two entries
+#pragma unroll 8
+    for (int j = 0; j < 32; ++j) {
+      const uint64_t r0 = __shfl_sync(kFull, q0, j), r1 = __shfl_sync(kFull, q1, j);
+      const uint32_t p0 = uint32_t(r0 >> 32), p1 = uint32_t(r1 >> 32);
+      b0 += (p0 < o0 ? uint64_t(uint32_t(r0)) : 0u) + (p1 < o0 ? uint64_t(uint32_t(r1)) : 0u);
+      b1 += (p0 < o1 ? uint64_t(uint32_t(r0)) : 0u) + (p1 < o1 ? uint64_t(uint32_t(r1)) : 0u);
+    }
+    const uint64_t t = scale_draw(row_draw(p, row, step, sh), S);
+    // another CTA's entry (place 0 or ~0) is decided there
+    if (w0 && o0 != 0u && o0 != 0xffffffffu && b0 <= t && t < b0 + w0)
+      put_token(p, row, int64_t(rank) * ch + int64_t(o0 - 1u), w0, S);
+    if (w1 && o1 != 0u && o1 != 0xffffffffu && b1 <= t && t < b1 + w1)
+      put_token(p, row, int64_t(rank) * ch + int64_t(o1 - 1u), w1, S);
+  }
+  cluster_arrive_smem();  // this CTA reads no other's shared memory from here on
+}
+
 // The global-slice forms' draw (GSL, session 38). Their slice stays in global memory, where tk_draw's walk (one
 // thread over its contiguous chunk, an element at a time) would wait an L2 round trip an element and its chunk sums
 // (a thread's contiguous chunk, unless a list holds the kept elements) would read 32 scattered lines a warp load.

@@ -123,6 +123,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   }
   int all_n = -1;  // >= 0 once gathered: every later round reads all[0 .. all_n) in this CTA alone
   bool gather_tried = false;
+  bool topp_by_warp = false;  // tk_top_p found top-p by one warp (its entries stay for list_draw_kept)
   // element v of this CTA's slice, from shared memory (STAGE) or the row
   auto zr = [&](int64_t v) -> float {
     if constexpr (STAGE) return zs[v - v0];
@@ -502,7 +503,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       int top = 3;  // the first level of the rounds below
       bool wide = false;
       if constexpr (TK) {  // a gathered top-k: top-p on the list, no rounds (where few enough weigh)
-        if (has_top_k && all_n >= 0 && tk_top_p<NT>(rcfg, m, T, all, all_n, tau, sh)) top = -1;
+        if (has_top_k && all_n >= 0 && tk_top_p<NT, MLOPS_SAMPLE_TK_TOPP_DRAW && !GSL>(rcfg, m, T, all, all_n, tau, sh, topp_by_warp)) top = -1;
       }
       if constexpr (WIDE || TP) {
         if (!has_top_k) {
@@ -681,9 +682,13 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       // MLOPS_SAMPLE_LIST_DRAW: a top-k row (k at most kTkKept) whose gathered list holds every kept element draws
       // from it (list_draw; every CTA decides alike: the same list, the same bound). Not in the global-slice forms:
       // there ptxas 13.0 doubled the kernel's stack with it (40 -> 80 bytes) and GPU run 217's B = 64 top-k took +5.9 us.
-      const bool listed = MLOPS_SAMPLE_LIST_DRAW && !GSL && rcfg.top_k > 0 && rcfg.top_k <= kTkKept &&
-                          int64_t(rcfg.top_k) < V && all_n >= 0 && cand_lo <= tau &&
-                          list_draw<C, NT>(p, row, step, ch, all, all_n, lean_row(rcfg, m, T), tau, sh);
+      // MLOPS_SAMPLE_TK_TOPP_DRAW: where tk_top_p_warp found top-p on such a list, warp 0 draws from its entries
+      const bool whole = !GSL && rcfg.top_k > 0 && rcfg.top_k <= kTkKept && int64_t(rcfg.top_k) < V && all_n >= 0 &&
+                         cand_lo <= tau;
+      const bool kept = MLOPS_SAMPLE_TK_TOPP_DRAW && whole && topp_by_warp;
+      if (kept) list_draw_kept<NT>(p, row, step, ch, tau, lean_row(rcfg, m, T).min_w, sh);
+      const bool listed = kept || (MLOPS_SAMPLE_LIST_DRAW && whole &&
+                                   list_draw<C, NT>(p, row, step, ch, all, all_n, lean_row(rcfg, m, T), tau, sh));
       if (!listed) {
         if constexpr (GSL)
           chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);

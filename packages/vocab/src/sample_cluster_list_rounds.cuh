@@ -249,11 +249,16 @@ __device__ void tk_top_p_warp(const mlops_sample_config& cfg, int nk, ClusterSha
 // ties included); the new bound is the smallest kept key. Elements of weight 0 add nothing to any sum
 // and are never drawn, so the kept weights are the rounds'. Returns false (every CTA alike: the same
 // list) where more than kTkKept elements weigh: the rounds run then.
-template <int NT>
+// POS (MLOPS_SAMPLE_TK_TOPP_DRAW, not the global-slice forms): each entry's list position too (kpos), for list_draw_kept.
+template <int NT, bool POS = false>
 __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
-                         uint32_t& tau, ClusterShared<NT>& sh) {
+                         uint32_t& tau, ClusterShared<NT>& sh, bool& by_warp) {
   const int tid = threadIdx.x;
   uint64_t* kl = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo, hhi: 2048 64-bit words
+  // POS: each entry's list position too, after the kTkKept entries (list_draw_kept reads them)
+  uint32_t* kpos = reinterpret_cast<uint32_t*>(kl + kTkKept);
+  static_assert(kTkKept * 3 <= 2 * 256 * kRep, "the entries and their positions in the hlo / hhi words");
+  by_warp = false;
   LeanRow lm = lean_row(cfg, m, T);
   lm.u_min = -__int_as_float(0x7f800000);
   lm.min_w = 0;
@@ -267,6 +272,7 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
     if (w) {
       const uint32_t at = atomicAdd(&sh.b_krem, 1u);
       kl[at] = (uint64_t(k) << 32) | w;
+      if (POS && MLOPS_SAMPLE_TK_TOPP_WARP && NT < 1024 && at < uint32_t(kTkKept)) kpos[at] = uint32_t(i);
       s += w;
     }
   }
@@ -290,6 +296,7 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
       __syncthreads();
       const uint32_t kp = sh.b_prefix;
       if (kp > tau) tau = kp;
+      by_warp = true;  // the entries (kl, kpos: nk = b_krem of them) stay for list_draw_kept
       return true;
     }
     s = block_partials_total<NT>(sh);

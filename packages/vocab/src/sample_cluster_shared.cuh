@@ -175,6 +175,11 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_TOPP_WARP
 #define MLOPS_SAMPLE_TK_TOPP_WARP 0
 #endif
+// And the draw of such a row from tk_top_p's compacted entries by warp 0 (session 51, list_draw_kept in
+// sample_cluster_draw.cuh): 1 on (with MLOPS_SAMPLE_TK_TOPP_WARP), 0 off (list_draw or tk_draw weigh the list again).
+#ifndef MLOPS_SAMPLE_TK_TOPP_DRAW
+#define MLOPS_SAMPLE_TK_TOPP_DRAW 0
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 

@@ -82,7 +82,7 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     forms (tp3_rounds on their gathered list, the draw over the near mask, both on by default): a threshold one key high
     after tp3_rounds (13 failures), its hand-over to level 1 with acc lost (4), the mask's first bit dropped (46), an
     index off (22) and the walk's weight off (4) are caught."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526)
 
 
 def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_path):
@@ -109,11 +109,14 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       remaining count 8, and the hand-over to level 1 dropped (the bin's first 32 keys taken) 16 (the "top_k 200 ties"
       rows);
     - and session 50's top-p after a gathered top-k by one warp (tk_top_p_warp, MLOPS_SAMPLE_TK_TOPP_WARP, off by
-      default): a key's own weight counted above it (>= for >) fails 28 checks."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
+      default): a key's own weight counted above it (>= for >) fails 28 checks;
+    - and session 51's draw of such a row from tk_top_p's entries by warp 0 (list_draw_kept, MLOPS_SAMPLE_TK_TOPP_DRAW,
+      off by default; the runner's "top_k 50 + top_p 0.9 + min_p 0.05" rows): min-p's filter dropped fails 8 checks,
+      the lower and higher CTAs' parts swapped 16."""
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
-                    "MLOPS_SAMPLE_TK_TOPP_WARP=1"))
+                    "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
@@ -134,10 +137,10 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     session 49's gather pushed by the listing CTAs (MLOPS_SAMPLE_TK_PUSH: on by default in clusters of 8 and 16, which
     the runner does not build; here in every cluster, with both listings): every CTA's part laid at g_off[0] fails 49
     checks, the crossing bin's counts left out of the layout aborts the runner (a CTA's listing against its count)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
                     "MLOPS_SAMPLE_LIST_FLOAT=0", "MLOPS_SAMPLE_TK_PUSH=1"))
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
                     "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0"))
@@ -167,7 +170,7 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     listing by a float compare (MLOPS_SAMPLE_LIST_FLOAT) is on by default, so the first runner checks it too: the
     compare 0.25 high fails 60 checks (the runner's check_key_float_compare proves the compare against every bin
     boundary)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
                     "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1",
                     "MLOPS_SAMPLE_TK_PUSH=1"))
@@ -182,6 +185,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7298,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

@@ -243,6 +243,10 @@ int main() {
       {"top_p 0.7 hot", 3, 12000, cfg(1.5f, 0, 0.7f, 0.0f), 3.0f, false, false},
       {"top_k 40, the top in one CTA", 2, 5000, cfg(30.0f, 40, 1.0f, 0.0f), 3.0f, false, false, false, true},
       {"top_k 40 + top_p, the top in one CTA", 2, 5000, cfg(30.0f, 40, 0.9f, 0.0f), 3.0f, false, false, false, true},
+      // session 51: the bench's combination (top-k 50, top-p 0.9, min-p 0.05 on N(0, 3^2) logits): ~50 weighed
+      // elements of the gathered list over every CTA, min-p cutting some that top-p keeps (list_draw_kept's filter and
+      // its order across the CTAs' parts)
+      {"top_k 50 + top_p 0.9 + min_p 0.05", 3, 5000, cfg(1.0f, 50, 0.9f, 0.05f), 3.0f, false, false},
       {"top_p 0.99, two peaks (crossing in the bulk)", 2, 12000, cfg(1.0f, 0, 0.99f, 0.0f), 0.3f, false, false, false, false, 2},
       {"top_p 0.9, two peaks (crossing at a peak)", 2, 12000, cfg(1.0f, 0, 0.9f, 0.0f), 0.3f, false, false, false, false, 2},
       // slices of 18000 at 2 CTAs: chunk_draw's 282 chunks of 64 over 256 threads, 2 a thread (the list's path and the
