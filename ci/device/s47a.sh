@@ -21,8 +21,9 @@
 # PROBES="base n8 n8b" TEST_SIDE=n8b ROUNDS=4 END=420 (same SAN_K) (docs/vocab.md "Session 49").
 # Session 50 (prepared; no machine came): CARRY=.carry/s50a SIDES="n8 fw ftw" PROBES="n8 fw ftw" TEST_SIDE=ftw ROUNDS=4
 # END=380 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g" (docs/vocab.md "Session 50"). Session 51 (prepared;
-# no machine came): the same CARRY with ftwl (12a8225, FINISH2 = 8, TOPP_WARP = 1, LIST_DRAW = 1), SIDES="n8 fw ftw ftwl"
-# PROBES="n8 fw ftw ftwl" TEST_SIDE=ftwl ROUNDS=4 END=430 (docs/vocab.md "Session 51").
+# no machine came): the same CARRY with ftwl (12a8225, FINISH2 = 8, TOPP_WARP = 1, LIST_DRAW = 1) and ftwld (4e00995,
+# those and TK_TOPP_DRAW = 1), SIDES="n8 fw ftw ftwl ftwld" PROBES="n8 fw ftw ftwl ftwld" TEST_SIDE=ftwld ROUNDS=4
+# END=460 (docs/vocab.md "Session 51").
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
