@@ -323,6 +323,15 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
   walk_chunk<true>(p, row, v0, zs, lr, tau, c0, c1, s, ex, t, S);
 }
 
+// The list draws' place of position i of the gathered list in index order, as this CTA sees it (lo, hi: its part,
+// g_off[rank] .. g_off[rank + 1]): 0 in a lower CTA's part, ~0 in a higher one's, 1 + its slice index in this CTA's
+// (slices hold fewer than 2^30 elements). own_place: a place in this CTA's part, global index rank ch + place - 1.
+template <int NT>
+__device__ __forceinline__ uint32_t list_place(uint32_t i, uint32_t lo, uint32_t hi, const ClusterShared<NT>& sh) {
+  return i < lo ? 0u : i >= hi ? 0xffffffffu : 1u + f32_bits(sh.cand[i - lo]);
+}
+__device__ __forceinline__ bool own_place(uint32_t o) { return o != 0u && o != 0xffffffffu; }
+
 // The tk forms' draw from the gathered list (MLOPS_SAMPLE_LIST_DRAW), where a top-k row's gathered list `all` (n
 // elements, the same in every CTA) holds every element at or above the bound it was built under, and that bound is at
 // or below tau: every kept element is in it, once. tk_draw goes back to the CTAs' own lists and crosses the cluster
@@ -342,7 +351,7 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
 #ifndef MLOPS_SAMPLE_LIST_DRAW
 #define MLOPS_SAMPLE_LIST_DRAW 0
 #endif
-template <int C, int NT>
+template <int NT>
 __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, int64_t step, int64_t ch,
                                           const float* all, int n, const LeanRow& lr, uint32_t tau,
                                           ClusterShared<NT>& sh) {
@@ -366,22 +375,18 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
   __syncthreads();  // every read of b_krem before a caller's draw writes it
   if (nk > kTkKept) return false;
   cluster_arrive_smem();  // this CTA reads no other's shared memory from here on (the gather's reads are behind it)
-  // a kept element's place: 0 in a lower CTA's part, ~0 in a higher one's, 1 + its slice index in this CTA's part
-  // (slices hold fewer than 2^30 elements)
   const unsigned rank = cluster_rank();
   const uint32_t lo = sh.g_off[rank], hi = sh.g_off[rank + 1];
-  for (int j = tid; j < nk; j += NT) {
+  for (int j = tid; j < nk; j += NT) {  // each kept element by its place (list_place)
     const uint64_t e = kl[j];
-    const uint32_t i = uint32_t(e >> 32);
-    const uint32_t o = i < lo ? 0u : i >= hi ? 0xffffffffu : 1u + f32_bits(sh.cand[i - lo]);
-    ko[j] = (uint64_t(o) << 32) | uint32_t(e);
+    ko[j] = (uint64_t(list_place<NT>(uint32_t(e >> 32), lo, hi, sh)) << 32) | uint32_t(e);
   }
   __syncthreads();
   const uint64_t t = scale_draw(row_draw(p, row, step, sh), S);  // S > 0: the max is kept
   for (int j = tid; j < nk; j += NT) {
     const uint64_t e = ko[j];
     const uint32_t o = uint32_t(e >> 32), we = uint32_t(e);
-    if (o == 0u || o == 0xffffffffu) continue;  // another CTA's element: that CTA decides it
+    if (!own_place(o)) continue;  // another CTA's element: that CTA decides it
     const uint64_t below = kept_below(ko, nk, o);  // the kept weight at lower global indices
     if (below <= t && t < below + we) put_token(p, row, int64_t(rank) * ch + int64_t(o - 1u), we, S);
   }
@@ -411,7 +416,7 @@ __device__ __forceinline__ void list_draw_kept(const SampleParams& p, int64_t ro
       if (j >= n) return uint32_t(0);
       const uint64_t e = kl[j];
       const uint32_t w = uint32_t(e), i = kpos[j];
-      o = i < lo ? 0u : i >= hi ? 0xffffffffu : 1u + f32_bits(sh.cand[i - lo]);
+      o = list_place<NT>(i, lo, hi, sh);
       return uint32_t(e >> 32) >= tau && w >= min_w ? w : 0u;
     };
     uint32_t o0, o1;
@@ -428,9 +433,9 @@ __device__ __forceinline__ void list_draw_kept(const SampleParams& p, int64_t ro
     }
     const uint64_t t = scale_draw(row_draw(p, row, step, sh), S);
     // another CTA's entry (place 0 or ~0) is decided there
-    if (w0 && o0 != 0u && o0 != 0xffffffffu && b0 <= t && t < b0 + w0)
+    if (w0 && own_place(o0) && b0 <= t && t < b0 + w0)
       put_token(p, row, int64_t(rank) * ch + int64_t(o0 - 1u), w0, S);
-    if (w1 && o1 != 0u && o1 != 0xffffffffu && b1 <= t && t < b1 + w1)
+    if (w1 && own_place(o1) && b1 <= t && t < b1 + w1)
       put_token(p, row, int64_t(rank) * ch + int64_t(o1 - 1u), w1, S);
   }
   cluster_arrive_smem();  // this CTA reads no other's shared memory from here on

@@ -688,7 +688,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       const bool kept = MLOPS_SAMPLE_TK_TOPP_DRAW && whole && topp_by_warp;
       if (kept) list_draw_kept<NT>(p, row, step, ch, tau, lean_row(rcfg, m, T).min_w, sh);
       const bool listed = kept || (MLOPS_SAMPLE_LIST_DRAW && whole &&
-                                   list_draw<C, NT>(p, row, step, ch, all, all_n, lean_row(rcfg, m, T), tau, sh));
+                                   list_draw<NT>(p, row, step, ch, all, all_n, lean_row(rcfg, m, T), tau, sh));
       if (!listed) {
         if constexpr (GSL)
           chunk_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, use_cand && cand_lo <= tau, sh);

@@ -258,6 +258,10 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
   // POS: each entry's list position too, after the kTkKept entries (list_draw_kept reads them)
   uint32_t* kpos = reinterpret_cast<uint32_t*>(kl + kTkKept);
   static_assert(kTkKept * 3 <= 2 * 256 * kRep, "the entries and their positions in the hlo / hhi words");
+  // MLOPS_SAMPLE_TK_TOPP_WARP below 1 024 threads only: in the global-slice kernels (cluster2_tp3g / cluster4_tp3g at
+  // 1 024 threads) ptxas 13.0 grew the stack 32 -> 40 bytes with it, as with session 49's push there (B = 64 +0.6 -
+  // 2.3 us, GPU run 242). Off, the code is session 49's (block_sum_u64), the same SASS.
+  constexpr bool kWarp = MLOPS_SAMPLE_TK_TOPP_WARP && NT < 1024;
   by_warp = false;
   LeanRow lm = lean_row(cfg, m, T);
   lm.u_min = -__int_as_float(0x7f800000);
@@ -272,14 +276,10 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
     if (w) {
       const uint32_t at = atomicAdd(&sh.b_krem, 1u);
       kl[at] = (uint64_t(k) << 32) | w;
-      if (POS && MLOPS_SAMPLE_TK_TOPP_WARP && NT < 1024 && at < uint32_t(kTkKept)) kpos[at] = uint32_t(i);
+      if (POS && kWarp && at < uint32_t(kTkKept)) kpos[at] = uint32_t(i);
       s += w;
     }
   }
-  // MLOPS_SAMPLE_TK_TOPP_WARP below 1 024 threads only: in the global-slice kernels (cluster2_tp3g / cluster4_tp3g at
-  // 1 024 threads) ptxas 13.0 grew the stack 32 -> 40 bytes with it, as with session 49's push there (B = 64 +0.6 -
-  // 2.3 us, GPU run 242). Off, the code is session 49's (block_sum_u64), the same SASS.
-  constexpr bool kWarp = MLOPS_SAMPLE_TK_TOPP_WARP && NT < 1024;
   if constexpr (kWarp) {
     block_partials_u64<NT>(s, sh);  // syncs; the CTA's sum (block_partials_total) is added where it is needed
   } else {
