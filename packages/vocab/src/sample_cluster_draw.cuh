@@ -54,13 +54,8 @@ __device__ __forceinline__ void draw_weights4(const LeanRow& lr, const float* zs
 #ifndef MLOPS_SAMPLE_EARLY_DRAW
 #define MLOPS_SAMPLE_EARLY_DRAW 1
 #endif
-// The max phase's store of the bits, out of line: inlined there, ptxas 13.0 grew the global-slice kernels' stack (40 ->
-// 56 bytes at 64 registers a thread); a call keeps Philox's registers to itself.
-#if defined(MLOPS_CUDA_ON_HOST)
-#define MLOPS_SAMPLE_OUT_OF_LINE  // the host runner: nothing to keep apart (cuda_runtime.h's host side has no __noinline__)
-#else
-#define MLOPS_SAMPLE_OUT_OF_LINE __noinline__
-#endif
+// The max phase's store of the bits, out of line (MLOPS_SAMPLE_OUT_OF_LINE): inlined there, ptxas 13.0 grew the
+// global-slice kernels' stack (40 -> 56 bytes at 64 registers a thread); a call keeps Philox's registers to itself.
 template <int NT>
 __device__ MLOPS_SAMPLE_OUT_OF_LINE void store_row_draw(const uint64_t* seeds, int64_t row, int64_t step,
                                                         ClusterShared<NT>& sh) {  // seeds: not the kernel's parameter block

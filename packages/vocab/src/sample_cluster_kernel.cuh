@@ -372,7 +372,11 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         const int sh_bits = 8 * level;
         if constexpr (kFinish2) {  // MLOPS_SAMPLE_TK_FINISH2: a gathered list's level 2 and its finish in one
           if (level == 2 && all_n >= 0) {
-            if (tk_level2_finish<NT>(all, all_n, prefix, mask, k_rem, sh)) break;
+            const Level2 l2 = tk_level2_finish<NT>(all, all_n, prefix, mask, k_rem, sh);
+            prefix = l2.prefix;
+            mask = l2.mask;
+            k_rem = l2.k_rem;
+            if (l2.done) break;
             continue;  // its bin holds more than 32 keys: the generic rounds from level 1
           }
         }

@@ -374,9 +374,25 @@ __device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t
 // warp finds the k_rem-th as tk_finish does. The same integers, bin, remaining count and done as the generic round and
 // the same threshold as tk_finish. Returns true with prefix final (done, or finished), else false with prefix / mask /
 // k_rem of level 2 (more than 32 keys in its bin: the generic rounds go on from level 1). Every thread calls it.
+// Out of line (session 52; MLOPS_SAMPLE_TK_FINISH2_INLINE=1 inlines it): inlined, ptxas 13.0 grew the stack of the 8
+// staged tk / tp kernels at 512 threads from 8 - 24 to 40 - 48 bytes (64 registers a thread); a call keeps its
+// registers to itself (cluster16_tk 24, the rest 8 - 16), so it returns its state (Level2) rather than writing the
+// caller's registers through references (those would live on the stack).
+struct Level2 {
+  uint32_t prefix, mask, k_rem;
+  bool done;  // prefix final; else the generic rounds go on from level 1
+};
+#ifndef MLOPS_SAMPLE_TK_FINISH2_INLINE
+#define MLOPS_SAMPLE_TK_FINISH2_INLINE 0
+#endif
+#if MLOPS_SAMPLE_TK_FINISH2_INLINE
+#define MLOPS_SAMPLE_LEVEL2_LINKAGE __forceinline__
+#else
+#define MLOPS_SAMPLE_LEVEL2_LINKAGE MLOPS_SAMPLE_OUT_OF_LINE
+#endif
 template <int NT>
-__device__ bool tk_level2_finish(const float* all, int n, uint32_t& prefix, uint32_t& mask, uint32_t& k_rem,
-                                 ClusterShared<NT>& sh) {
+__device__ MLOPS_SAMPLE_LEVEL2_LINKAGE Level2 tk_level2_finish(const float* all, int n, uint32_t prefix, uint32_t mask,
+                                                               uint32_t k_rem, ClusterShared<NT>& sh) {
   static_assert(NT < 1024, "cnt is 16-byte aligned in the 512-thread kernels (its two 16-byte loads a lane)");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
@@ -404,9 +420,7 @@ __device__ bool tk_level2_finish(const float* all, int n, uint32_t& prefix, uint
   }
   const unsigned hit = __ballot_sync(kFull, incl - s < k_rem && k_rem <= incl);
   if (!hit) {  // no bin reaches the remaining count (cannot happen): keep everything, as the generic round
-    prefix = 0;
-    mask = 0;
-    return true;
+    return Level2{0u, 0u, k_rem, true};
   }
   uint32_t bin = 0, c = 0, cum = incl - s;  // the crossing lane's: its bin, the bin's count, the count above it
 #pragma unroll
@@ -426,10 +440,9 @@ __device__ bool tk_level2_finish(const float* all, int n, uint32_t& prefix, uint
   prefix |= bin << 16;
   mask |= 255u << 16;
   k_rem -= cum;
-  if (c == k_rem) return true;  // every key of the bin is kept
-  if (c > 32u) return false;
-  prefix = tk_finish_keys<NT>(all, n, prefix, mask, k_rem, sh);
-  return true;
+  if (c == k_rem) return Level2{prefix, mask, k_rem, true};  // every key of the bin is kept
+  if (c > 32u) return Level2{prefix, mask, k_rem, false};
+  return Level2{tk_finish_keys<NT>(all, n, prefix, mask, k_rem, sh), mask, k_rem, true};
 }
 #endif
 

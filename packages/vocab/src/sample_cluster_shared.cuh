@@ -180,6 +180,13 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_TOPP_DRAW
 #define MLOPS_SAMPLE_TK_TOPP_DRAW 0
 #endif
+// A device function kept out of line where inlining it grew a kernel's stack (ptxas 13.0, sm_90, 64 registers a
+// thread): store_row_draw (sample_cluster_draw.cuh), tk_level2_finish (sample_cluster_list_rounds.cuh).
+#if defined(MLOPS_CUDA_ON_HOST)
+#define MLOPS_SAMPLE_OUT_OF_LINE  // the host runner: nothing to keep apart (cuda_runtime.h's host side has no __noinline__)
+#else
+#define MLOPS_SAMPLE_OUT_OF_LINE __noinline__
+#endif
 constexpr int kPenaltySlotBits = MLOPS_SAMPLE_PENALTY_SLOT_BITS, kPenaltySlots = 1 << kPenaltySlotBits;
 constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 
