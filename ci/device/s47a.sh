@@ -23,7 +23,10 @@
 # END=380 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g" (docs/vocab.md "Session 50"). Session 51 (prepared;
 # no machine came): the same CARRY with ftwl (12a8225, FINISH2 = 8, TOPP_WARP = 1, LIST_DRAW = 1) and ftwld (4e00995,
 # those and TK_TOPP_DRAW = 1), SIDES="n8 fw ftw ftwl ftwld" PROBES="n8 fw ftw ftwl ftwld" TEST_SIDE=ftwld ROUNDS=4
-# END=460 (docs/vocab.md "Session 51").
+# END=460 (docs/vocab.md "Session 51"). Session 52: CARRY=.carry/s52a (n8, ftwld, and ftwldo = 54b7ccd with the four
+# macros, tk_level2_finish out of line; probes n8 / ftwl / ftwld / ftwldo) SIDES="n8 ftwld ftwldo" PROBES="n8 ftwl ftwld
+# ftwldo" TEST_SIDE=ftwldo ROUNDS=4 END=330 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g" (the working tree
+# and a carry of 64 MiB at most: ftw's and fw's sides did not fit beside the four).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
