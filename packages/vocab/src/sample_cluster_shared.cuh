@@ -168,17 +168,17 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // the smallest cluster of the staged tk forms that takes it (0: none; the host runner's clusters only where a test
 // builds it with 1 or 2).
 #ifndef MLOPS_SAMPLE_TK_FINISH2
-#define MLOPS_SAMPLE_TK_FINISH2 0
+#define MLOPS_SAMPLE_TK_FINISH2 8
 #endif
 // Top-p after a gathered top-k with at most 64 weighed elements by one warp (session 50, tk_top_p_warp in
 // sample_cluster_list_rounds.cuh): 1 on, 0 off (tk_top_p's walk of the list by every thread and block_max_u64).
 #ifndef MLOPS_SAMPLE_TK_TOPP_WARP
-#define MLOPS_SAMPLE_TK_TOPP_WARP 0
+#define MLOPS_SAMPLE_TK_TOPP_WARP 1
 #endif
 // And the draw of such a row from tk_top_p's compacted entries by warp 0 (session 51, list_draw_kept in
 // sample_cluster_draw.cuh): 1 on (with MLOPS_SAMPLE_TK_TOPP_WARP), 0 off (list_draw or tk_draw weigh the list again).
 #ifndef MLOPS_SAMPLE_TK_TOPP_DRAW
-#define MLOPS_SAMPLE_TK_TOPP_DRAW 0
+#define MLOPS_SAMPLE_TK_TOPP_DRAW 1
 #endif
 // A device function kept out of line where inlining it grew a kernel's stack (ptxas 13.0, sm_90, 64 registers a
 // thread): store_row_draw (sample_cluster_draw.cuh), tk_level2_finish (sample_cluster_list_rounds.cuh).
