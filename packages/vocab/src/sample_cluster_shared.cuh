@@ -166,17 +166,20 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #endif
 // A gathered top-k row's level 2 and tk_finish in one (session 49, tk_level2_finish in sample_cluster_list_rounds.cuh):
 // the smallest cluster of the staged tk forms that takes it (0: none; the host runner's clusters only where a test
-// builds it with 1 or 2).
+// builds it with 1 or 2). 8 (clusters of 8 and 16) by default since GPU run 245 (an H100; out of line, session 52):
+// the probe's "top-k done" 1.73 -> 1.50 us at B = 1 (cluster16_tk), 1.79 -> 1.46 at B = 8 (cluster8_tk).
 #ifndef MLOPS_SAMPLE_TK_FINISH2
 #define MLOPS_SAMPLE_TK_FINISH2 8
 #endif
 // Top-p after a gathered top-k with at most 64 weighed elements by one warp (session 50, tk_top_p_warp in
-// sample_cluster_list_rounds.cuh): 1 on, 0 off (tk_top_p's walk of the list by every thread and block_max_u64).
+// sample_cluster_list_rounds.cuh): 1 on, 0 off (tk_top_p's walk of the list by every thread and block_max_u64). On
+// since GPU run 245: the combination's "top-p done" 2.19 -> 1.77 us at B = 1, 2.15 -> 1.78 at B = 8.
 #ifndef MLOPS_SAMPLE_TK_TOPP_WARP
 #define MLOPS_SAMPLE_TK_TOPP_WARP 1
 #endif
 // And the draw of such a row from tk_top_p's compacted entries by warp 0 (session 51, list_draw_kept in
 // sample_cluster_draw.cuh): 1 on (with MLOPS_SAMPLE_TK_TOPP_WARP), 0 off (list_draw or tk_draw weigh the list again).
+// On since GPU run 245: the combination's "drawn" 1.69 -> 1.41 us at B = 1 (against list_draw; 1.83 with tk_draw).
 #ifndef MLOPS_SAMPLE_TK_TOPP_DRAW
 #define MLOPS_SAMPLE_TK_TOPP_DRAW 1
 #endif
