@@ -108,10 +108,10 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       every cluster here: the crossing bin one low fails 60 checks, a bin taken as done where it holds more than the
       remaining count 8, and the hand-over to level 1 dropped (the bin's first 32 keys taken) 16 (the "top_k 200 ties"
       rows);
-    - and session 50's top-p after a gathered top-k by one warp (tk_top_p_warp, MLOPS_SAMPLE_TK_TOPP_WARP, off by
-      default): a key's own weight counted above it (>= for >) fails 28 checks;
+    - and session 50's top-p after a gathered top-k by one warp (tk_top_p_warp, MLOPS_SAMPLE_TK_TOPP_WARP, on by
+      default since GPU run 245): a key's own weight counted above it (>= for >) fails 28 checks;
     - and session 51's draw of such a row from tk_top_p's entries by warp 0 (list_draw_kept, MLOPS_SAMPLE_TK_TOPP_DRAW,
-      off by default; the runner's "top_k 50 + top_p 0.9 + min_p 0.05" rows): min-p's filter dropped fails 8 checks,
+      on since run 245; the runner's "top_k 50 + top_p 0.9 + min_p 0.05" rows): min-p's filter dropped fails 8 checks,
       the lower and higher CTAs' parts swapped 16."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
@@ -147,8 +147,9 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
-    """Session 44's forms together (list_draw off by default; the staged tk listing on since GPU run 229 in clusters of 16
-    alone, which the runner does not build: here in every cluster; row_draw on since GPU runs 218 / 219):
+    """Session 44's forms together (list_draw on by default since GPU run 245; the staged tk listing on since GPU run
+    229 in clusters of 16 alone, which the runner does not build: here in every cluster; row_draw on since GPU runs 218
+    / 219):
     - the draw from the gathered list (sample_cluster_draw.cuh: list_draw, MLOPS_SAMPLE_LIST_DRAW): a top-k row of a
       staged tk kernel whose gathered list holds every kept element draws from the list, each CTA placing the kept
       elements in index order by its own list's slice indices (session 51's form, no remote load, so here with session
