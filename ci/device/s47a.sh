@@ -25,8 +25,8 @@
 # those and TK_TOPP_DRAW = 1), SIDES="n8 fw ftw ftwl ftwld" PROBES="n8 fw ftw ftwl ftwld" TEST_SIDE=ftwld ROUNDS=4
 # END=460 (docs/vocab.md "Session 51"). Session 52: CARRY=.carry/s52a (n8, ftwld, and ftwldo = 54b7ccd with the four
 # macros, tk_level2_finish out of line; probes n8 / ftwl / ftwld / ftwldo) SIDES="n8 ftwld ftwldo" PROBES="n8 ftwl ftwld
-# ftwldo" TEST_SIDE=ftwldo ROUNDS=4 END=330 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g" (the working tree
-# and a carry of 64 MiB at most: ftw's and fw's sides did not fit beside the four) with END=300: run 245. Next:
+# ftwldo" TEST_SIDE=ftwldo ROUNDS=4 END=300 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g": run 245 (the
+# working tree and a carry of 64 MiB at most: ftw's and fw's sides did not fit beside the four). Next:
 # CARRY=.carry/s52b SIDES="ftwldo d52" PROBES="ftwldo d52" TEST_SIDE=d52 ROUNDS=4 END=300 (same SAN_K; d52 = LIST_DRAW off).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs

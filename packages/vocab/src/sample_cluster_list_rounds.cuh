@@ -372,12 +372,13 @@ __device__ uint32_t tk_finish(const float* all, int n, uint32_t prefix, uint32_t
 // list is gathered); every warp reads them (two 16-byte loads a lane, 8 bins from the top) and finds the crossing bin
 // by its own scan, so no barrier publishes the choice; where the bin holds at most 32 keys, they are collected and one
 // warp finds the k_rem-th as tk_finish does. The same integers, bin, remaining count and done as the generic round and
-// the same threshold as tk_finish. Returns true with prefix final (done, or finished), else false with prefix / mask /
-// k_rem of level 2 (more than 32 keys in its bin: the generic rounds go on from level 1). Every thread calls it.
+// the same threshold as tk_finish. Returns done with prefix final (done, or finished), else not done with prefix /
+// mask / k_rem of level 2 (more than 32 keys in its bin: the generic rounds go on from level 1). Every thread calls it.
 // Out of line (session 52; MLOPS_SAMPLE_TK_FINISH2_INLINE=1 inlines it): inlined, ptxas 13.0 grew the stack of the 8
 // staged tk / tp kernels at 512 threads from 8 - 24 to 40 - 48 bytes (64 registers a thread); a call keeps its
-// registers to itself (cluster16_tk 24, the rest 8 - 16), so it returns its state (Level2) rather than writing the
-// caller's registers through references (those would live on the stack).
+// registers to itself (with TK_TOPP_WARP / LIST_DRAW / TK_TOPP_DRAW too: 16 - 24 bytes, cluster8_tp / tp2 40), so it
+// returns its state (Level2) rather than writing the caller's registers through references (those would live on the
+// stack).
 struct Level2 {
   uint32_t prefix, mask, k_rem;
   bool done;  // prefix final; else the generic rounds go on from level 1
