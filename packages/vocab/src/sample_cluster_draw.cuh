@@ -343,12 +343,12 @@ __device__ __forceinline__ bool own_place(uint32_t o) { return o != 0u && o != 0
 // on the path, and with MLOPS_SAMPLE_TK_PUSH no cluster barrier ordered those reads after the lists' writes) measured
 // 0.1 us at B = 1 (run 216); this one (session 51) also compiles with the push. Returns false (every CTA alike,
 // nothing written, nothing arrived at) where more than kTkKept elements weigh.
-// On by default since GPU run 245 (an H100; with TK_FINISH2 / TK_TOPP_WARP / TK_TOPP_DRAW: the build measured and
-// GPU-tested whole). Alone it is not a gain: the probe's "drawn" for top-k alone 1.83 -> 2.1 us (tk_draw is quicker
-// there), so -D...=0 (built for the next call: docs/vocab.md "Session 52") may be the better default; the combination's
-// draw is list_draw_kept's either way.
+// Off by default again since GPU run 246 (an H100; on for run 245's build alone): against tk_draw it loses on a top-k
+// row, bench B = 1 top-k 14.42 -> 14.18 us and B = 8 17.09 -> 16.57 with it off, the combination unchanged (its draw is
+// list_draw_kept's, MLOPS_SAMPLE_TK_TOPP_DRAW, either way): weighing the ~50-element list and the O(kept^2) walk cost
+// more than tk_draw's scan and remote totals. -DMLOPS_SAMPLE_LIST_DRAW=1 builds it (the runner checks it so).
 #ifndef MLOPS_SAMPLE_LIST_DRAW
-#define MLOPS_SAMPLE_LIST_DRAW 1
+#define MLOPS_SAMPLE_LIST_DRAW 0
 #endif
 template <int NT>
 __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, int64_t step, int64_t ch,
