@@ -60,6 +60,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   constexpr bool kCountWindow = TK && LEAN && MLOPS_SAMPLE_TK_COUNT_WINDOW != 0 && !MLOPS_SAMPLE_COUNT_QUADS;
   // MLOPS_SAMPLE_TK_PUSH: the windowed rows' gather pushed by the listing CTAs (push_candidates)
   constexpr bool kPush = kCountWindow && MLOPS_SAMPLE_TK_PUSH > 0 && C >= MLOPS_SAMPLE_TK_PUSH;
+  constexpr bool kWindowGuess = kCountWindow && MLOPS_SAMPLE_TK_WINDOW_GUESS;
   // MLOPS_SAMPLE_TK_FINISH2: the staged tk forms' level 2 on the gathered list and tk_finish in one (tk_level2_finish)
   constexpr bool kFinish2 =
       TK && !GSL && NT < 1024 && MLOPS_SAMPLE_TK_FINISH2 > 0 && C >= MLOPS_SAMPLE_TK_FINISH2;
@@ -276,6 +277,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
     }
     exchange_sync<LEAN>();
+    const uint32_t guess = best_key(best) >> 24;  // this CTA's max's bin (MLOPS_SAMPLE_TK_WINDOW_GUESS)
     best = 0;
     if constexpr (LEAN) {  // lane r of warp 0 reads CTA r: C remote loads a CTA instead of C a thread
       if (warp == 0) {
@@ -284,6 +286,11 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if (lane < unsigned(C)) {
           b = remote_load(&sh.pub_best, lane);
           f = remote_load(&sh.pub_flags, lane);
+        }
+        // MLOPS_SAMPLE_TK_WINDOW_GUESS: the window's counts for this CTA's max's bin, in flight with the maxima
+        WindowCounts<C, NT, kPush> pre;
+        if constexpr (kWindowGuess) {
+          if (row_fused()) pre = window_counts<C, NT, kPush>(guess, sh);
         }
 #pragma unroll
         for (int off = 16; off >= 1; off >>= 1) {
@@ -296,7 +303,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           sh.b_flags = f;
         }
         if constexpr (kCountWindow) {
-          if (row_fused()) tk_count_window<C, NT, kPush>(b, sh);  // level 3 of a fused top-k row (the macro's comment)
+          if (row_fused()) {  // level 3 of a fused top-k row (the macro's comment)
+            if constexpr (kWindowGuess) tk_count_window<C, NT, kPush>(b, sh, guess, &pre);
+            else tk_count_window<C, NT, kPush>(b, sh);
+          }
         }
       } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
         store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for its remote loads

@@ -17,22 +17,41 @@ namespace {
 // from the crossing one up: lane r's sum of the C counts the lanes read, broadcast bin by bin), their scan into g_off
 // (g_off[C]: the total) and g_n: the total where it fits (every CTA's list in kClusterCand, the whole in kGather), the
 // push then armed (this CTA's mbarrier expects the whole list's bytes), else -1, as where the window does not reach k.
-template <int C, int NT, bool PUSH = false>
-__device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>& sh) {
+// The window's counts of the C CTAs: lane j's bin top - j (none past bin 0), summed (c) and, PUSH, CTA r's (cr[r]).
+template <int C, int NT, bool PUSH>
+struct WindowCounts {
+  uint32_t c;
+  uint32_t cr[PUSH ? C : 1];
+};
+template <int C, int NT, bool PUSH>
+__device__ __forceinline__ WindowCounts<C, NT, PUSH> window_counts(uint32_t top, const ClusterShared<NT>& sh) {
   const unsigned lane = threadIdx.x & 31u;
-  const uint32_t top = best_key(best) >> 24;  // the max's bin: no counted key lies above it
-  const uint32_t k = uint32_t(sh.r_cfg.top_k);
-  uint32_t c = 0;  // lane j: bin top - j
-  uint32_t cr[PUSH ? C : 1];  // PUSH: CTA r's count of that bin
+  WindowCounts<C, NT, PUSH> w;
+  w.c = 0;
 #pragma unroll
-  for (int r = 0; r < (PUSH ? C : 1); ++r) cr[r] = 0;
+  for (int r = 0; r < (PUSH ? C : 1); ++r) w.cr[r] = 0;
   if (lane <= top)
 #pragma unroll
     for (int r = 0; r < C; ++r) {
       const uint32_t v = remote_load(&sh.cnt[0][top - lane], unsigned(r));
-      c += v;
-      if constexpr (PUSH) cr[r] = v;
+      w.c += v;
+      if constexpr (PUSH) w.cr[r] = v;
     }
+  return w;
+}
+// MLOPS_SAMPLE_TK_WINDOW_GUESS (sample_cluster_shared.cuh): `guess` is the bin whose counts warp 0 read beside the
+// cluster's maxima (this CTA's own max's bin), `pre` those counts; where the cluster's max lies in that bin they are the
+// window's, else the window is read again for the max's bin. Without the macro `pre` is unused (guess = ~0u).
+template <int C, int NT, bool PUSH = false>
+__device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>& sh, uint32_t guess = ~0u,
+                                                const WindowCounts<C, NT, PUSH>* pre = nullptr) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint32_t top = best_key(best) >> 24;  // the max's bin: no counted key lies above it
+  const uint32_t k = uint32_t(sh.r_cfg.top_k);
+  // lane j: bin top - j; PUSH: CTA r's count of that bin in cr[r]
+  const WindowCounts<C, NT, PUSH> w = pre && top == guess ? *pre : window_counts<C, NT, PUSH>(top, sh);
+  const uint32_t c = w.c;
+  const uint32_t* cr = w.cr;
   uint32_t incl = c;  // the count from the top bin down to this lane's
 #pragma unroll
   for (unsigned off = 1; off < 32; off <<= 1) {

@@ -145,6 +145,15 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_COUNT_WINDOW
 #define MLOPS_SAMPLE_TK_COUNT_WINDOW 1
 #endif
+// tk_count_window's 32 counts a lane read beside the cluster's maxima (session 53): warp 0 reads the C CTAs' counts of
+// the window under this CTA's own max's bin in the same flight as the C maxima, and where the cluster's max lies in that
+// bin (a row whose max's bin every CTA's slice reaches: the bins are a factor of 4 wide, the bench's rows' 16 slice
+// maxima of N(0, 3^2) all lie in [4, 16)) those are the window's counts, one remote round trip instead of two on the
+// max phase of every fused top-k row; else the window is read again for the max's bin, as before. The same counts, so
+// the same level 3. 0: the window read after the maxima (the runner checks both).
+#ifndef MLOPS_SAMPLE_TK_WINDOW_GUESS
+#define MLOPS_SAMPLE_TK_WINDOW_GUESS 0
+#endif
 // The tk forms' gather pushed (session 49, push_candidates in sample_cluster_gather.cuh): where tk_count_window found
 // level 3's bin, the same window tells every CTA's count of the keys the listing will take (those in the bins from the
 // crossing one to the max's), so warp 0 also lays out the gathered list there (g_off, g_n) and arms this CTA's

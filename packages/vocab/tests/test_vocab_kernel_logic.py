@@ -112,11 +112,14 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       default since GPU run 245): a key's own weight counted above it (>= for >) fails 28 checks;
     - and session 51's draw of such a row from tk_top_p's entries by warp 0 (list_draw_kept, MLOPS_SAMPLE_TK_TOPP_DRAW,
       on since run 245; the runner's "top_k 50 + top_p 0.9 + min_p 0.05" rows): min-p's filter dropped fails 8 checks,
-      the lower and higher CTAs' parts swapped 16."""
+      the lower and higher CTAs' parts swapped 16;
+    - and session 53's window counts read beside the cluster's maxima (tk_count_window's guess,
+      MLOPS_SAMPLE_TK_WINDOW_GUESS): the guessed bin's counts taken where the cluster's max lies in another CTA's higher
+      bin is caught by the "top_k 40, the top in one CTA" rows (wrong tokens, then a deadlock)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
-                    "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1"))
+                    "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1", "MLOPS_SAMPLE_TK_WINDOW_GUESS=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
