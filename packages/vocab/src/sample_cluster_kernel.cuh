@@ -61,6 +61,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // MLOPS_SAMPLE_TK_PUSH: the windowed rows' gather pushed by the listing CTAs (push_candidates)
   constexpr bool kPush = kCountWindow && MLOPS_SAMPLE_TK_PUSH > 0 && C >= MLOPS_SAMPLE_TK_PUSH;
   constexpr bool kWindowGuess = kCountWindow && MLOPS_SAMPLE_TK_WINDOW_GUESS;
+  // MLOPS_SAMPLE_TP3_WARPS: tp3_rounds' level 2 chosen by every warp (not the global-slice forms: B = 64's stacks)
+  constexpr bool kTp3Warps = MLOPS_SAMPLE_TP3_WARPS && NT < 1024 && !GSL && !MLOPS_SAMPLE_TP3_LEVEL1;
   // MLOPS_SAMPLE_TK_FINISH2: the staged tk forms' level 2 on the gathered list and tk_finish in one (tk_level2_finish)
   constexpr bool kFinish2 =
       TK && !GSL && NT < 1024 && MLOPS_SAMPLE_TK_FINISH2 > 0 && C >= MLOPS_SAMPLE_TK_FINISH2;
@@ -534,7 +536,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           // the gathered list: level 2 in one weighing, then one warp (tp3_rounds); MLOPS_SAMPLE_WIDE_TP3: the wide
           // forms too (their list is the crossing bin's elements, bin_first's gather of the tp forms)
           if constexpr (TP3 || (WIDE && MLOPS_SAMPLE_WIDE_TP3)) {
-            if (top == 2 && all_n >= 0) top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
+            if (top == 2 && all_n >= 0) {
+              if constexpr (kTp3Warps) top = tp3_rounds_warps<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
+              else top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
+            }
           }
         }
       }

@@ -229,6 +229,133 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
   return -1;
 }
 
+// MLOPS_SAMPLE_TP3_WARPS (sample_cluster_shared.cuh; session 53): tp3_rounds' level 2 without its 256-bin scan's and
+// the choice's broadcast barriers, as tk_level2_finish does for top-k. After the weighing's barrier every warp reads the
+// 256 bins' masses and counts (lane l: bins 255 - 8 l .. 248 - 8 l by 16-byte loads), scans them from the top in
+// registers and finds the same bin: the first from the top whose mass from the top (acc plus the bins' above and its
+// own) reaches thr as a double, which is the bin the 256 threads' test picks (the sums grow bin by bin, so only one bin
+// has the sum before it below thr and its own at or above it). So tp3_rounds' 10 block barriers become 5 on the path
+// where the bin holds at most 32 weighted elements (clear, weighing, the bin's collection, the warp's finish, the
+// prefix read), and one more before returning early (a one-element bin, or more than 32): the caller's next writes of
+// cnt / mass come after every warp's reads. The same prefix, mask, acc and return. NT < 1024 only (cnt is 16-byte
+// aligned there), and not with MLOPS_SAMPLE_TP3_LEVEL1 (tp3_rounds then).
+template <int NT>
+__device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
+                                uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
+  static_assert(NT < 1024, "cnt (and mass after it) 16-byte aligned in the 512-thread kernels only");
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u;
+  uint32_t* hl = sh.cnt[1];                                 // the level's masses: the low 16 bits of each weight
+  uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
+  uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
+  const LeanRow lm = mass_row(cfg, m, T);
+  constexpr int sb = wide_shift(2);  // bits 13 - 20
+  for (int i = tid; i < 256; i += NT) {
+    hl[i] = 0;
+    hh[i] = 0;
+    hn[i] = 0;
+  }
+  if (tid == 0) sh.b_krem = 0;  // the collected list's count (below)
+  __syncthreads();
+  for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
+    float x[4];
+    bool on[4];
+    uint32_t w[4], k[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? all[i] : 0.0f;
+      k[j] = key_of(x[j]);
+      on[j] = i < n && (k[j] & mask) == prefix;
+    }
+    lean_weights_sparse4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = (k[j] >> sb) & 255u;
+        atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
+        atomicAdd(&hh[b], w[j] >> 16);
+        atomicAdd(&hn[b], 1u);
+      }
+  }
+  __syncthreads();
+  // lane l: bins 255 - 8 l .. 248 - 8 l, the top first (word 7 - q of the lane's 8 is bin 255 - 8 l - q)
+  const uint32_t at = (248u - 8u * lane) / 4u;
+  const uint4 l0 = reinterpret_cast<const uint4*>(hl)[at], l1 = reinterpret_cast<const uint4*>(hl)[at + 1];
+  const uint4 h0 = reinterpret_cast<const uint4*>(hh)[at], h1 = reinterpret_cast<const uint4*>(hh)[at + 1];
+  const uint4 n0 = reinterpret_cast<const uint4*>(hn)[at], n1 = reinterpret_cast<const uint4*>(hn)[at + 1];
+  const uint32_t lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+  const uint32_t hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+  const uint32_t nw[8] = {n0.x, n0.y, n0.z, n0.w, n1.x, n1.y, n1.z, n1.w};
+  uint64_t s = 0;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) s += uint64_t(lw[q]) + (uint64_t(hw[q]) << 16);
+  const uint64_t incl = acc + warp_incl_scan(s);  // the mass from the top down to this lane's last bin
+  const unsigned hit = __ballot_sync(kFull, double(incl) >= thr);
+  if (!hit) {  // no bin reaches the threshold: the prefix stays, the rounds end (acc is not read after)
+    __syncthreads();
+    return -1;
+  }
+  uint32_t bin = 0, nb = 0;  // the crossing lane's: its bin (+ 256: found), the bin's weighted elements
+  uint64_t above = incl - s;  // the mass above the lane's first bin, then above its crossing bin
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const uint64_t mq = uint64_t(lw[7 - q]) + (uint64_t(hw[7 - q]) << 16);
+    if (bin == 0 && double(above + mq) >= thr) {
+      bin = 256u + 255u - 8u * lane - uint32_t(q);
+      nb = nw[7 - q];
+    } else if (bin == 0) {
+      above += mq;
+    }
+  }
+  const int src = __ffs(hit) - 1;
+  bin = __shfl_sync(kFull, bin, src) - 256u;
+  nb = __shfl_sync(kFull, nb, src);
+  above = __shfl_sync(kFull, above, src);
+  prefix |= bin << sb;
+  mask |= 255u << sb;
+  acc = above;
+  if (nb == 1u || nb > 32u) {  // the tp form's early stop, or the generic rounds from level 1
+    __syncthreads();  // every warp's reads of hl / hh / hn above before the caller's next writes
+    return nb == 1u ? -1 : 1;
+  }
+  uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
+  for (int i = tid; i < n; i += NT) {
+    const float x = all[i];
+    const uint32_t k = key_of(x);
+    if ((k & mask) == prefix) {
+      const uint32_t w = lean_weight1(lm, x, true);
+      if (w) {
+        const uint32_t a = atomicAdd(&sh.b_krem, 1u);
+        if (a < 32u) sub[a] = (uint64_t(k) << 32) | w;
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const uint32_t c = sh.b_krem < 32u ? sh.b_krem : 32u;  // == nb
+    const uint64_t e = lane < c ? sub[lane] : uint64_t(0);
+    const uint32_t ke = uint32_t(e >> 32);
+    uint64_t a = acc;  // acc plus the weight of the bin's keys above this lane's
+    for (uint32_t j = 0; j < c; ++j) {
+      const uint64_t o = __shfl_sync(kFull, e, int(j));
+      a += uint32_t(o >> 32) > ke ? uint64_t(uint32_t(o)) : uint64_t(0);
+    }
+    uint32_t kmin = lane < c && double(a) < thr ? ke : 0xffffffffu;
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+      const uint32_t o = __shfl_xor_sync(kFull, kmin, off);
+      kmin = o < kmin ? o : kmin;
+    }
+    if (lane == 0) sh.b_prefix = kmin;  // the bin's largest key is kept (acc < thr): kmin is a key of the bin
+  }
+  __syncthreads();
+  prefix = sh.b_prefix;
+  mask = ~0u;
+  __syncthreads();
+  return -1;
+}
+
 // MLOPS_SAMPLE_TK_TOPP_WARP: tk_top_p's rule for at most 64 weighed elements (kl = hlo's 64-bit words: (key, weight))
 // by warp 0, the entries in registers (two a lane) and every entry's weight broadcast by shuffles, so no thread walks
 // the list in shared memory and no block_max_u64 (two barriers) follows. S is the sum of the warps' partial sums in

@@ -154,6 +154,13 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_WINDOW_GUESS
 #define MLOPS_SAMPLE_TK_WINDOW_GUESS 0
 #endif
+// tp3_rounds' level 2 chosen by every warp from the 256 bins' masses in registers (session 53, tp3_rounds_warps in
+// sample_cluster_list_rounds.cuh): 5 block barriers instead of 10 on the path the bench's top-p rows take (the B = 1
+// cluster16_wide probe's "top-p done", 2.07 us in GPU run 246). The staged tp3 and wide forms at 512 threads, not the
+// global-slice forms. 0: tp3_rounds (the runner checks both).
+#ifndef MLOPS_SAMPLE_TP3_WARPS
+#define MLOPS_SAMPLE_TP3_WARPS 0
+#endif
 // The tk forms' gather pushed (session 49, push_candidates in sample_cluster_gather.cuh): where tk_count_window found
 // level 3's bin, the same window tells every CTA's count of the keys the listing will take (those in the bins from the
 // crossing one to the max's), so warp 0 also lays out the gathered list there (g_off, g_n) and arms this CTA's
