@@ -27,7 +27,9 @@
 # macros, tk_level2_finish out of line; probes n8 / ftwl / ftwld / ftwldo) SIDES="n8 ftwld ftwldo" PROBES="n8 ftwl ftwld
 # ftwldo" TEST_SIDE=ftwldo ROUNDS=4 END=300 SAN_K="test_cluster_sanitizer_subset and tk and not tp3g": run 245 (the
 # working tree and a carry of 64 MiB at most: ftw's and fw's sides did not fit beside the four). Next:
-# CARRY=.carry/s52b SIDES="ftwldo d52" PROBES="ftwldo d52" TEST_SIDE=d52 ROUNDS=4 END=300 (same SAN_K; d52 = LIST_DRAW off).
+# CARRY=.carry/s52b SIDES="ftwldo d52" PROBES="ftwldo d52" TEST_SIDE=d52 ROUNDS=4 END=300 (same SAN_K; d52 = LIST_DRAW off):
+# run 246 (session 53). Session 53's next: CARRY=.carry/s53a SIDES="base wg both" PROBES="base both" TEST_SIDE=both
+# ROUNDS=4 END=330 (the default SAN_K; wg = TK_WINDOW_GUESS, both = it and TP3_WARPS; docs/vocab.md "Session 53").
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }

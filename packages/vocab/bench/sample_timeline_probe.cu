@@ -136,16 +136,21 @@ static int run_case(const char* name, SampleParams p, int launches) {
   CK(cudaMemcpy(&tok[1], p.tokens + (p.rows - 1), 4, cudaMemcpyDeviceToHost));
   std::printf("%s (cluster %d, B = %lld; tokens %d %d)\n  point            slowest CTA cycles  fastest  (us at 1.98 GHz, slowest)\n",
               name, C, (long long)p.rows, tok[0], tok[1]);
-#if !defined(MLOPS_SAMPLE_NEAR_MARKS)
+#if !defined(MLOPS_SAMPLE_NEAR_MARKS) && !defined(MLOPS_SAMPLE_TP3_MARKS)
   static const int order[kMarks] = {0, 1, 2, 3, 4, 15, 5, 6, 11, 12, 13, 14, 7, 8, 9, 10};  // in time order
-#else  // session 47: marks 4 / 15 / 5 / 6 inside the top-p near pass and mask_draw; the points by their time
+#else  // session 47 (53): marks 4 / 15 / 5 / 6 inside the top-p near pass (tp3_rounds) and mask_draw; by their time
   int order[kMarks];
   for (int m = 0; m < kMarks; ++m) order[m] = m;
   std::stable_sort(order, order + kMarks, [&](int a, int b) {
     return (slow[a].empty() ? 1e30 : med(slow[a])) < (slow[b].empty() ? 1e30 : med(slow[b]));
   });
+#if defined(MLOPS_SAMPLE_NEAR_MARKS)
   kMarkNames[4] = "near: w0 pass", kMarkNames[15] = "near: block sum", kMarkNames[5] = "draw: sums";
   kMarkNames[6] = "draw: located";
+#else
+  kMarkNames[4] = "tp3: weighed", kMarkNames[15] = "tp3: chosen", kMarkNames[5] = "tp3: collected";
+  kMarkNames[6] = "draw: sums";
+#endif
 #endif
   for (int m : order)
     if (!slow[m].empty())

@@ -311,6 +311,7 @@ __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, in
     add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)), sh);
   __syncthreads();
   MLOPS_SAMPLE_NEAR_MARK(5);  // the chunk sums
+  MLOPS_SAMPLE_TP3_MARK(6);
   const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
   if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;

@@ -41,7 +41,8 @@ __device__ __forceinline__ WindowCounts<C, NT, PUSH> window_counts(uint32_t top,
 }
 // MLOPS_SAMPLE_TK_WINDOW_GUESS (sample_cluster_shared.cuh): `guess` is the bin whose counts warp 0 read beside the
 // cluster's maxima (this CTA's own max's bin), `pre` those counts; where the cluster's max lies in that bin they are the
-// window's, else the window is read again for the max's bin. Without the macro `pre` is unused (guess = ~0u).
+// window's, else the window is read again for the max's bin. Without the macro `pre` is unused (guess = ~0u). Off:
+// no gain (the macro's comment).
 template <int C, int NT, bool PUSH = false>
 __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>& sh, uint32_t guess = ~0u,
                                                 const WindowCounts<C, NT, PUSH>* pre = nullptr) {
@@ -161,6 +162,7 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
         }
     }
     __syncthreads();
+    MLOPS_SAMPLE_TP3_MARK(4);  // weighed
     uint64_t mass = 0;
     uint32_t n_bin = 0;
     if (tid < 256) {
@@ -188,6 +190,7 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
     acc = sh.b_acc;
     const int done = sh.b_done, nb = sh.b_warp;
     __syncthreads();
+    MLOPS_SAMPLE_TP3_MARK(15);  // the bin chosen
     if (done) return -1;
     if (nb <= 32) break;
     if (level == 1 || !MLOPS_SAMPLE_TP3_LEVEL1) return level - 1;
@@ -205,6 +208,7 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
     }
   }
   __syncthreads();
+  MLOPS_SAMPLE_TP3_MARK(5);  // collected
   if (tid < 32) {
     const uint32_t c = sh.b_krem < 32u ? sh.b_krem : 32u;  // == nb
     const uint64_t e = lane < c ? sub[lane] : uint64_t(0);
@@ -238,7 +242,7 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
 // where the bin holds at most 32 weighted elements (clear, weighing, the bin's collection, the warp's finish, the
 // prefix read), and one more before returning early (a one-element bin, or more than 32): the caller's next writes of
 // cnt / mass come after every warp's reads. The same prefix, mask, acc and return. NT < 1024 only (cnt is 16-byte
-// aligned there), and not with MLOPS_SAMPLE_TP3_LEVEL1 (tp3_rounds then).
+// aligned there), and not with MLOPS_SAMPLE_TP3_LEVEL1 (tp3_rounds then). Off: slower (the macro's comment).
 template <int NT>
 __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
                                 uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
@@ -279,6 +283,7 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
       }
   }
   __syncthreads();
+  MLOPS_SAMPLE_TP3_MARK(4);  // weighed
   // lane l: bins 255 - 8 l .. 248 - 8 l, the top first (word 7 - q of the lane's 8 is bin 255 - 8 l - q)
   const uint32_t at = (248u - 8u * lane) / 4u;
   const uint4 l0 = reinterpret_cast<const uint4*>(hl)[at], l1 = reinterpret_cast<const uint4*>(hl)[at + 1];
@@ -315,6 +320,7 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
   prefix |= bin << sb;
   mask |= 255u << sb;
   acc = above;
+  MLOPS_SAMPLE_TP3_MARK(15);  // the bin chosen
   if (nb == 1u || nb > 32u) {  // the tp form's early stop, or the generic rounds from level 1
     __syncthreads();  // every warp's reads of hl / hh / hn above before the caller's next writes
     return nb == 1u ? -1 : 1;
@@ -332,6 +338,7 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
     }
   }
   __syncthreads();
+  MLOPS_SAMPLE_TP3_MARK(5);  // collected
   if (tid < 32) {
     const uint32_t c = sh.b_krem < 32u ? sh.b_krem : 32u;  // == nb
     const uint64_t e = lane < c ? sub[lane] : uint64_t(0);

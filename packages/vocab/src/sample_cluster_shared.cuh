@@ -150,14 +150,18 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // bin (a row whose max's bin every CTA's slice reaches: the bins are a factor of 4 wide, the bench's rows' 16 slice
 // maxima of N(0, 3^2) all lie in [4, 16)) those are the window's counts, one remote round trip instead of two on the
 // max phase of every fused top-k row; else the window is read again for the max's bin, as before. The same counts, so
-// the same level 3. 0: the window read after the maxima (the runner checks both).
+// the same level 3. 0: the window read after the maxima (the runner checks both). Not kept (GPU run 247, an H100): the
+// B = 1 cluster16_tk max phase 1.86 -> 1.81 us, the bench's top-k / combination +0.08 / -0.07 (noise), for 64 - 112
+// more SASS instructions a tk kernel: the second round trip was not what the phase waited on.
 #ifndef MLOPS_SAMPLE_TK_WINDOW_GUESS
 #define MLOPS_SAMPLE_TK_WINDOW_GUESS 0
 #endif
 // tp3_rounds' level 2 chosen by every warp from the 256 bins' masses in registers (session 53, tp3_rounds_warps in
 // sample_cluster_list_rounds.cuh): 5 block barriers instead of 10 on the path the bench's top-p rows take (the B = 1
 // cluster16_wide probe's "top-p done", 2.07 us in GPU run 246). The staged tp3 and wide forms at 512 threads, not the
-// global-slice forms. 0: tp3_rounds (the runner checks both).
+// global-slice forms. 0: tp3_rounds (the runner checks both). Not kept (GPU runs 247 / 248, H100s): the level's choice
+// 0.67 -> 0.86 us (16 warps each scanning issue more than the 256 threads' scan and its barriers cost), the bench's B = 1
+// top-p 19.70 -> 19.81, B = 8 24.59 -> 25.23.
 #ifndef MLOPS_SAMPLE_TP3_WARPS
 #define MLOPS_SAMPLE_TP3_WARPS 0
 #endif
@@ -256,6 +260,15 @@ __device__ unsigned long long g_sample_row_marks[64][16][16];
 #endif
 // Session 47's points inside the wide top-p near pass and mask_draw (the probe built with MLOPS_SAMPLE_NEAR_MARKS):
 // marks 4 / 15 / 5 / 6, which a top-p row without top-k does not otherwise reach (the probe orders them by time).
+// Session 53's points inside tp3_rounds / tp3_rounds_warps and mask_draw (the probe built with MLOPS_SAMPLE_TP3_MARKS):
+// 4 the level's weighing done, 15 its bin chosen, 5 the bin's elements collected, 6 mask_draw's chunk sums.
+#if defined(MLOPS_SAMPLE_TP3_MARKS)
+#define MLOPS_SAMPLE_TP3_MARK(i) MLOPS_SAMPLE_MARK(i)
+#else
+#define MLOPS_SAMPLE_TP3_MARK(i) \
+  do {                           \
+  } while (0)
+#endif
 #if defined(MLOPS_SAMPLE_NEAR_MARKS)
 #define MLOPS_SAMPLE_NEAR_MARK(i) MLOPS_SAMPLE_MARK(i)
 #else

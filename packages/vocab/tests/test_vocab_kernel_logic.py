@@ -114,11 +114,13 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       on since run 245; the runner's "top_k 50 + top_p 0.9 + min_p 0.05" rows): min-p's filter dropped fails 8 checks,
       the lower and higher CTAs' parts swapped 16;
     - and session 53's window counts read beside the cluster's maxima (tk_count_window's guess,
-      MLOPS_SAMPLE_TK_WINDOW_GUESS): the guessed bin's counts taken where the cluster's max lies in another CTA's higher
-      bin is caught by the "top_k 40, the top in one CTA" rows (wrong tokens, then a deadlock);
-    - and session 53's level 2 of tp3_rounds chosen by every warp (tp3_rounds_warps, MLOPS_SAMPLE_TP3_WARPS; the staged
-      tp3 / wide forms): the chosen bin one low fails 90 checks, the mass above it not carried into the finish 18, and
-      a bin of more than 32 weighted elements finished by the warp (its first 32 taken) 8."""
+      MLOPS_SAMPLE_TK_WINDOW_GUESS; off: no gain in GPU run 247): the guessed bin's counts taken where the cluster's
+      max lies in another CTA's higher bin is caught by the "top_k 40, the top in one CTA" rows (wrong tokens, then a
+      deadlock);
+    - and session 53's level 2 of tp3_rounds chosen by every warp (tp3_rounds_warps, MLOPS_SAMPLE_TP3_WARPS; the
+      staged tp3 / wide forms; off: slower in GPU runs 247 / 248): the chosen bin one low fails 90 checks, the mass
+      above it not carried into the finish 18, and a bin of more than 32 weighted elements finished by the warp (its
+      first 32 taken) 8."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
