@@ -394,6 +394,44 @@ __device__ void tk_top_p_warp(const mlops_sample_config& cfg, int nk, ClusterSha
   if (lane == 0) sh.b_prefix = kmin;
 }
 
+// MLOPS_SAMPLE_TK_TOPP_SPLIT (sample_cluster_shared.cuh; session 53): tk_top_p_warp's rule by every warp, the entries
+// split among them. Warp 0 alone runs 32 steps of shuffles and 64-bit sums a lane (each lane's two entries against
+// every other), one dependent chain. Here warp w takes the entries w, w + NW, ... (at most 64 / NW of them, 4 at 512
+// threads): each lane holds two entries of the list (lane, lane + 32) and weighs them against the warp's entries, and
+// the warp's butterflies sum each entry's weight above it (the entries interleaved: their shuffles in flight at once);
+// an entry is kept where that weight is below thr, and each warp writes the smallest kept key of its entries into its
+// word of wtot (free here: its last writer, suffix_scan256, is behind the weighing's barrier, and no later reader of
+// this row's wtot comes before a write of its own). The caller's barrier, then every thread takes the least of the NW
+// words (0xffffffff where none weighs, as tk_top_p_warp writes). The same keys, sums and compares: the same bound.
+template <int NT>
+__device__ __forceinline__ void tk_top_p_split(const mlops_sample_config& cfg, int nk, ClusterShared<NT>& sh) {
+  constexpr int NW = NT / 32, kPer = (64 + NW - 1) / NW;  // a warp's entries at most
+  static_assert(NW <= 2 * int(sizeof(sh.wtot) / sizeof(sh.wtot[0])), "a warp's word in wtot");
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint64_t* kl = reinterpret_cast<const uint64_t*>(sh.hlo);
+  const double thr = top_p_threshold(cfg.top_p, block_partials_total<NT>(sh));
+  const uint32_t n = uint32_t(nk);
+  const uint64_t e0 = lane < n ? kl[lane] : uint64_t(0), e1 = lane + 32u < n ? kl[lane + 32u] : uint64_t(0);
+  const uint32_t k0 = uint32_t(e0 >> 32), k1 = uint32_t(e1 >> 32);  // 0 past n: above no key
+  uint64_t a[kPer];
+  uint32_t ka[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const uint32_t j = warp + uint32_t(i * NW);
+    ka[i] = j < n ? uint32_t(kl[j] >> 32) : 0u;  // a broadcast load
+    a[i] = (k0 > ka[i] ? uint64_t(uint32_t(e0)) : 0u) + (k1 > ka[i] ? uint64_t(uint32_t(e1)) : 0u);
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1)
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) a[i] += __shfl_xor_sync(kFull, a[i], off);
+  uint32_t kmin = 0xffffffffu;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    if (warp + uint32_t(i * NW) < n && double(a[i]) < thr && ka[i] < kmin) kmin = ka[i];
+  if (lane == 0) reinterpret_cast<uint32_t*>(sh.wtot)[warp] = kmin;
+}
+
 // Top-p after a gathered top-k (every CTA holds the same list `all` of n elements, a superset of the
 // keys >= tau), in each CTA alone: the definition's rule on the list. The elements of non-zero weight
 // at or above tau (top-p's masses: no min-p) are compacted as (key, weight) into the hlo / hhi words,
@@ -445,9 +483,20 @@ __device__ bool tk_top_p(const mlops_sample_config& cfg, float m, Temperature T,
   }
   if constexpr (kWarp) {
     if (nk <= 64) {  // warp 0 alone (the macro's comment): one barrier after it
-      if (tid < 32) tk_top_p_warp<NT>(cfg, nk, sh);
-      __syncthreads();
-      const uint32_t kp = sh.b_prefix;
+      uint32_t kp;
+      if constexpr (MLOPS_SAMPLE_TK_TOPP_SPLIT) {  // every warp a share of the entries, the least of their words
+        tk_top_p_split<NT>(cfg, nk, sh);
+        __syncthreads();
+        kp = 0xffffffffu;
+        for (int w = 0; w < NT / 32; ++w) {
+          const uint32_t o = reinterpret_cast<const uint32_t*>(sh.wtot)[w];
+          kp = o < kp ? o : kp;
+        }
+      } else {
+        if (tid < 32) tk_top_p_warp<NT>(cfg, nk, sh);
+        __syncthreads();
+        kp = sh.b_prefix;
+      }
       if (kp > tau) tau = kp;
       by_warp = true;  // the entries (kl, kpos: nk = b_krem of them) stay for list_draw_kept
       return true;

@@ -197,6 +197,11 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_TOPP_WARP
 #define MLOPS_SAMPLE_TK_TOPP_WARP 1
 #endif
+// And that rule by every warp, the entries split among them (session 53, tk_top_p_split in
+// sample_cluster_list_rounds.cuh): 1 on, 0 off (warp 0 alone, tk_top_p_warp).
+#ifndef MLOPS_SAMPLE_TK_TOPP_SPLIT
+#define MLOPS_SAMPLE_TK_TOPP_SPLIT 0
+#endif
 // And the draw of such a row from tk_top_p's compacted entries by warp 0 (session 51, list_draw_kept in
 // sample_cluster_draw.cuh): 1 on (with MLOPS_SAMPLE_TK_TOPP_WARP), 0 off (list_draw or tk_draw weigh the list again).
 // On since GPU run 245: the combination's "drawn" 1.69 -> 1.41 us at B = 1 (against list_draw; 1.83 with tk_draw).

@@ -120,12 +120,14 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
     - and session 53's level 2 of tp3_rounds chosen by every warp (tp3_rounds_warps, MLOPS_SAMPLE_TP3_WARPS; the
       staged tp3 / wide forms; off: slower in GPU runs 247 / 248): the chosen bin one low fails 90 checks, the mass
       above it not carried into the finish 18, and a bin of more than 32 weighted elements finished by the warp (its
-      first 32 taken) 8."""
+      first 32 taken) 8;
+    - and session 53's tk_top_p_warp rule split among every warp (tk_top_p_split, MLOPS_SAMPLE_TK_TOPP_SPLIT): a key's
+      own weight counted above it (>= for >) fails 24 checks, each warp's entries after its first dropped 48."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
                     "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1", "MLOPS_SAMPLE_TK_WINDOW_GUESS=1",
-                    "MLOPS_SAMPLE_TP3_WARPS=1"))
+                    "MLOPS_SAMPLE_TP3_WARPS=1", "MLOPS_SAMPLE_TK_TOPP_SPLIT=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
