@@ -29,7 +29,8 @@
 # working tree and a carry of 64 MiB at most: ftw's and fw's sides did not fit beside the four). Next:
 # CARRY=.carry/s52b SIDES="ftwldo d52" PROBES="ftwldo d52" TEST_SIDE=d52 ROUNDS=4 END=300 (same SAN_K; d52 = LIST_DRAW off):
 # run 246 (session 53). Session 53's next: CARRY=.carry/s53a SIDES="base wg both" PROBES="base both" TEST_SIDE=both
-# ROUNDS=4 END=330 (the default SAN_K; wg = TK_WINDOW_GUESS, both = it and TP3_WARPS; docs/vocab.md "Session 53").
+# ROUNDS=4 END=330 (the default SAN_K; wg = TK_WINDOW_GUESS, both = it and TP3_WARPS; docs/vocab.md "Session 53"): run 247;
+# run 249: CARRY=.carry/s53c SIDES="base ts" PROBES="base ts" TEST_SIDE=ts ROUNDS=5 END=300 (SAN_K tk; ts = TK_TOPP_SPLIT).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }

@@ -198,9 +198,11 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #define MLOPS_SAMPLE_TK_TOPP_WARP 1
 #endif
 // And that rule by every warp, the entries split among them (session 53, tk_top_p_split in
-// sample_cluster_list_rounds.cuh): 1 on, 0 off (warp 0 alone, tk_top_p_warp).
+// sample_cluster_list_rounds.cuh): 1 on, 0 off (warp 0 alone, tk_top_p_warp). On since GPU run 249 (an H100): the
+// combination's "top-p done" 1.82 -> 1.69 us at B = 1, 1.81 -> 1.69 at B = 8; the bench's combination 15.22 -> 15.12
+// (CUPTI 12.40 -> 12.28), B = 8 17.87 -> 17.68 (15.25 -> 14.96); 312 fewer SASS instructions a tk / tp kernel.
 #ifndef MLOPS_SAMPLE_TK_TOPP_SPLIT
-#define MLOPS_SAMPLE_TK_TOPP_SPLIT 0
+#define MLOPS_SAMPLE_TK_TOPP_SPLIT 1
 #endif
 // And the draw of such a row from tk_top_p's compacted entries by warp 0 (session 51, list_draw_kept in
 // sample_cluster_draw.cuh): 1 on (with MLOPS_SAMPLE_TK_TOPP_WARP), 0 off (list_draw or tk_draw weigh the list again).

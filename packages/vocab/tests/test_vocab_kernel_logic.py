@@ -121,8 +121,9 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       staged tp3 / wide forms; off: slower in GPU runs 247 / 248): the chosen bin one low fails 90 checks, the mass
       above it not carried into the finish 18, and a bin of more than 32 weighted elements finished by the warp (its
       first 32 taken) 8;
-    - and session 53's tk_top_p_warp rule split among every warp (tk_top_p_split, MLOPS_SAMPLE_TK_TOPP_SPLIT): a key's
-      own weight counted above it (>= for >) fails 24 checks, each warp's entries after its first dropped 48."""
+    - and session 53's tk_top_p_warp rule split among every warp (tk_top_p_split, MLOPS_SAMPLE_TK_TOPP_SPLIT, on by
+      default since GPU run 249; the earlier-forms build below takes warp 0's, 0): a key's own weight counted above it
+      (>= for >) fails 24 checks, each warp's entries after its first dropped 48."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
@@ -147,14 +148,16 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     build also takes the listing by keys (MLOPS_SAMPLE_LIST_FLOAT, session 48), the form before the float compare, and
     session 49's gather pushed by the listing CTAs (MLOPS_SAMPLE_TK_PUSH: on by default in clusters of 8 and 16, which
     the runner does not build; here in every cluster, with both listings): every CTA's part laid at g_off[0] fails 49
-    checks, the crossing bin's counts left out of the layout aborts the runner (a CTA's listing against its count)."""
+    checks, the crossing bin's counts left out of the layout aborts the runner (a CTA's listing against its count).
+    The second build also takes warp 0's top-p after a gathered top-k (MLOPS_SAMPLE_TK_TOPP_SPLIT=0: tk_top_p_warp, the
+    default before GPU run 249)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
                     "MLOPS_SAMPLE_LIST_FLOAT=0", "MLOPS_SAMPLE_TK_PUSH=1"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
-                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0"))
+                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0", "MLOPS_SAMPLE_TK_TOPP_SPLIT=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
