@@ -403,56 +403,10 @@ __device__ __forceinline__ bool list_draw(const SampleParams& p, int64_t row, in
 // CTA's part, ~0 in a higher one's, 1 + the slice index in this CTA's), sums the kept weight placed below each by
 // shuffles, and the lane whose entry holds the target writes the token. Every thread calls it; no barrier, no remote
 // load; each thread arrives at the last cluster barrier (as list_draw).
-// MLOPS_SAMPLE_TK_DRAW_SPLIT (sample_cluster_shared.cuh; session 53): the same by every warp, as tk_top_p_split splits
-// top-p's rule: each warp reads all the entries (two a lane) for S, and warp w places its own entries w, w + NW, ...
-// (4 at 512 threads), the kept weight below each summed by interleaved butterflies; lane 0 writes the token where one
-// of them holds the target. No barrier either way.
-template <int NT>
-__device__ __forceinline__ void list_draw_kept_split(const SampleParams& p, int64_t row, int64_t step, int64_t ch,
-                                                     uint32_t tau, uint32_t min_w, ClusterShared<NT>& sh) {
-  constexpr int NW = NT / 32, kPer = (64 + NW - 1) / NW;  // a warp's entries at most
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, rank = cluster_rank();
-  const uint64_t* kl = reinterpret_cast<const uint64_t*>(sh.hlo);
-  const uint32_t* kpos = reinterpret_cast<const uint32_t*>(kl + kTkKept);
-  const uint32_t n = sh.b_krem, lo = sh.g_off[rank], hi = sh.g_off[rank + 1];
-  auto entry = [&](uint32_t j, uint32_t& o) {  // (place, kept weight) of entry j; weight 0 past n
-    o = 0xffffffffu;
-    if (j >= n) return uint32_t(0);
-    const uint64_t e = kl[j];
-    const uint32_t w = uint32_t(e), i = kpos[j];
-    o = list_place<NT>(i, lo, hi, sh);
-    return uint32_t(e >> 32) >= tau && w >= min_w ? w : 0u;
-  };
-  uint32_t o0, o1;
-  const uint32_t w0 = entry(lane, o0), w1 = entry(lane + 32u, o1);
-  uint64_t b[kPer];  // the kept weight placed below each of this warp's entries
-  uint32_t oa[kPer], wa[kPer];
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    wa[i] = entry(warp + uint32_t(i * NW), oa[i]);
-    b[i] = (o0 < oa[i] ? uint64_t(w0) : 0u) + (o1 < oa[i] ? uint64_t(w1) : 0u);
-  }
-  uint64_t S = uint64_t(w0) + uint64_t(w1);  // > 0 once summed: the max is kept
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) {
-    S += __shfl_xor_sync(kFull, S, off);
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) b[i] += __shfl_xor_sync(kFull, b[i], off);
-  }
-  const uint64_t t = scale_draw(row_draw(p, row, step, sh), S);
-  if (lane == 0)
-#pragma unroll
-    for (int i = 0; i < kPer; ++i)  // another CTA's entry (place 0 or ~0) is decided there
-      if (wa[i] && own_place(oa[i]) && b[i] <= t && t < b[i] + wa[i])
-        put_token(p, row, int64_t(rank) * ch + int64_t(oa[i] - 1u), wa[i], S);
-}
-
 template <int NT>
 __device__ __forceinline__ void list_draw_kept(const SampleParams& p, int64_t row, int64_t step, int64_t ch, uint32_t tau,
                                                uint32_t min_w, ClusterShared<NT>& sh) {
-  if constexpr (MLOPS_SAMPLE_TK_DRAW_SPLIT) {
-    list_draw_kept_split<NT>(p, row, step, ch, tau, min_w, sh);
-  } else if (threadIdx.x < 32) {
+  if (threadIdx.x < 32) {
     const unsigned lane = threadIdx.x & 31u, rank = cluster_rank();
     const uint64_t* kl = reinterpret_cast<const uint64_t*>(sh.hlo);
     const uint32_t* kpos = reinterpret_cast<const uint32_t*>(kl + kTkKept);

@@ -210,11 +210,6 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_TK_TOPP_DRAW
 #define MLOPS_SAMPLE_TK_TOPP_DRAW 1
 #endif
-// And that draw by every warp, the entries split among them (session 53, list_draw_kept_split in
-// sample_cluster_draw.cuh): 1 on, 0 off (warp 0 alone).
-#ifndef MLOPS_SAMPLE_TK_DRAW_SPLIT
-#define MLOPS_SAMPLE_TK_DRAW_SPLIT 0
-#endif
 // A device function kept out of line where inlining it grew a kernel's stack (ptxas 13.0, sm_90, 64 registers a
 // thread): store_row_draw (sample_cluster_draw.cuh), tk_level2_finish (sample_cluster_list_rounds.cuh).
 #if defined(MLOPS_CUDA_ON_HOST)
