@@ -31,6 +31,7 @@
 # run 246 (session 53). Session 53's next: CARRY=.carry/s53a SIDES="base wg both" PROBES="base both" TEST_SIDE=both
 # ROUNDS=4 END=330 (the default SAN_K; wg = TK_WINDOW_GUESS, both = it and TP3_WARPS; docs/vocab.md "Session 53"): run 247;
 # run 249: CARRY=.carry/s53c SIDES="base ts" PROBES="base ts" TEST_SIDE=ts ROUNDS=5 END=300 (SAN_K tk; ts = TK_TOPP_SPLIT).
+# Run 250: CARRY=.carry/s53d SIDES="base ds" PROBES="base ds" TEST_SIDE=ds ROUNDS=5 END=300 (SAN_K tk; ds = TK_DRAW_SPLIT, reverted).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
