@@ -537,7 +537,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           // forms too (their list is the crossing bin's elements, bin_first's gather of the tp forms)
           if constexpr (TP3 || (WIDE && MLOPS_SAMPLE_WIDE_TP3)) {
             if (top == 2 && all_n >= 0) {
-              if constexpr (kTp3Warps) top = tp3_rounds_warps<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
+              if constexpr (kTp3Warps)
+                top = tp3_rounds_warps<NT, MLOPS_SAMPLE_TP3_WARPS == 2>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
               else top = tp3_rounds<NT>(rcfg, m, T, all, all_n, prefix, mask, acc, thr, sh);
             }
           }

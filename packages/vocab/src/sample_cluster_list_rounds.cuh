@@ -243,7 +243,7 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
 // prefix read), and one more before returning early (a one-element bin, or more than 32): the caller's next writes of
 // cnt / mass come after every warp's reads. The same prefix, mask, acc and return. NT < 1024 only (cnt is 16-byte
 // aligned there), and not with MLOPS_SAMPLE_TP3_LEVEL1 (tp3_rounds then). Off: slower (the macro's comment).
-template <int NT>
+template <int NT, bool ONE = false>
 __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
                                 uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
   static_assert(NT < 1024, "cnt (and mass after it) 16-byte aligned in the 512-thread kernels only");
@@ -284,6 +284,10 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
   }
   __syncthreads();
   MLOPS_SAMPLE_TP3_MARK(4);  // weighed
+  uint32_t bin = 0, nb = 0;  // the crossing lane's: its bin (+ 256: found), the bin's weighted elements
+  uint64_t above = 0;        // the mass above the crossing bin
+  bool found = false;
+  if (!ONE || tid < 32) {  // ONE (MLOPS_SAMPLE_TP3_WARPS = 2): warp 0 alone, the choice broadcast by one barrier
   // lane l: bins 255 - 8 l .. 248 - 8 l, the top first (word 7 - q of the lane's 8 is bin 255 - 8 l - q)
   const uint32_t at = (248u - 8u * lane) / 4u;
   const uint4 l0 = reinterpret_cast<const uint4*>(hl)[at], l1 = reinterpret_cast<const uint4*>(hl)[at + 1];
@@ -297,12 +301,8 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
   for (int q = 0; q < 8; ++q) s += uint64_t(lw[q]) + (uint64_t(hw[q]) << 16);
   const uint64_t incl = acc + warp_incl_scan(s);  // the mass from the top down to this lane's last bin
   const unsigned hit = __ballot_sync(kFull, double(incl) >= thr);
-  if (!hit) {  // no bin reaches the threshold: the prefix stays, the rounds end (acc is not read after)
-    __syncthreads();
-    return -1;
-  }
-  uint32_t bin = 0, nb = 0;  // the crossing lane's: its bin (+ 256: found), the bin's weighted elements
-  uint64_t above = incl - s;  // the mass above the lane's first bin, then above its crossing bin
+  found = hit != 0u;  // else no bin reaches the threshold: the prefix stays, the rounds end (acc is not read after)
+  above = incl - s;  // the mass above the lane's first bin, then above its crossing bin
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
     const uint64_t mq = uint64_t(lw[7 - q]) + (uint64_t(hw[7 - q]) << 16);
@@ -313,16 +313,33 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
       above += mq;
     }
   }
-  const int src = __ffs(hit) - 1;
+  const int src = found ? __ffs(hit) - 1 : 0;
   bin = __shfl_sync(kFull, bin, src) - 256u;
   nb = __shfl_sync(kFull, nb, src);
   above = __shfl_sync(kFull, above, src);
+  if (ONE && lane == 0) {
+    sh.b_prefix = found ? bin : 0xffffffffu;
+    sh.b_warp = int(nb);
+    sh.b_acc = above;
+  }
+  }
+  if constexpr (ONE) {  // every warp's copy of warp 0's choice; warp 0 alone read hl / hh / hn
+    __syncthreads();
+    found = sh.b_prefix != 0xffffffffu;
+    bin = sh.b_prefix;
+    nb = uint32_t(sh.b_warp);
+    above = sh.b_acc;
+  }
+  if (!found) {
+    if (!ONE) __syncthreads();  // every warp's reads of hl / hh / hn above before the caller's next writes
+    return -1;
+  }
   prefix |= bin << sb;
   mask |= 255u << sb;
   acc = above;
   MLOPS_SAMPLE_TP3_MARK(15);  // the bin chosen
   if (nb == 1u || nb > 32u) {  // the tp form's early stop, or the generic rounds from level 1
-    __syncthreads();  // every warp's reads of hl / hh / hn above before the caller's next writes
+    __syncthreads();  // every warp's reads of hl / hh / hn (ONE: of b_*) above before the caller's next writes
     return nb == 1u ? -1 : 1;
   }
   uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
