@@ -99,102 +99,42 @@ __device__ __forceinline__ void tk_count_window(uint64_t best, ClusterShared<NT>
 // CTA whose list holds every element it keeps walks the list, not the slice (tk_draw).
 constexpr int kTkKept = 256;  // the most kept elements a list form takes (else the rounds / the slice)
 
-// The tp3 forms (TP3, on the tp form): the rounds on the gathered list after the wide top-p round, cut to one
-// weighing of the list and one 256-bin round. The tp form weighs the whole list (~1450 elements on the bench's
-// rows: the crossing wide bin's ~900 and those above it) in each of its three rounds (levels 2, 1, 0), clears
-// 2 x 2048 words and sums 8 copies a round. Here: level 2's masses (bits 13 - 20 of the crossing bin's keys) and
-// weighted counts go into single copies of 256 words (cnt[1] / mass[0] / cnt[0]: free after the gather's barrier,
-// no other CTA reads them), the same integers and the same choice as the tp form's level 2 (the same early stop
-// where the chosen bin holds one weighted element). The chosen bin holds a few of the list's elements (~900 over
-// 256 bins); where it holds at most 32 weighted ones, they are weighed again (lean_weight1: the same integers)
-// into a list of (key, weight) and one warp finds the threshold exactly: an element is kept where acc (the mass
-// above the bin) plus the weight of the bin's strictly larger keys is below thr (double(.) < thr, as the rounds
-// compare), and the new prefix is the smallest kept key. Levels 1 and 0 would reach that key (their last bin is
-// one key: the highest whose mass from the top reaches thr, which is the smallest key whose larger keys' mass
-// does not), or stop at a bin's lower bound that keeps the same weighted elements: the same kept weights, S,
-// token and log-probability. Every CTA holds the same list, so every CTA decides alike. Returns the next level of
-// the rounds: -1 (done: prefix / mask final) or 1 (the bin holds more than 32 weighted elements: the tp form's
-// rounds go on from level 1 with this prefix, mask and acc). Every thread of the CTA calls it.
-// MLOPS_SAMPLE_TP3_LEVEL1 (session 46): where level 2's bin holds more than 32, level 1 (bits 5 - 12) the same way,
-// and the warp's finish after it (else 0: the rounds go on from level 0). At the bench's rows' crossing (T = 0.8, z
-// ~ 4 - 5 of N(0, 3^2) at V = 151936) a level-2 bin is 1/256 of a unit wide and holds ~25 elements on average, so
-// whether one warp finishes at level 2 is the row's luck: the probe's row did in run 224 (B = 1 cluster16_wide's rounds
-// 3.7 -> 2.1 us with MLOPS_SAMPLE_WIDE_TP3). Off (sample_cluster_shared.cuh): on run 226's seeded bench row it gained
-// nothing, and its loop cost the global-slice kernels 8 bytes of stack and B = 64 0.7 - 1.8 us.
+// tp3_rounds' weighing of a level (bits sb .. sb + 7 of the keys matching prefix / mask) into single copies of 256
+// words: the masses' low 16 bits (hl), their high bits (hh), the weighted elements (hn). No barrier.
 template <int NT>
-__device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
-                          uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
+__device__ __forceinline__ void tp3_weigh(const float* all, int n, uint32_t prefix, uint32_t mask, const LeanRow& lm,
+                                          int sb, uint32_t* hl, uint32_t* hh, uint32_t* hn) {
+  for (int i0 = int(threadIdx.x); (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
+    float x[4];
+    bool on[4];
+    uint32_t w[4], k[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = i0 + j * NT;
+      x[j] = i < n ? all[i] : 0.0f;
+      k[j] = key_of(x[j]);
+      on[j] = i < n && (k[j] & mask) == prefix;
+    }
+    lean_weights_sparse4(lm, x, on, w);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (w[j]) {
+        const uint32_t b = (k[j] >> sb) & 255u;
+        atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
+        atomicAdd(&hh[b], w[j] >> 16);
+        atomicAdd(&hn[b], 1u);
+      }
+  }
+}
+
+// tp3_rounds' finish where the chosen bin (prefix / mask) holds at most 32 weighted elements: they are collected as
+// (key, weight) (b_krem: their count, zero before the caller's last barrier) and one warp finds the smallest kept key
+// (tp3_rounds' comment); prefix / mask final. Every thread calls it (three barriers).
+template <int NT>
+__device__ __forceinline__ void tp3_finish(const float* all, int n, const LeanRow& lm, uint32_t& prefix, uint32_t& mask,
+                                           uint64_t acc, double thr, ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
-  uint32_t* hl = sh.cnt[1];                                 // a level's masses: the low 16 bits of each weight
-  uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
-  uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
-  const LeanRow lm = mass_row(cfg, m, T);
-  // MLOPS_SAMPLE_TP3_LEVEL1: where level 2's bin holds more than 32 weighted elements, level 1 (bits 5 - 12) the same
-  // way before the generic rounds take over (their level 0 only where level 1's bin holds more than 32 too)
-  for (int level = 2;; --level) {
-    const int sb = wide_shift(level);
-    for (int i = tid; i < 256; i += NT) {
-      hl[i] = 0;
-      hh[i] = 0;
-      hn[i] = 0;
-    }
-    __syncthreads();  // (level 1) after every read of the words by level 2's selection
-    for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
-      float x[4];
-      bool on[4];
-      uint32_t w[4], k[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int i = i0 + j * NT;
-        x[j] = i < n ? all[i] : 0.0f;
-        k[j] = key_of(x[j]);
-        on[j] = i < n && (k[j] & mask) == prefix;
-      }
-      lean_weights_sparse4(lm, x, on, w);
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        if (w[j]) {
-          const uint32_t b = (k[j] >> sb) & 255u;
-          atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
-          atomicAdd(&hh[b], w[j] >> 16);
-          atomicAdd(&hn[b], 1u);
-        }
-    }
-    __syncthreads();
-    MLOPS_SAMPLE_TP3_MARK(4);  // weighed
-    uint64_t mass = 0;
-    uint32_t n_bin = 0;
-    if (tid < 256) {
-      mass = uint64_t(hl[255 - tid]) + (uint64_t(hh[255 - tid]) << 16);
-      n_bin = hn[255 - tid];
-    }
-    const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
-    if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
-      sh.b_prefix = prefix;
-      sh.b_mask = mask;
-      sh.b_done = 1;
-      sh.b_krem = 0;  // the collected list's count (below)
-    }
-    __syncthreads();
-    if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - mass) >= thr))) {
-      sh.b_prefix = prefix | (uint32_t(255 - tid) << sb);
-      sh.b_mask = mask | (255u << sb);
-      sh.b_acc = incl - mass;
-      sh.b_done = n_bin == 1;  // the tp form's early stop: the bin's lower bound keeps the same weights
-      sh.b_warp = int(n_bin);
-    }
-    __syncthreads();
-    prefix = sh.b_prefix;
-    mask = sh.b_mask;
-    acc = sh.b_acc;
-    const int done = sh.b_done, nb = sh.b_warp;
-    __syncthreads();
-    MLOPS_SAMPLE_TP3_MARK(15);  // the bin chosen
-    if (done) return -1;
-    if (nb <= 32) break;
-    if (level == 1 || !MLOPS_SAMPLE_TP3_LEVEL1) return level - 1;
-  }
   uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
   for (int i = tid; i < n; i += NT) {
     const float x = all[i];
@@ -230,6 +170,84 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
   prefix = sh.b_prefix;
   mask = ~0u;
   __syncthreads();
+}
+
+// The tp3 forms (TP3, on the tp form): the rounds on the gathered list after the wide top-p round, cut to one
+// weighing of the list and one 256-bin round. The tp form weighs the whole list (~1450 elements on the bench's
+// rows: the crossing wide bin's ~900 and those above it) in each of its three rounds (levels 2, 1, 0), clears
+// 2 x 2048 words and sums 8 copies a round. Here: level 2's masses (bits 13 - 20 of the crossing bin's keys) and
+// weighted counts go into single copies of 256 words (cnt[1] / mass[0] / cnt[0]: free after the gather's barrier,
+// no other CTA reads them), the same integers and the same choice as the tp form's level 2 (the same early stop
+// where the chosen bin holds one weighted element). The chosen bin holds a few of the list's elements (~900 over
+// 256 bins); where it holds at most 32 weighted ones, they are weighed again (lean_weight1: the same integers)
+// into a list of (key, weight) and one warp finds the threshold exactly: an element is kept where acc (the mass
+// above the bin) plus the weight of the bin's strictly larger keys is below thr (double(.) < thr, as the rounds
+// compare), and the new prefix is the smallest kept key. Levels 1 and 0 would reach that key (their last bin is
+// one key: the highest whose mass from the top reaches thr, which is the smallest key whose larger keys' mass
+// does not), or stop at a bin's lower bound that keeps the same weighted elements: the same kept weights, S,
+// token and log-probability. Every CTA holds the same list, so every CTA decides alike. Returns the next level of
+// the rounds: -1 (done: prefix / mask final) or 1 (the bin holds more than 32 weighted elements: the tp form's
+// rounds go on from level 1 with this prefix, mask and acc). Every thread of the CTA calls it.
+// MLOPS_SAMPLE_TP3_LEVEL1 (session 46): where level 2's bin holds more than 32, level 1 (bits 5 - 12) the same way,
+// and the warp's finish after it (else 0: the rounds go on from level 0). At the bench's rows' crossing (T = 0.8, z
+// ~ 4 - 5 of N(0, 3^2) at V = 151936) a level-2 bin is 1/256 of a unit wide and holds ~25 elements on average, so
+// whether one warp finishes at level 2 is the row's luck: the probe's row did in run 224 (B = 1 cluster16_wide's rounds
+// 3.7 -> 2.1 us with MLOPS_SAMPLE_WIDE_TP3). Off (sample_cluster_shared.cuh): on run 226's seeded bench row it gained
+// nothing, and its loop cost the global-slice kernels 8 bytes of stack and B = 64 0.7 - 1.8 us.
+template <int NT>
+__device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
+                          uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
+  const int tid = threadIdx.x;
+  uint32_t* hl = sh.cnt[1];                                 // a level's masses: the low 16 bits of each weight
+  uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
+  uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
+  const LeanRow lm = mass_row(cfg, m, T);
+  // MLOPS_SAMPLE_TP3_LEVEL1: where level 2's bin holds more than 32 weighted elements, level 1 (bits 5 - 12) the same
+  // way before the generic rounds take over (their level 0 only where level 1's bin holds more than 32 too)
+  for (int level = 2;; --level) {
+    const int sb = wide_shift(level);
+    for (int i = tid; i < 256; i += NT) {
+      hl[i] = 0;
+      hh[i] = 0;
+      hn[i] = 0;
+    }
+    __syncthreads();  // (level 1) after every read of the words by level 2's selection
+    tp3_weigh<NT>(all, n, prefix, mask, lm, sb, hl, hh, hn);
+    __syncthreads();
+    MLOPS_SAMPLE_TP3_MARK(4);  // weighed
+    uint64_t mass = 0;
+    uint32_t n_bin = 0;
+    if (tid < 256) {
+      mass = uint64_t(hl[255 - tid]) + (uint64_t(hh[255 - tid]) << 16);
+      n_bin = hn[255 - tid];
+    }
+    const uint64_t incl = acc + suffix_scan256<NT>(mass, sh);  // syncs before and after
+    if (tid == 0) {  // no bin reaches the threshold: the prefix stays, the rounds end
+      sh.b_prefix = prefix;
+      sh.b_mask = mask;
+      sh.b_done = 1;
+      sh.b_krem = 0;  // the collected list's count (below)
+    }
+    __syncthreads();
+    if (tid < 256 && double(incl) >= thr && (tid == 0 || !(double(incl - mass) >= thr))) {
+      sh.b_prefix = prefix | (uint32_t(255 - tid) << sb);
+      sh.b_mask = mask | (255u << sb);
+      sh.b_acc = incl - mass;
+      sh.b_done = n_bin == 1;  // the tp form's early stop: the bin's lower bound keeps the same weights
+      sh.b_warp = int(n_bin);
+    }
+    __syncthreads();
+    prefix = sh.b_prefix;
+    mask = sh.b_mask;
+    acc = sh.b_acc;
+    const int done = sh.b_done, nb = sh.b_warp;
+    __syncthreads();
+    MLOPS_SAMPLE_TP3_MARK(15);  // the bin chosen
+    if (done) return -1;
+    if (nb <= 32) break;
+    if (level == 1 || !MLOPS_SAMPLE_TP3_LEVEL1) return level - 1;
+  }
+  tp3_finish<NT>(all, n, lm, prefix, mask, acc, thr, sh);
   return -1;
 }
 
@@ -261,27 +279,7 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
   }
   if (tid == 0) sh.b_krem = 0;  // the collected list's count (below)
   __syncthreads();
-  for (int i0 = tid; (i0 & ~31) < n; i0 += 4 * NT) {  // warp-uniform trip count (lean_weights_sparse4)
-    float x[4];
-    bool on[4];
-    uint32_t w[4], k[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i0 + j * NT;
-      x[j] = i < n ? all[i] : 0.0f;
-      k[j] = key_of(x[j]);
-      on[j] = i < n && (k[j] & mask) == prefix;
-    }
-    lean_weights_sparse4(lm, x, on, w);
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      if (w[j]) {
-        const uint32_t b = (k[j] >> sb) & 255u;
-        atomicAdd(&hl[b], w[j] & 0xffffu);  // < 2^27 a word: at most kGather elements
-        atomicAdd(&hh[b], w[j] >> 16);
-        atomicAdd(&hn[b], 1u);
-      }
-  }
+  tp3_weigh<NT>(all, n, prefix, mask, lm, sb, hl, hh, hn);
   __syncthreads();
   MLOPS_SAMPLE_TP3_MARK(4);  // weighed
   uint32_t bin = 0, nb = 0;  // the crossing lane's: its bin (+ 256: found), the bin's weighted elements
@@ -342,41 +340,7 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
     __syncthreads();  // every warp's reads of hl / hh / hn (ONE: of b_*) above before the caller's next writes
     return nb == 1u ? -1 : 1;
   }
-  uint64_t* sub = reinterpret_cast<uint64_t*>(sh.hlo);  // hlo: free after the wide round's barriers
-  for (int i = tid; i < n; i += NT) {
-    const float x = all[i];
-    const uint32_t k = key_of(x);
-    if ((k & mask) == prefix) {
-      const uint32_t w = lean_weight1(lm, x, true);
-      if (w) {
-        const uint32_t a = atomicAdd(&sh.b_krem, 1u);
-        if (a < 32u) sub[a] = (uint64_t(k) << 32) | w;
-      }
-    }
-  }
-  __syncthreads();
-  MLOPS_SAMPLE_TP3_MARK(5);  // collected
-  if (tid < 32) {
-    const uint32_t c = sh.b_krem < 32u ? sh.b_krem : 32u;  // == nb
-    const uint64_t e = lane < c ? sub[lane] : uint64_t(0);
-    const uint32_t ke = uint32_t(e >> 32);
-    uint64_t a = acc;  // acc plus the weight of the bin's keys above this lane's
-    for (uint32_t j = 0; j < c; ++j) {
-      const uint64_t o = __shfl_sync(kFull, e, int(j));
-      a += uint32_t(o >> 32) > ke ? uint64_t(uint32_t(o)) : uint64_t(0);
-    }
-    uint32_t kmin = lane < c && double(a) < thr ? ke : 0xffffffffu;
-#pragma unroll
-    for (int off = 16; off >= 1; off >>= 1) {
-      const uint32_t o = __shfl_xor_sync(kFull, kmin, off);
-      kmin = o < kmin ? o : kmin;
-    }
-    if (lane == 0) sh.b_prefix = kmin;  // the bin's largest key is kept (acc < thr): kmin is a key of the bin
-  }
-  __syncthreads();
-  prefix = sh.b_prefix;
-  mask = ~0u;
-  __syncthreads();
+  tp3_finish<NT>(all, n, lm, prefix, mask, acc, thr, sh);
   return -1;
 }
 
