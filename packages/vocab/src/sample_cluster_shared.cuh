@@ -161,7 +161,8 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // cluster16_wide probe's "top-p done", 2.07 us in GPU run 246). The staged tp3 and wide forms at 512 threads, not the
 // global-slice forms. 0: tp3_rounds (the runner checks both). Not kept (GPU runs 247 / 248, H100s): the level's choice
 // 0.67 -> 0.86 us (16 warps each scanning issue more than the 256 threads' scan and its barriers cost), the bench's B = 1
-// top-p 19.70 -> 19.81, B = 8 24.59 -> 25.23.
+// top-p 19.70 -> 19.81, B = 8 24.59 -> 25.23. 2 (session 53, prepared): the same choice by warp 0 alone, broadcast to
+// the others by one barrier (tp3_rounds_warps<NT, true>: one warp's scan, not sixteen contending for issue).
 #ifndef MLOPS_SAMPLE_TP3_WARPS
 #define MLOPS_SAMPLE_TP3_WARPS 0
 #endif
