@@ -32,6 +32,8 @@
 # ROUNDS=4 END=330 (the default SAN_K; wg = TK_WINDOW_GUESS, both = it and TP3_WARPS; docs/vocab.md "Session 53"): run 247;
 # run 249: CARRY=.carry/s53c SIDES="base ts" PROBES="base ts" TEST_SIDE=ts ROUNDS=5 END=300 (SAN_K tk; ts = TK_TOPP_SPLIT).
 # Run 250: CARRY=.carry/s53d SIDES="base ds" PROBES="base ds" TEST_SIDE=ds ROUNDS=5 END=300 (SAN_K tk; ds = TK_DRAW_SPLIT, reverted).
+# Next (prepared, four starts refused): CARRY=.carry/s53e SIDES="base w0" PROBES="base w0" TEST_SIDE=w0 ROUNDS=4 END=250
+# SAN_K="test_cluster_sanitizer_subset and (wide or tp3) and not tp3g" (w0 = TP3_WARPS=2; probes with TP3_MARKS).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
