@@ -251,6 +251,52 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
   return -1;
 }
 
+// tp3_rounds_warps' choice of the level-2 bin by one warp (every lane calls it): the 256 bins' masses (hl, hh) and
+// weighted elements (hn) read from the top (lane l: bins 255 - 8 l .. 248 - 8 l by 16-byte loads), scanned in
+// registers; the first bin from the top whose mass from the top (acc plus the bins above and its own) reaches thr as a
+// double, its weighted elements and the mass above it. found false where no bin reaches thr.
+struct Tp3Choice {
+  bool found;
+  uint32_t bin, nb;
+  uint64_t above;
+};
+__device__ __forceinline__ Tp3Choice tp3_choose_in_warp(const uint32_t* hl, const uint32_t* hh, const uint32_t* hn,
+                                                        uint64_t acc, double thr) {
+  const unsigned lane = threadIdx.x & 31u;
+  // word 7 - q of the lane's 8 is bin 255 - 8 l - q
+  const uint32_t at = (248u - 8u * lane) / 4u;
+  const uint4 l0 = reinterpret_cast<const uint4*>(hl)[at], l1 = reinterpret_cast<const uint4*>(hl)[at + 1];
+  const uint4 h0 = reinterpret_cast<const uint4*>(hh)[at], h1 = reinterpret_cast<const uint4*>(hh)[at + 1];
+  const uint4 n0 = reinterpret_cast<const uint4*>(hn)[at], n1 = reinterpret_cast<const uint4*>(hn)[at + 1];
+  const uint32_t lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+  const uint32_t hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+  const uint32_t nw[8] = {n0.x, n0.y, n0.z, n0.w, n1.x, n1.y, n1.z, n1.w};
+  uint64_t s = 0;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) s += uint64_t(lw[q]) + (uint64_t(hw[q]) << 16);
+  const uint64_t incl = acc + warp_incl_scan(s);  // the mass from the top down to this lane's last bin
+  const unsigned hit = __ballot_sync(kFull, double(incl) >= thr);
+  uint32_t bin = 0, nb = 0;  // the crossing lane's: its bin (+ 256: found), the bin's weighted elements
+  uint64_t above = incl - s;  // the mass above the lane's first bin, then above its crossing bin
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const uint64_t mq = uint64_t(lw[7 - q]) + (uint64_t(hw[7 - q]) << 16);
+    if (bin == 0 && double(above + mq) >= thr) {
+      bin = 256u + 255u - 8u * lane - uint32_t(q);
+      nb = nw[7 - q];
+    } else if (bin == 0) {
+      above += mq;
+    }
+  }
+  const int src = hit ? __ffs(hit) - 1 : 0;
+  Tp3Choice c;
+  c.found = hit != 0u;  // else the prefix stays and the rounds end (acc is not read after)
+  c.bin = __shfl_sync(kFull, bin, src) - 256u;
+  c.nb = __shfl_sync(kFull, nb, src);
+  c.above = __shfl_sync(kFull, above, src);
+  return c;
+}
+
 // MLOPS_SAMPLE_TP3_WARPS (sample_cluster_shared.cuh; session 53): tp3_rounds' level 2 without its 256-bin scan's and
 // the choice's broadcast barriers, as tk_level2_finish does for top-k. After the weighing's barrier every warp reads the
 // 256 bins' masses and counts (lane l: bins 255 - 8 l .. 248 - 8 l by 16-byte loads), scans them from the top in
@@ -260,13 +306,13 @@ __device__ int tp3_rounds(const mlops_sample_config& cfg, float m, Temperature T
 // where the bin holds at most 32 weighted elements (clear, weighing, the bin's collection, the warp's finish, the
 // prefix read), and one more before returning early (a one-element bin, or more than 32): the caller's next writes of
 // cnt / mass come after every warp's reads. The same prefix, mask, acc and return. NT < 1024 only (cnt is 16-byte
-// aligned there), and not with MLOPS_SAMPLE_TP3_LEVEL1 (tp3_rounds then). Off: slower (the macro's comment).
+// aligned there), and not with MLOPS_SAMPLE_TP3_LEVEL1 (tp3_rounds then). Off: slower (the macro's comment). ONE
+// (MLOPS_SAMPLE_TP3_WARPS = 2, prepared): warp 0 alone chooses and one barrier broadcasts its choice.
 template <int NT, bool ONE = false>
 __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Temperature T, const float* all, int n,
                                 uint32_t& prefix, uint32_t& mask, uint64_t& acc, double thr, ClusterShared<NT>& sh) {
   static_assert(NT < 1024, "cnt (and mass after it) 16-byte aligned in the 512-thread kernels only");
   const int tid = threadIdx.x;
-  const unsigned lane = unsigned(tid) & 31u;
   uint32_t* hl = sh.cnt[1];                                 // the level's masses: the low 16 bits of each weight
   uint32_t* hh = reinterpret_cast<uint32_t*>(sh.mass[0]);  // the high bits
   uint32_t* hn = sh.cnt[0];                                 // the weighted elements a bin
@@ -282,63 +328,31 @@ __device__ int tp3_rounds_warps(const mlops_sample_config& cfg, float m, Tempera
   tp3_weigh<NT>(all, n, prefix, mask, lm, sb, hl, hh, hn);
   __syncthreads();
   MLOPS_SAMPLE_TP3_MARK(4);  // weighed
-  uint32_t bin = 0, nb = 0;  // the crossing lane's: its bin (+ 256: found), the bin's weighted elements
-  uint64_t above = 0;        // the mass above the crossing bin
-  bool found = false;
-  if (!ONE || tid < 32) {  // ONE (MLOPS_SAMPLE_TP3_WARPS = 2): warp 0 alone, the choice broadcast by one barrier
-  // lane l: bins 255 - 8 l .. 248 - 8 l, the top first (word 7 - q of the lane's 8 is bin 255 - 8 l - q)
-  const uint32_t at = (248u - 8u * lane) / 4u;
-  const uint4 l0 = reinterpret_cast<const uint4*>(hl)[at], l1 = reinterpret_cast<const uint4*>(hl)[at + 1];
-  const uint4 h0 = reinterpret_cast<const uint4*>(hh)[at], h1 = reinterpret_cast<const uint4*>(hh)[at + 1];
-  const uint4 n0 = reinterpret_cast<const uint4*>(hn)[at], n1 = reinterpret_cast<const uint4*>(hn)[at + 1];
-  const uint32_t lw[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-  const uint32_t hw[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-  const uint32_t nw[8] = {n0.x, n0.y, n0.z, n0.w, n1.x, n1.y, n1.z, n1.w};
-  uint64_t s = 0;
-#pragma unroll
-  for (int q = 0; q < 8; ++q) s += uint64_t(lw[q]) + (uint64_t(hw[q]) << 16);
-  const uint64_t incl = acc + warp_incl_scan(s);  // the mass from the top down to this lane's last bin
-  const unsigned hit = __ballot_sync(kFull, double(incl) >= thr);
-  found = hit != 0u;  // else no bin reaches the threshold: the prefix stays, the rounds end (acc is not read after)
-  above = incl - s;  // the mass above the lane's first bin, then above its crossing bin
-#pragma unroll
-  for (int q = 0; q < 8; ++q) {
-    const uint64_t mq = uint64_t(lw[7 - q]) + (uint64_t(hw[7 - q]) << 16);
-    if (bin == 0 && double(above + mq) >= thr) {
-      bin = 256u + 255u - 8u * lane - uint32_t(q);
-      nb = nw[7 - q];
-    } else if (bin == 0) {
-      above += mq;
+  Tp3Choice ch{};  // ONE: warp 0's, read back by every warp below
+  if (!ONE || tid < 32) ch = tp3_choose_in_warp(hl, hh, hn, acc, thr);
+  if constexpr (ONE) {  // ONE (MLOPS_SAMPLE_TP3_WARPS = 2): warp 0 alone chose; its choice broadcast by one barrier
+    if (tid == 0) {
+      sh.b_prefix = ch.found ? ch.bin : 0xffffffffu;
+      sh.b_warp = int(ch.nb);
+      sh.b_acc = ch.above;
     }
+    __syncthreads();  // every warp's copy of warp 0's choice; warp 0 alone read hl / hh / hn
+    ch.found = sh.b_prefix != 0xffffffffu;
+    ch.bin = sh.b_prefix;
+    ch.nb = uint32_t(sh.b_warp);
+    ch.above = sh.b_acc;
   }
-  const int src = found ? __ffs(hit) - 1 : 0;
-  bin = __shfl_sync(kFull, bin, src) - 256u;
-  nb = __shfl_sync(kFull, nb, src);
-  above = __shfl_sync(kFull, above, src);
-  if (ONE && lane == 0) {
-    sh.b_prefix = found ? bin : 0xffffffffu;
-    sh.b_warp = int(nb);
-    sh.b_acc = above;
-  }
-  }
-  if constexpr (ONE) {  // every warp's copy of warp 0's choice; warp 0 alone read hl / hh / hn
-    __syncthreads();
-    found = sh.b_prefix != 0xffffffffu;
-    bin = sh.b_prefix;
-    nb = uint32_t(sh.b_warp);
-    above = sh.b_acc;
-  }
-  if (!found) {
+  if (!ch.found) {
     if (!ONE) __syncthreads();  // every warp's reads of hl / hh / hn above before the caller's next writes
     return -1;
   }
-  prefix |= bin << sb;
+  prefix |= ch.bin << sb;
   mask |= 255u << sb;
-  acc = above;
+  acc = ch.above;
   MLOPS_SAMPLE_TP3_MARK(15);  // the bin chosen
-  if (nb == 1u || nb > 32u) {  // the tp form's early stop, or the generic rounds from level 1
+  if (ch.nb == 1u || ch.nb > 32u) {  // the tp form's early stop, or the generic rounds from level 1
     __syncthreads();  // every warp's reads of hl / hh / hn (ONE: of b_*) above before the caller's next writes
-    return nb == 1u ? -1 : 1;
+    return ch.nb == 1u ? -1 : 1;
   }
   tp3_finish<NT>(all, n, lm, prefix, mask, acc, thr, sh);
   return -1;
