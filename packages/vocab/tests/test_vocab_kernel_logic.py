@@ -82,7 +82,7 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     forms (tp3_rounds on their gathered list, the draw over the near mask, both on by default): a threshold one key high
     after tp3_rounds (13 failures), its hand-over to level 1 with acc lost (4), the mask's first bit dropped (46), an
     index off (22) and the walk's weight off (4) are caught."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526)
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754)
 
 
 def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_path):
@@ -124,7 +124,7 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
     - and session 53's tk_top_p_warp rule split among every warp (tk_top_p_split, MLOPS_SAMPLE_TK_TOPP_SPLIT, on by
       default since GPU run 249; the earlier-forms build below takes warp 0's, 0): a key's own weight counted above it
       (>= for >) fails 24 checks, each warp's entries after its first dropped 48."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
                     "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1", "MLOPS_SAMPLE_TK_WINDOW_GUESS=1",
@@ -151,10 +151,10 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     checks, the crossing bin's counts left out of the layout aborts the runner (a CTA's listing against its count).
     The second build also takes warp 0's top-p after a gathered top-k (MLOPS_SAMPLE_TK_TOPP_SPLIT=0: tk_top_p_warp, the
     default before GPU run 249)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
                     "MLOPS_SAMPLE_LIST_FLOAT=0", "MLOPS_SAMPLE_TK_PUSH=1"))
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
                     "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0", "MLOPS_SAMPLE_TK_TOPP_SPLIT=0"))
@@ -185,7 +185,7 @@ def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
     listing by a float compare (MLOPS_SAMPLE_LIST_FLOAT) is on by default, so the first runner checks it too: the
     compare 0.25 high fails 60 checks (the runner's check_key_float_compare proves the compare against every bin
     boundary)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_LIST_DRAW=1", "MLOPS_SAMPLE_TK_STAGED_LIST=1", "MLOPS_SAMPLE_EARLY_DRAW=1",
                     "MLOPS_SAMPLE_TP3_LEVEL1=1", "MLOPS_SAMPLE_WIDE_QUADS=4", "MLOPS_SAMPLE_COUNT_QUADS=1",
                     "MLOPS_SAMPLE_TK_PUSH=1"))
@@ -200,6 +200,6 @@ def test_sampler_global_slice_passes_before_on_host_equal_host_emulation(tmp_pat
     failures at U / D = 2, when it was written). With them, list_near's K = 4 loads a lane a round
     (MLOPS_SAMPLE_GSL_LIST_LOADS, prepared, off by default): a listed index taken from the wrong one of the K is caught
     (46 failures)."""
-    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7526,
+    _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_GSL_QUADS=0", "MLOPS_SAMPLE_GSL_DRAW_LOADS=1", "MLOPS_SAMPLE_GSL_LEAN=0",
                     "MLOPS_SAMPLE_GSL_LIST_LOADS=4"))

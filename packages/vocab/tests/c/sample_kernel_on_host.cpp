@@ -28,8 +28,11 @@ struct Case {
   // logits 12.0, 12.01, ... at `peaks` spread indices above a bulk near 0 (scale 0.3): ~3.5 % of the
   // row's mass lies in the bulk's bins, far below the peaks' (a top-p 0.99 crosses there, 0.9 does not)
   int peaks = 0;
-  // the logit 1's elements of each row on consecutive floats (1, 1 + 2^-23, ...: distinct keys in one level-2 bin)
-  bool ulps = false;
+  // the logit 1's elements of each row on consecutive floats (1, 1 + 2^-23, ...: distinct keys in one level-2 bin);
+  // 2: besides, the row's first 20 zeros become 1.1 (the same wide bin [1, 1.25), level-2 bin 102 above the ones' 0):
+  // mass above a level-2 bin of over 32 elements inside the crossing wide bin, so the mass above that bin (acc, which
+  // the level-2 choice broadcasts) differs from the wide bin's (session 54)
+  int ulps = 0;
   // the bench's vocabulary, one logit over 100 000 zeros and the rest distinct just below a negative level (T = 1):
   // ~76 000 zeros in one wide bin of a global-slice CTA at C = 2, whose 16-bit halves' 32-bit sums (the wide rounds'
   // two words a bin) wrapped before session 41. 1: the logit 10.5, the rest below -1: a zero weighs ~59 000 and lies
@@ -235,6 +238,10 @@ int main() {
       // rounds go on from level 1
       {"top_p 0.25 near-ties (a level-2 bin of ~450 keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false,
        false, false, 0, true},
+      // the same with 20 elements at 1.1 above them in the crossing wide bin: the generic rounds from level 1 start from
+      // the mass above the level-2 bin, not the wide bin's
+      {"top_p 0.25 near-ties under 20 at 1.1 (mass above the level-2 bin)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f,
+       false, false, false, false, 0, 2},
       // the same rows without the ulps: ~450 equal keys, over the one warp at levels 2 and 1 (tp3_rounds with
       // MLOPS_SAMPLE_TP3_LEVEL1 hands level 0 to the rounds)
       {"top_p 0.25 ties (a level-1 bin of ~450 equal keys)", 2, 3000, cfg(50.0f, 0, 0.25f, 0.0f), 0.0f, false, false},
@@ -276,6 +283,8 @@ int main() {
       uint32_t next = mlops::f32_bits(1.0f);
       for (int64_t v = 0; v < c.V; ++v)
         if (z[r * c.V + v] == 1.0f) z[r * c.V + v] = mlops::bits_f32(next++);
+      for (int64_t v = 0, moved = 0; v < c.V && c.ulps == 2 && moved < 20; ++v)
+        if (z[r * c.V + v] == 0.0f) z[r * c.V + v] = 1.1f, ++moved;
     }
     for (int64_t r = 0; r < c.B && c.flat; ++r)
       for (int64_t v = 0; v < c.V; ++v)
