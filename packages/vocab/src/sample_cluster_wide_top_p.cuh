@@ -393,24 +393,29 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
 // The same set; the list is unordered. Every thread calls it.
 // W = 2 (the global-slice forms): near2's elements (64 + e) after near's; W = 1: the caller's near2 is 0. Q: the
 // mask of the quad-loaded pass (wide_near_pass's U > 0; near_element maps a bit to its element).
+// Returns (W = 1; else 0) the mask's bits whose elements have keys >= lo: MLOPS_SAMPLE_MASK_DRAW_KEPT's mask for
+// mask_draw (the crossing bin and every bin above it, where any tau of the row lies).
 template <int NT, bool IDX, int W = 1, bool Q = false, int K = 1>
-__device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
-                          ClusterShared<NT>& sh) {
+__device__ uint64_t list_near(const float* zs, uint64_t near, uint64_t near2, uint32_t lo, uint32_t hi,
+                              ClusterShared<NT>& sh) {
   const int tid = threadIdx.x;
+  uint64_t kept = 0;
   if (tid == 0) sh.cand_n = 0;
   __syncthreads();  // after every earlier read of cand_n / cand
   while (__ballot_sync(kFull, (near | near2) != 0)) {  // near's elements first, then near2's (W = 2; else 0)
-    uint32_t i[K];
+    uint32_t i[K], e[K];
     bool has[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {  // a lane's next K elements: their K loads in flight at once (K > 1)
       has[k] = (near | near2) != 0;
       i[k] = 0;
+      e[k] = 0;
       if (has[k]) {
         const bool lo_word = W == 1 || near != 0;
         const uint64_t w = lo_word ? near : near2;
         const uint32_t l = uint32_t(w), h = uint32_t(w >> 32);
-        i[k] = near_element<NT, Q>(tid, uint32_t((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h)))));
+        e[k] = uint32_t((lo_word ? 0 : 64) + (l ? __ffs(int(l)) - 1 : 31 + __ffs(int(h))));
+        i[k] = near_element<NT, Q>(tid, e[k]);
         if (lo_word)
           near &= near - 1;
         else
@@ -424,11 +429,13 @@ __device__ void list_near(const float* zs, uint64_t near, uint64_t near2, uint32
     for (int k = 0; k < K; ++k) {
       const uint32_t key = key_of(x[k]);
       const bool on = has[k] && key >= lo && key <= hi;
+      if (W == 1 && has[k] && key >= lo) kept |= 1ull << (e[k] & 63u);
       const uint32_t at = warp_slot(on, &sh.cand_n);
       if (on && at < uint32_t(kClusterCand)) sh.cand[at] = IDX ? bits_f32(i[k]) : x[k];
     }
   }
   __syncthreads();
+  return kept;
 }
 
 // The tp forms' list (slice indices of every element at or above the crossing bin, for this CTA's draw) reordered so
@@ -603,7 +610,8 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   } else {
     if (by_mask && !NIB) {  // NIB keeps no mask: a crossing past the codes lists from the slice below
       constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
-      list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+      const uint64_t kept = list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
+      if (MLOPS_SAMPLE_MASK_DRAW_KEPT && near_out) *near_out = kept;  // mask_draw's bits: the crossing bin and above
     } else if constexpr (TP) {
       build_candidates_staged<NT, true>(zs, n, prefix, sh);
     } else {
