@@ -34,6 +34,8 @@
 # Run 250: CARRY=.carry/s53d SIDES="base ds" PROBES="base ds" TEST_SIDE=ds ROUNDS=5 END=300 (SAN_K tk; ds = TK_DRAW_SPLIT, reverted).
 # Next (prepared, four starts refused): CARRY=.carry/s53e SIDES="base w0" PROBES="base w0" TEST_SIDE=w0 ROUNDS=4 END=250
 # SAN_K="test_cluster_sanitizer_subset and (wide or tp3) and not tp3g" (w0 = TP3_WARPS=2; probes with TP3_MARKS).
+# Session 54, run 251: CARRY=.carry/s54a SIDES="base w0 mk both" PROBES="base w0 mk" TEST_SIDE=both ROUNDS=4 END=380 (that
+# SAN_K; mk = MASK_DRAW_KEPT, on since; both = it and TP3_WARPS=2).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }

@@ -96,15 +96,15 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_MASK_DRAW
 #define MLOPS_SAMPLE_WIDE_MASK_DRAW 1
 #endif
-// MLOPS_SAMPLE_MASK_DRAW_KEPT (session 54, prepared): mask_draw over the bits of the near elements at or above the
-// crossing bin's lower bound (list_near's return: it loads every near element and tests its key anyway) instead of
-// every near bit. The draw's tau lies in the crossing bin or above (the rounds refine within it; min-p only raises
-// it), so the same elements weigh and the same chunk sums, token and weight. On the bench's B = 1 rows a CTA's near
-// bins (down to m - 10 T) hold ~450 elements, the crossing bin and above ~90: a thread's chain of (load, key, weight,
-// atomics) in mask_draw falls from ~0.9 elements on average (the slowest thread's ~5) to ~0.17 (run 248: "draw:
-// sums" 1.14 us).
+// MLOPS_SAMPLE_MASK_DRAW_KEPT (session 54): mask_draw over the bits of the near elements at or above the crossing
+// bin's lower bound (list_near's return: it loads every near element and tests its key anyway) instead of every near
+// bit. The draw's tau lies in the crossing bin or above (the rounds refine within it; min-p only raises it), so the
+// same elements weigh: the same chunk sums, token and weight. On the bench's rows a CTA's near bins (down to m - 10 T)
+// hold ~450 elements, the crossing bin and above ~90. GPU run 251 (an H100, four paired rounds): B = 1 top-p 19.54 ->
+// 19.32 us (CUPTI 16.6 -> 16.5), penalties + top-p 20.94 -> 20.82, B = 8 top-p 24.61 -> 23.81, penalties + top-p
+// 26.52 -> 25.65; the probe's B = 1 "draw: sums" 1.13 -> 1.04. On since; 0: every near bit (the runner checks both).
 #ifndef MLOPS_SAMPLE_MASK_DRAW_KEPT
-#define MLOPS_SAMPLE_MASK_DRAW_KEPT 0
+#define MLOPS_SAMPLE_MASK_DRAW_KEPT 1
 #endif
 // The staged wide / tp forms' near pass by 16-byte loads from the staged slice (session 47; wide_near_pass's U, as
 // MLOPS_SAMPLE_GSL_QUADS is for the global-slice forms, with MLOPS_SAMPLE_GSL_LEAN's whole trips): U float4 of

@@ -123,12 +123,14 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       first 32 taken) 8;
     - and session 53's tk_top_p_warp rule split among every warp (tk_top_p_split, MLOPS_SAMPLE_TK_TOPP_SPLIT, on by
       default since GPU run 249; the earlier-forms build below takes warp 0's, 0): a key's own weight counted above it
-      (>= for >) fails 24 checks, each warp's entries after its first dropped 48."""
+      (>= for >) fails 24 checks, each warp's entries after its first dropped 48;
+    - and mask_draw over every near bit (MLOPS_SAMPLE_MASK_DRAW_KEPT=0, the form before session 54; the default build
+      draws over list_near's bits at or above the crossing bin: taking only the bins above it fails 52 checks)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
                     "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1", "MLOPS_SAMPLE_TK_WINDOW_GUESS=1",
-                    "MLOPS_SAMPLE_TP3_WARPS=1", "MLOPS_SAMPLE_TK_TOPP_SPLIT=1"))
+                    "MLOPS_SAMPLE_TP3_WARPS=1", "MLOPS_SAMPLE_TK_TOPP_SPLIT=1", "MLOPS_SAMPLE_MASK_DRAW_KEPT=0"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
