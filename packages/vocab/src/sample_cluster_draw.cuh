@@ -162,13 +162,14 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
 // caller knows it holds every kept element) added into the sums of the chunk of `chunk` consecutive slice elements that
 // holds it, the low 16 bits into hlo[c] and the rest into hhi[c] (neither word wraps: a chunk holds fewer than 2^16
 // elements). The words zeroed before, a barrier after: the caller's.
-template <int NT>
+// W0: the first chunk's words (mask_draw's kMaskDrawWords).
+template <int NT, int W0 = 0>
 __device__ __forceinline__ void add_chunk_weight(const float* zs, const LeanRow& lr, uint32_t tau, uint32_t chunk,
                                                  uint32_t li, ClusterShared<NT>& sh) {
   const float x = zs[li];
   const uint32_t w = lean_weight1(lr, x, key_of(x) >= tau);
   if (w) {
-    const uint32_t c = li / chunk;
+    const uint32_t c = W0 + li / chunk;
     atomicAdd(&sh.hlo[c], w & 0xffffu);
     if (w >> 16) atomicAdd(&sh.hhi[c], w >> 16);
   }
@@ -294,25 +295,35 @@ __device__ __forceinline__ void tk_draw(const SampleParams& p, int64_t row, int6
 // (tk_draw<TP>'s words), and the thread whose chunk holds the target walks it weighing only the elements at or above
 // tau (walk_chunk): the same integers in the same index order, the same token.
 // Q: the mask of the quad-loaded pass (MLOPS_SAMPLE_WIDE_QUADS > 0), bit e element near_element<NT, true>(tid, e).
+// The chunk words: hlo / hhi [W0, W0 + NT) (kMaskDrawWords); zeroed: by wide_top_p, and nothing wrote them since
+// (MLOPS_SAMPLE_MASK_DRAW_PREZERO), else zeroed here.
 template <int C, int NT, bool Q = (MLOPS_SAMPLE_WIDE_QUADS > 0)>
 __device__ __forceinline__ void mask_draw(const SampleParams& p, int64_t row, int64_t step, int64_t v0, int64_t v1,
                                           const float* zs, const LeanRow& lr, uint32_t tau, uint64_t near,
-                                          ClusterShared<NT>& sh) {
-  static_assert(NT <= 256 * kRep, "a chunk's sum in hlo / hhi");
+                                          ClusterShared<NT>& sh, bool zeroed = false) {
+  constexpr int W0 = kMaskDrawWords<NT>;
+  static_assert(W0 + NT <= 256 * kRep, "a chunk's sum in hlo / hhi");
   const int tid = threadIdx.x;
   const int n = int(v1 - v0);
   const int q = ((n + NT - 1) / NT) | 1;  // lean_draw's chunk
   const int c0 = tid * q < n ? tid * q : n;
   const int c1 = c0 + q < n ? c0 + q : n;
-  sh.hlo[tid] = 0;
-  sh.hhi[tid] = 0;
-  __syncthreads();
+  MLOPS_SAMPLE_DRAW_MARK(5);  // entered
+  if (!zeroed) {  // CTA-uniform
+    sh.hlo[W0 + tid] = 0;
+    sh.hhi[W0 + tid] = 0;
+    __syncthreads();
+  }
+  MLOPS_SAMPLE_DRAW_MARK(4);  // zeroed
   for (uint64_t b = near; b; b &= b - 1)  // the element of each set bit e (wide_near_pass's W = 1)
-    add_chunk_weight<NT>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)), sh);
+    add_chunk_weight<NT, W0>(zs, lr, tau, uint32_t(q), near_element<NT, Q>(tid, uint32_t(__ffsll((long long)b) - 1)),
+                             sh);
+  MLOPS_SAMPLE_DRAW_MARK(15);  // thread 0's weights added
   __syncthreads();
   MLOPS_SAMPLE_NEAR_MARK(5);  // the chunk sums
   MLOPS_SAMPLE_TP3_MARK(6);
-  const uint64_t s = uint64_t(sh.hlo[tid]) + (uint64_t(sh.hhi[tid]) << 16);
+  MLOPS_SAMPLE_DRAW_MARK(6);
+  const uint64_t s = uint64_t(sh.hlo[W0 + tid]) + (uint64_t(sh.hhi[W0 + tid]) << 16);
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
   if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
   MLOPS_SAMPLE_NEAR_MARK(6);  // located (the walking CTA's thread 0 only)

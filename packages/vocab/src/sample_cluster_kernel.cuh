@@ -362,6 +362,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     constexpr bool kMaskDraw = WIDE && !TP && !GSL && MLOPS_SAMPLE_WIDE_MASK_DRAW;
     uint64_t wnear = 0;
     bool wnear_ok = false;
+    bool wzeroed = false;  // MLOPS_SAMPLE_MASK_DRAW_PREZERO: mask_draw's words zeroed by wide_top_p, untouched since
     // element i of the candidate list (TK: a slice index into zs)
     auto cv = [&](int i) -> float {
       if constexpr (TK) return zs[f32_bits(sh.cand[i])];
@@ -544,6 +545,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           }
         }
       }
+      // the rounds below zero and fill all of hlo / hhi (mask_draw's words too)
+      if constexpr (kMaskDraw && MLOPS_SAMPLE_MASK_DRAW_PREZERO) wzeroed = wnear_ok && top < 0;
 #pragma unroll 1
       for (int level = top; level >= 0; --level) {
         const int sh_bits = wide ? wide_shift(level) : 8 * level;
@@ -718,7 +721,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
     } else if constexpr (LEAN) {
       writer = false;  // the thread whose chunk holds the target writes the token itself
       if (kMaskDraw && wnear_ok)
-        mask_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, wnear, sh);
+        mask_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, wnear, sh, wzeroed);
       else
         lean_draw<C, NT>(p, row, step, v0, v1, zs, lean_row(rcfg, m, T), tau, sh);
     } else {

@@ -106,6 +106,14 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_MASK_DRAW_KEPT
 #define MLOPS_SAMPLE_MASK_DRAW_KEPT 1
 #endif
+// MLOPS_SAMPLE_MASK_DRAW_PREZERO (session 54, prepared): mask_draw's chunk words at hlo / hhi [NT, 2 NT) instead of
+// [0, NT), zeroed by wide_top_p before list_near's first barrier, so that mask_draw neither zeroes them nor waits a
+// barrier for it. Nothing writes those words in between on the path where tp3_rounds finishes (its finish takes hlo's
+// first 64 words; the gather, cnt / mass and the list); where the generic rounds ran after it (they zero and fill all
+// of hlo / hhi) mask_draw zeroes them itself. The same sums, token and weight.
+#ifndef MLOPS_SAMPLE_MASK_DRAW_PREZERO
+#define MLOPS_SAMPLE_MASK_DRAW_PREZERO 0
+#endif
 // The staged wide / tp forms' near pass by 16-byte loads from the staged slice (session 47; wide_near_pass's U, as
 // MLOPS_SAMPLE_GSL_QUADS is for the global-slice forms, with MLOPS_SAMPLE_GSL_LEAN's whole trips): U float4 of
 // shared memory a trip, near elements told by one float compare, the trip's mask bits set without a branch. The
@@ -285,6 +293,18 @@ __device__ unsigned long long g_sample_row_marks[64][16][16];
 #else
 #define MLOPS_SAMPLE_TP3_MARK(i) \
   do {                           \
+  } while (0)
+#endif
+// Session 54's points inside mask_draw (the probe built with MLOPS_SAMPLE_DRAW_MARKS; not with the other two): 5 at
+// its entry, 4 after the chunk words' zeroing (its barrier), 15 thread 0's weights added, 6 the sums (their barrier).
+#if defined(MLOPS_SAMPLE_DRAW_MARKS)
+#if defined(MLOPS_SAMPLE_TP3_MARKS) || defined(MLOPS_SAMPLE_NEAR_MARKS)
+#error "MLOPS_SAMPLE_DRAW_MARKS takes marks 4 / 15 / 5 / 6 as the other two do: one of the three at a time"
+#endif
+#define MLOPS_SAMPLE_DRAW_MARK(i) MLOPS_SAMPLE_MARK(i)
+#else
+#define MLOPS_SAMPLE_DRAW_MARK(i) \
+  do {                            \
   } while (0)
 #endif
 #if defined(MLOPS_SAMPLE_NEAR_MARKS)

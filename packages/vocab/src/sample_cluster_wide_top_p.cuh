@@ -387,6 +387,11 @@ __device__ __forceinline__ uint32_t warp_slot(bool on, uint32_t* n) {
   return __shfl_sync(kFull, at, 0) + uint32_t(__popc(b & ((1u << lane) - 1u)));
 }
 
+// mask_draw's first chunk word in hlo / hhi: NT with MLOPS_SAMPLE_MASK_DRAW_PREZERO (wide_top_p zeroes [NT, 2 NT)
+// before list_near; the near bins, which other CTAs read until the gather, and tp3_finish's entries lie below NT), else 0
+template <int NT>
+constexpr int kMaskDrawWords = MLOPS_SAMPLE_MASK_DRAW_PREZERO ? NT : 0;
+
 // build_candidates_staged's list (keys in [lo, hi]; IDX: slice indices, else values) from wide_near_pass's bit masks
 // (bit e of a thread's: its element tid + e NT lies in a near bin; the crossing bin and everything above it are near
 // bins): a thread visits its few near elements only, a warp pushing them a round at a time (one ballot, one atomic).
@@ -610,6 +615,11 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   } else {
     if (by_mask && !NIB) {  // NIB keeps no mask: a crossing past the codes lists from the slice below
       constexpr int K = GSL ? MLOPS_SAMPLE_GSL_LIST_LOADS : 1;  // list_near's loads a lane in flight
+      if (MLOPS_SAMPLE_MASK_DRAW_PREZERO && near_out) {  // mask_draw's chunk words; list_near's first barrier orders it
+        static_assert(!MLOPS_SAMPLE_MASK_DRAW_PREZERO || 2 * NT <= 256 * kRep, "mask_draw's words above NT");
+        sh.hlo[kMaskDrawWords<NT> + threadIdx.x] = 0;
+        sh.hhi[kMaskDrawWords<NT> + threadIdx.x] = 0;
+      }
       const uint64_t kept = list_near<NT, TP, W, (U > 0), K>(zs, near, near2, prefix, TP ? 0xffffffffu : prefix | ~mask, sh);
       if (MLOPS_SAMPLE_MASK_DRAW_KEPT && near_out) *near_out = kept;  // mask_draw's bits: the crossing bin and above
     } else if constexpr (TP) {

@@ -29,9 +29,12 @@ struct Case {
   // row's mass lies in the bulk's bins, far below the peaks' (a top-p 0.99 crosses there, 0.9 does not)
   int peaks = 0;
   // the logit 1's elements of each row on consecutive floats (1, 1 + 2^-23, ...: distinct keys in one level-2 bin);
-  // 2: besides, the row's first 20 zeros become 1.1 (the same wide bin [1, 1.25), level-2 bin 102 above the ones' 0):
-  // mass above a level-2 bin of over 32 elements inside the crossing wide bin, so the mass above that bin (acc, which
-  // the level-2 choice broadcasts) differs from the wide bin's (session 54)
+  // 2: the ones 32 ulps apart (two level-2 bins of ~256 and ~190, a key a level-1 bin: the generic rounds stop at level
+  // 1 and leave its histogram in hlo / hhi, past the first 256 words too, where MLOPS_SAMPLE_MASK_DRAW_PREZERO's chunk
+  // words lie), and the row's first 20 zeros become 1.1
+  // (the same wide bin [1, 1.25), level-2 bin 102 above the ones' 0): mass above a level-2 bin of over 32 elements
+  // inside the crossing wide bin, so the mass above that bin (acc, which the level-2 choice broadcasts) differs from
+  // the wide bin's (session 54)
   int ulps = 0;
   // the bench's vocabulary, one logit over 100 000 zeros and the rest distinct just below a negative level (T = 1):
   // ~76 000 zeros in one wide bin of a global-slice CTA at C = 2, whose 16-bit halves' 32-bit sums (the wide rounds'
@@ -282,7 +285,7 @@ int main() {
     for (int64_t r = 0; r < c.B && c.ulps; ++r) {
       uint32_t next = mlops::f32_bits(1.0f);
       for (int64_t v = 0; v < c.V; ++v)
-        if (z[r * c.V + v] == 1.0f) z[r * c.V + v] = mlops::bits_f32(next++);
+        if (z[r * c.V + v] == 1.0f) z[r * c.V + v] = mlops::bits_f32(next), next += c.ulps == 2 ? 32u : 1u;
       for (int64_t v = 0, moved = 0; v < c.V && c.ulps == 2 && moved < 20; ++v)
         if (z[r * c.V + v] == 0.0f) z[r * c.V + v] = 1.1f, ++moved;
     }
