@@ -136,9 +136,9 @@ static int run_case(const char* name, SampleParams p, int launches) {
   CK(cudaMemcpy(&tok[1], p.tokens + (p.rows - 1), 4, cudaMemcpyDeviceToHost));
   std::printf("%s (cluster %d, B = %lld; tokens %d %d)\n  point            slowest CTA cycles  fastest  (us at 1.98 GHz, slowest)\n",
               name, C, (long long)p.rows, tok[0], tok[1]);
-#if !defined(MLOPS_SAMPLE_NEAR_MARKS) && !defined(MLOPS_SAMPLE_TP3_MARKS)
+#if !defined(MLOPS_SAMPLE_NEAR_MARKS) && !defined(MLOPS_SAMPLE_TP3_MARKS) && !defined(MLOPS_SAMPLE_DRAW_MARKS)
   static const int order[kMarks] = {0, 1, 2, 3, 4, 15, 5, 6, 11, 12, 13, 14, 7, 8, 9, 10};  // in time order
-#else  // session 47 (53): marks 4 / 15 / 5 / 6 inside the top-p near pass (tp3_rounds) and mask_draw; by their time
+#else  // session 47 (53, 54): marks 4 / 15 / 5 / 6 inside the top-p near pass (tp3_rounds; mask_draw); by their time
   int order[kMarks];
   for (int m = 0; m < kMarks; ++m) order[m] = m;
   std::stable_sort(order, order + kMarks, [&](int a, int b) {
@@ -147,6 +147,9 @@ static int run_case(const char* name, SampleParams p, int launches) {
 #if defined(MLOPS_SAMPLE_NEAR_MARKS)
   kMarkNames[4] = "near: w0 pass", kMarkNames[15] = "near: block sum", kMarkNames[5] = "draw: sums";
   kMarkNames[6] = "draw: located";
+#elif defined(MLOPS_SAMPLE_DRAW_MARKS)
+  kMarkNames[5] = "draw: entered", kMarkNames[4] = "draw: zeroed", kMarkNames[15] = "draw: t0 added";
+  kMarkNames[6] = "draw: sums";
 #else
   kMarkNames[4] = "tp3: weighed", kMarkNames[15] = "tp3: chosen", kMarkNames[5] = "tp3: collected";
   kMarkNames[6] = "draw: sums";
