@@ -36,6 +36,8 @@
 # SAN_K="test_cluster_sanitizer_subset and (wide or tp3) and not tp3g" (w0 = TP3_WARPS=2; probes with TP3_MARKS).
 # Session 54, run 251: CARRY=.carry/s54a SIDES="base w0 mk both" PROBES="base w0 mk" TEST_SIDE=both ROUNDS=4 END=380 (that
 # SAN_K; mk = MASK_DRAW_KEPT, on since; both = it and TP3_WARPS=2).
+# Next: CARRY=.carry/s54b SIDES="base pz" PROBES="base pz" TEST_SIDE=pz ROUNDS=5 END=330 (that SAN_K; pz = MASK_DRAW_PREZERO,
+# both probes with DRAW_MARKS).
 export PYTHONUNBUFFERED=1 MLOPS_TEST_CUDA=system
 R=/tmp/s47a-r/v; rm -rf $R; mkdir -p $R $OUT; source ci/device/lib.sh; dry_stubs
 snap() { (cd $R/.. && tar czf $OUT/v.tgz v); }
