@@ -125,12 +125,16 @@ def test_sampler_near_codes_and_penalty_table_on_host_equal_host_emulation(tmp_p
       default since GPU run 249; the earlier-forms build below takes warp 0's, 0): a key's own weight counted above it
       (>= for >) fails 24 checks, each warp's entries after its first dropped 48;
     - and mask_draw over every near bit (MLOPS_SAMPLE_MASK_DRAW_KEPT=0, the form before session 54; the default build
-      draws over list_near's bits at or above the crossing bin: taking only the bins above it fails 52 checks)."""
+      draws over list_near's bits at or above the crossing bin: taking only the bins above it fails 52 checks);
+    - and session 54's mask_draw words zeroed before list_near (MLOPS_SAMPLE_MASK_DRAW_PREZERO, prepared, off by
+      default): trusting the words after the generic rounds fails 4 checks (the "near-ties under 20 at 1.1" row, whose
+      rounds stop at level 1; not caught with MLOPS_SAMPLE_TP3_LEVEL1, whose tp3_rounds takes level 1)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=1", "MLOPS_SAMPLE_PENALTY_TABLE=1", "MLOPS_SAMPLE_PENALTY_SLOT_BITS=7",
                     "MLOPS_SAMPLE_PENALTY_PREFETCH=1", "MLOPS_SAMPLE_TK_WARPS_GATHER=2", "MLOPS_SAMPLE_TK_FINISH2=1",
                     "MLOPS_SAMPLE_TK_TOPP_WARP=1", "MLOPS_SAMPLE_TK_TOPP_DRAW=1", "MLOPS_SAMPLE_TK_WINDOW_GUESS=1",
-                    "MLOPS_SAMPLE_TP3_WARPS=1", "MLOPS_SAMPLE_TK_TOPP_SPLIT=1", "MLOPS_SAMPLE_MASK_DRAW_KEPT=0"))
+                    "MLOPS_SAMPLE_TP3_WARPS=1", "MLOPS_SAMPLE_TK_TOPP_SPLIT=1", "MLOPS_SAMPLE_MASK_DRAW_KEPT=0",
+                    "MLOPS_SAMPLE_MASK_DRAW_PREZERO=1"))
 
 
 def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):

@@ -31,10 +31,9 @@ struct Case {
   // the logit 1's elements of each row on consecutive floats (1, 1 + 2^-23, ...: distinct keys in one level-2 bin);
   // 2: the ones 32 ulps apart (two level-2 bins of ~256 and ~190, a key a level-1 bin: the generic rounds stop at level
   // 1 and leave its histogram in hlo / hhi, past the first 256 words too, where MLOPS_SAMPLE_MASK_DRAW_PREZERO's chunk
-  // words lie), and the row's first 20 zeros become 1.1
-  // (the same wide bin [1, 1.25), level-2 bin 102 above the ones' 0): mass above a level-2 bin of over 32 elements
-  // inside the crossing wide bin, so the mass above that bin (acc, which the level-2 choice broadcasts) differs from
-  // the wide bin's (session 54)
+  // words lie), and the row's first 20 zeros become 1.1 (the same wide bin [1, 1.25), level-2 bin 102 above the ones'
+  // 0): mass above a level-2 bin of over 32 elements inside the crossing wide bin, so the mass above that bin (acc,
+  // which the level-2 choice broadcasts) differs from the wide bin's (session 54)
   int ulps = 0;
   // the bench's vocabulary, one logit over 100 000 zeros and the rest distinct just below a negative level (T = 1):
   // ~76 000 zeros in one wide bin of a global-slice CTA at C = 2, whose 16-bit halves' 32-bit sums (the wide rounds'
