@@ -36,19 +36,40 @@ static const char* kMarkNames[kMarks] = {"start",          "penalties",      "st
 // rows grouped by start (a row starting > 2 us after the round's first opens the next round), a round's row count,
 // start, and its rows' durations (min / median / max, us); then the launch's span from the first start to the last end.
 // (MLOPS_SAMPLE_ROW_SPAN: a header from session 36 on; built against an older one, -I<dir>, the spans are left out.)
-// reset_row_spans before each launch: starts at ~0 (atomicMin), ends at 0 (atomicMax).
+// reset_row_spans before each launch: starts at ~0 (atomicMin), ends at 0 (atomicMax); session 55's words (a header
+// with MLOPS_SAMPLE_ROW_SPAN_WORDS): the latest start at 0, the earliest end at ~0.
+#if defined(MLOPS_SAMPLE_ROW_SPAN_WORDS)
+constexpr int kSpanWords = MLOPS_SAMPLE_ROW_SPAN_WORDS;
+#else
+constexpr int kSpanWords = 2;
+#endif
 static int reset_row_spans() {
 #if defined(MLOPS_SAMPLE_ROW_SPAN)
-  unsigned long long rows[64][2];
-  for (auto& r : rows) r[0] = ~0ull, r[1] = 0;
+  unsigned long long rows[64][kSpanWords];
+  for (auto& r : rows)
+    for (int w = 0; w < kSpanWords; ++w) r[w] = w == 0 || w == 3 ? ~0ull : 0ull;
   CK(cudaMemcpyToSymbol(g_sample_rows, rows, sizeof(rows)));
 #endif
   return 0;
 }
 
+// Row 0's span in this launch (%globaltimer, ns): [0] first start to last end, [1] first to last start, [2] first to
+// last end; false without the words.
+static bool row0_span(double out[3]) {
+#if defined(MLOPS_SAMPLE_ROW_SPAN) && defined(MLOPS_SAMPLE_ROW_SPAN_WORDS)
+  unsigned long long r[kSpanWords];
+  CK(cudaMemcpyFromSymbol(r, g_sample_rows, sizeof(r)));
+  out[0] = double(r[1] - r[0]), out[1] = double(r[2] - r[0]), out[2] = double(r[1] - r[3]);
+  return true;
+#else
+  (void)out;
+  return false;
+#endif
+}
+
 static int row_spans(int n) {
 #if defined(MLOPS_SAMPLE_ROW_SPAN)
-  unsigned long long rows[64][2];
+  unsigned long long rows[64][kSpanWords];
   CK(cudaMemcpyFromSymbol(rows, g_sample_rows, sizeof(rows)));
   std::vector<std::pair<double, double>> se;  // start, end (us from the earliest start)
   unsigned long long t0 = ~0ull, t1 = 0;
@@ -82,7 +103,7 @@ static int run_case(const char* name, SampleParams p, int launches) {
   const size_t bytes = F::gsl ? size_t(gsl_dyn_bytes(p.vocab, C, NT))  // the gathered list and the near codes
                                : size_t(cluster_stage_bytes(p.vocab, C)) + (F::gather ? size_t(kGather) * 4 : 0);
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  std::vector<std::vector<double>> slow(kMarks), fast(kMarks);
+  std::vector<std::vector<double>> slow(kMarks), fast(kMarks), span(3);
   unsigned long long tl[16][16];
 #if defined(MLOPS_SAMPLE_HAS_ROW_MARKS)
   const int nr = p.rows > 1 ? (int(p.rows) < 64 ? int(p.rows) : 64) : 0;  // rows whose points are kept (B > 1)
@@ -100,6 +121,9 @@ static int run_case(const char* name, SampleParams p, int launches) {
     if (launch_clusters(kernel, C, int(p.rows), NT, bytes, p)) return 1;
     CK(cudaDeviceSynchronize());
     if (it < 5) continue;
+    double sp[3];
+    if (row0_span(sp))
+      for (int k = 0; k < 3; ++k) span[k].push_back(sp[k]);
     CK(cudaMemcpyFromSymbol(tl, g_sample_timeline, sizeof(tl)));
 #if defined(MLOPS_SAMPLE_HAS_ROW_MARKS)
     if (nr) {
@@ -184,6 +208,9 @@ static int run_case(const char* name, SampleParams p, int launches) {
     }
   }
 #endif
+  if (!span[0].empty())
+    std::printf("  row 0 by %%globaltimer (median of launches): first start to last end %.2f us, starts spread %.2f, "
+                "ends spread %.2f\n", med(span[0]) / 1e3, med(span[1]) / 1e3, med(span[2]) / 1e3);
   if (p.rows > 1) return row_spans(int(p.rows) < 64 ? int(p.rows) : 64);
   return 0;
 }
@@ -209,6 +236,20 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> nd(0.0f, 3.0f);
   std::vector<float> hz(size_t(B) * V);
   for (auto& x : hz) x = nd(rng);
+  // Session 55: MLOPS_PROBE_ROWS=<file> (raw fp32, a whole number of rows of V, e.g. the bench's torch.randn rows
+  // saved by tensor.numpy().tofile) replaces the rows, repeated to B: the marks on the very rows the bench times (its
+  // rows and these N(0, 3^2) ones are drawn alike but are not the same numbers, and top-p's and the draws' work
+  // depends on where the threshold falls).
+  if (const char* path = std::getenv("MLOPS_PROBE_ROWS")) {
+    FILE* f = std::fopen(path, "rb");
+    if (!f) return std::fprintf(stderr, "MLOPS_PROBE_ROWS: cannot open %s\n", path), 1;
+    const size_t got = std::fread(hz.data(), sizeof(float), hz.size(), f);
+    std::fclose(f);
+    if (got == 0 || got % size_t(V))
+      return std::fprintf(stderr, "MLOPS_PROBE_ROWS: %zu floats, not rows of %lld\n", got, (long long)V), 1;
+    for (size_t i = got; i < hz.size(); ++i) hz[i] = hz[i % got];
+    std::printf("rows: %zu from %s\n", got / size_t(V), path);
+  }
   float* z;
   mlops_sample_config* cf;
   uint64_t* seeds;

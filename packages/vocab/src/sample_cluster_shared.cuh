@@ -248,7 +248,10 @@ constexpr int64_t kPenaltyTableMax = kPenaltySlots * 3 / 4;
 // last CTA end (atomicMax), rows 0 .. 63.
 #if defined(MLOPS_SAMPLE_TIMELINE) && !defined(MLOPS_CUDA_ON_HOST)
 __device__ unsigned long long g_sample_timeline[16][16];  // declared in both passes: the probe reads it
-__device__ unsigned long long g_sample_rows[64][2];
+// A row's %globaltimer span: [0] its earliest CTA's start, [1] its latest CTA's end; session 55: [2] its latest CTA's
+// start, [3] its earliest CTA's end (how far apart the cluster's CTAs start: the marks count from each CTA's own start)
+__device__ unsigned long long g_sample_rows[64][4];
+#define MLOPS_SAMPLE_ROW_SPAN_WORDS 4
 // session 41: every row's points (rows 0 .. 63), each CTA's %clock64 as g_sample_timeline's for row 0: at B = 64 the
 // global-slice form's top-p rows, all in one round, took 35 - 55 us (GPU run 207), and which phase differs tells why
 #define MLOPS_SAMPLE_HAS_ROW_MARKS 1
@@ -264,16 +267,19 @@ __device__ unsigned long long g_sample_row_marks[64][16][16];
       g_sample_row_marks[blockIdx.y][cluster_rank()][i] = t_;                             \
     }                                                                                     \
   } while (0)
-// i = 0: the row's start (the earliest CTA's), 1: its end (the latest CTA's)
+// i = 0: the CTA's start, 1: its end (g_sample_rows)
 #define MLOPS_SAMPLE_ROW_SPAN(i)                                                          \
   do {                                                                                    \
     if (threadIdx.x == 0 && blockIdx.y < 64) {                                            \
       unsigned long long t_;                                                              \
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)::"memory");                    \
-      if ((i) == 0)                                                                       \
+      if ((i) == 0) {                                                                     \
         atomicMin(&g_sample_rows[blockIdx.y][0], t_);                                     \
-      else                                                                                \
+        atomicMax(&g_sample_rows[blockIdx.y][2], t_);                                     \
+      } else {                                                                            \
         atomicMax(&g_sample_rows[blockIdx.y][1], t_);                                     \
+        atomicMin(&g_sample_rows[blockIdx.y][3], t_);                                     \
+      }                                                                                   \
     }                                                                                     \
   } while (0)
 #else
