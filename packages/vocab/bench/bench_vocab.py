@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import statistics
 import sys
 
 import torch
@@ -274,6 +275,33 @@ def bench_sampling(b: Bench, quick: bool, only_variants: tuple = (), batches: tu
                          meets_target=None if target is None else t <= target)
 
 
+ROW_SWEEP_MODES = ("top_p0.9", "penalties_top_p0.9", "top_k50_top_p0.9_min_p0.05", "temperature")
+
+
+def bench_row_sweep(b: Bench, n: int, modes: tuple = ()):
+    """B = 1's planned call on n seeded rows (seeds 1001 .. 1000 + n; 1001 is bench_sampling's B = 1 row), timed as
+    bench_sampling times it: the spread a target read on one row hides. Session 55 (GPU run 255, an H100): top-p's
+    time follows the wide bin its threshold falls in (quarter octaves of the logit: [6, 7) holds ~2000 elements of a
+    N(0, 3^2) row, [7, 8) ~900), events 15.1 - 20.0 us over 16 rows, seed 1001's among the slow ones."""
+    V = 151936
+    for mode in modes or ROW_SWEEP_MODES:
+        cfg = MODES[mode]
+        ts, kts = [], []
+        for seed in range(1001, 1001 + n):
+            gen = torch.Generator(device="cuda").manual_seed(seed)
+            z = torch.randn(1, V, device="cuda", generator=gen) * 3
+            hist = torch.randint(0, V, (1, 256), device="cuda", dtype=torch.int32, generator=gen)
+            hlen = torch.full((1,), 256, device="cuda", dtype=torch.int32)
+            t, planned, kt = time_sampler(b, z, hist, hlen, mode, cfg, None, quick=False)
+            ts.append(t)
+            kts.append(kt)
+        us = [round(t * 1e6, 2) for t in ts]
+        b.record(case=f"sample V={V} B=1 {mode} rows", impl="mlops", ran_as=mv.sample_variant_runs_as(planned, 1, V),
+                 seconds=statistics.median(ts), row_seeds=[1001, 1000 + n], row_us=us, min_us=min(us), max_us=max(us),
+                 kernel_us=[None if k is None else round(k * 1e6, 2) for k in kts],
+                 under_target=sum(t <= 15e-6 for t in ts))
+
+
 def time_sampler(b: Bench, z, hist, hlen, mode: str, cfg: dict, variant, quick: bool) -> tuple:
     B, V = z.shape
     s = mv.Sampler(B, V, device="cuda", seed=1, variant=variant, **cfg)
@@ -308,6 +336,8 @@ def main():
                     help="only these sampler and / or lm_head variants (comma-separated) next to the planned call")
     ap.add_argument("--batches", default="1,8,64", help="the sampling section's batch sizes (comma-separated)")
     ap.add_argument("--modes", default="", help="only these sampling modes (comma-separated names of MODES)")
+    ap.add_argument("--row-seeds", type=int, default=0,
+                    help="also B = 1's planned call on this many seeded rows (bench_row_sweep; with --modes, those)")
     a = ap.parse_args()
     only_variants = tuple(v for v in a.variants.split(",") if v)
     lm_names = {v["name"] for v in mv.lm_head_variants()}
@@ -329,6 +359,8 @@ def main():
     if a.only in (None, "sampling"):
         bench_sampling(b, a.quick, only_variants, tuple(int(x) for x in a.batches.split(",") if x),
                        tuple(m for m in a.modes.split(",") if m))
+    if a.row_seeds > 0 and a.only in (None, "sampling"):
+        bench_row_sweep(b, a.row_seeds, tuple(m for m in a.modes.split(",") if m))
 
 
 if __name__ == "__main__":
