@@ -72,15 +72,22 @@ __device__ __forceinline__ uint64_t near_code(uint32_t b) { return b < kNibBins 
 template <int C, int NT, int W = 1, int U = 0, bool NIB = false>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
-                              uint64_t* nib = nullptr) {
+                              uint64_t* nib = nullptr, int* shift = nullptr) {
   static_assert(W == 1 || W == 2, "one or two mask words");
   static_assert(U == 0 || U == 1 || U == 2 || U == 4, "0, 1, 2 or 4 quads a trip");
   static_assert(C <= 32 && C * 32 <= 768, "a lane a CTA; C near-bin rows fit cnt / mass (768 words)");
   static_assert(!NIB || (U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK), "a word a LEAN trip of 4 quads");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
-  const uint32_t wm = key_of(m) >> kWideShift;
-  const uint32_t wl = key_of(m + kNearSpan * T.cutoff) >> kWideShift;  // m - 10 T's bin (m's for a NaN)
+  // ns: the bins' shift, kWideShift or (MLOPS_SAMPLE_NEAR_FINE, W = 1) one bit finer where 32 such bins reach m - 10 T's
+  // (every CTA alike: the row's m and T); returned in *shift
+  const uint32_t kf = key_of(m), kl = key_of(m + kNearSpan * T.cutoff);  // m - 10 T (m for a NaN)
+  const bool fine = MLOPS_SAMPLE_NEAR_FINE && W == 1 && (kl >> (kWideShift - 1)) < (kf >> (kWideShift - 1)) &&
+                    (kf >> (kWideShift - 1)) - (kl >> (kWideShift - 1)) < uint32_t(kNearBins);
+  const int ns = fine ? kWideShift - 1 : kWideShift;
+  if (shift) *shift = ns;
+  const uint32_t wm = kf >> ns;
+  const uint32_t wl = kl >> ns;  // m - 10 T's bin (m's for a NaN)
   const uint32_t nb = wl < wm ? (wm - wl + 1 < uint32_t(kNearBins) ? wm - wl + 1 : uint32_t(kNearBins)) : 1u;
   // The near bins' copies (session 41): a copy sums the 16-bit halves of its weights in two 32-bit words, which wrap
   // past 65 537 elements, and a global-slice CTA (W = 2) takes up to kGslMaxSlice = 131 072 (~76 000 at C = 2: the
@@ -126,7 +133,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       s += w[j];
-      const uint32_t b = wm - (key_of(x[j]) >> kWideShift);  // a weighed element's key is at most the max's
+      const uint32_t b = wm - (key_of(x[j]) >> ns);  // a weighed element's key is at most the max's
       if ((MLOPS_SAMPLE_NEAR_MASK ? on[j] : w[j] != 0u) && b < nb) near_add(b, w[j], bit, j);
     }
   };
@@ -138,7 +145,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
     // atomics stay in the (rare) branch, the element told exactly there by its bin's index. GPU run 211 (an H100,
     // against 2bf0ef7's branch holding the 64-bit mask update too): the B = 64 top-p rows with ~12 % of their elements
     // near 23.5 -> 20.0 us in this pass, those with ~1 % 14.3 -> 15.6, the launch's span 55.4 -> 51.8.
-    const uint32_t klo = (wm - nb + 1u) << kWideShift;
+    const uint32_t klo = (wm - nb + 1u) << ns;
     const float xlo = float_of_bound(klo);
     // NIB: the element's code into the trip's word tn too, for every element of a near bin (weight 0 or not: the
     // list takes them as list_near does)
@@ -150,14 +157,14 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         if constexpr (!NIB) tm |= in ? 1u << (k0 + j) : 0u;
         if constexpr (NIB) {
           if (in) {
-            const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
+            const uint32_t b = wm - (key_of(x[j]) >> ns);
             if (b < nb) {
               tn |= near_code(b) << (4 * (k0 + j));
               if (w[j]) bin_add(b, w[j]);
             }
           }
         } else if (in && w[j]) {
-          const uint32_t b = wm - (key_of(x[j]) >> kWideShift);
+          const uint32_t b = wm - (key_of(x[j]) >> ns);
           if (b < nb) bin_add(b, w[j]);
         }
       }
@@ -590,7 +597,8 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   constexpr int U = GSL ? MLOPS_SAMPLE_GSL_QUADS : MLOPS_SAMPLE_WIDE_QUADS;
   constexpr bool NIB = GSL && TP && MLOPS_SAMPLE_GSL_NIBBLES && U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK;
   uint64_t near, near2 = 0;
-  int bin = wide_near_pass<C, NT, W, U, NIB>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib);
+  int shift = kWideShift;  // the crossing bin's: the near pass's bins (MLOPS_SAMPLE_NEAR_FINE) or the full round's
+  int bin = wide_near_pass<C, NT, W, U, NIB>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib, &shift);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   const uint32_t bc = uint32_t(sh.b_warp);  // the crossing near bin (where bin >= 0), before the full round's writes
   const bool by_nib = NIB && by_mask && bc < kNibBins;
@@ -603,11 +611,12 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   if (bin < 0) {
     cluster_sync_smem();  // every CTA's reads of this one's near bins are behind it (every CTA comes here alike)
     bin = wide_full_pass<C, NT, TP, TP2, GSL>(cfg, m, T, zs, n, sh, acc, thr);
+    shift = kWideShift;
     if (bin < 0) return true;
   }
   MLOPS_SAMPLE_MARK(13);
-  prefix = uint32_t(bin) << kWideShift;
-  mask = ~0u << kWideShift;
+  prefix = uint32_t(bin) << shift;
+  mask = ~0u << shift;
   uint32_t head = 0xffffffffu;  // the whole list
   if (by_nib) {
     head = list_nib<NT>(nib, n, bc, sh);
