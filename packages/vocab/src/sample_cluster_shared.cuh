@@ -136,16 +136,19 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WIDE_LEAN
 #define MLOPS_SAMPLE_WIDE_LEAN 1
 #endif
-// The staged forms' near bins in eighth octaves (session 55, MLOPS_SAMPLE_NEAR_FINE; prepared, 0 until a GPU run times
-// it): wide_near_pass's 32 bins on the key's top 12 bits (sign, exponent, 3 mantissa bits) instead of the wide digit's
+// The staged forms' near bins in eighth octaves (session 55, MLOPS_SAMPLE_NEAR_FINE; on by default since GPU run 257):
+// wide_near_pass's 32 bins on the key's top 12 bits (sign, exponent, 3 mantissa bits) instead of the wide digit's
 // 11, where the 32 still span the max's bin down to m - 10 T's (else the wide digit's, as before). Top-p's work after
 // the crossing follows that bin's count: on the bench's N(0, 3^2) rows a threshold in [6, 7) lists ~3 460 elements,
 // gathers ~2 000 and takes ~1.3 us longer than one in [7, 8) (GPU runs 255 / 256: B = 1 top-p 15.2 - 20.1 us over 16
 // rows). The crossing bin's prefix then fixes 12 bits; the later rounds (bits 13 - 20, ...) count only keys matching
 // it, so their bit-20 half that differs stays empty: the same masses, threshold and token. Not the global-slice forms
-// (W = 2: their near codes count wide bins).
+// (W = 2: their near codes count wide bins). Run 257 (an H100, four alternating rounds): B = 1 top-p 19.04 -> 18.14 us
+// (CUPTI 16.42 -> 15.44), penalties + top-p 20.55 -> 19.77, B = 8 top-p 23.58 -> 22.98; over 16 seeded rows the [6, 7)
+// ones -0.8 to -1.2, the others -0.1 to -0.4; the other modes and B = 64 unchanged (docs/vocab.md "Session 55").
+// 0: the wide digit's bins (the runner's earlier-forms build).
 #ifndef MLOPS_SAMPLE_NEAR_FINE
-#define MLOPS_SAMPLE_NEAR_FINE 0
+#define MLOPS_SAMPLE_NEAR_FINE 1
 #endif
 // A round's key counts summed over the cluster by 16-byte remote loads (cluster_counts256, session 47): each of the
 // 256 threads read its bin's count from each of the C CTAs (C 4-byte loads a thread: 4 096 a CTA at C = 16, every

@@ -81,7 +81,9 @@ def test_sampler_device_code_on_host_equals_host_emulation(tmp_path):
     the host's before (16 failures); summing the near pass's copies in 32 bits again is caught (8). Session 46's wide
     forms (tp3_rounds on their gathered list, the draw over the near mask, both on by default): a threshold one key high
     after tp3_rounds (13 failures), its hand-over to level 1 with acc lost (4), the mask's first bit dropped (46), an
-    index off (22) and the walk's weight off (4) are caught."""
+    index off (22) and the walk's weight off (4) are caught. Session 55's near bins in eighth octaves
+    (MLOPS_SAMPLE_NEAR_FINE, on by default since GPU run 257; the "long slices" rows at T = 0.8 take them): the crossing
+    bin's prefix shifted by the wide digit's 21 bits instead of 20 is caught (80 failures)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754)
 
 
@@ -156,14 +158,16 @@ def test_sampler_earlier_forms_on_host_equal_host_emulation(tmp_path):
     the runner does not build; here in every cluster, with both listings): every CTA's part laid at g_off[0] fails 49
     checks, the crossing bin's counts left out of the layout aborts the runner (a CTA's listing against its count).
     The second build also takes warp 0's top-p after a gathered top-k (MLOPS_SAMPLE_TK_TOPP_SPLIT=0: tk_top_p_warp, the
-    default before GPU run 249)."""
+    default before GPU run 249) and the near bins on the wide digit alone (MLOPS_SAMPLE_NEAR_FINE=0, the form before
+    GPU run 257)."""
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_NEAR_MASK=0", "MLOPS_SAMPLE_BIN_FIRST=0", "MLOPS_SAMPLE_PENALTY_TABLE=0",
                     "MLOPS_SAMPLE_LIST_FLOAT=0", "MLOPS_SAMPLE_TK_PUSH=1"))
     _build_and_run(tmp_path, "sample_kernel_on_host", "sample_host.cpp", 7754,
                    ("MLOPS_SAMPLE_GSL_NIBBLES=0", "MLOPS_SAMPLE_PENALTY_PREFETCH=0", "MLOPS_SAMPLE_EARLY_DRAW=0",
                     "MLOPS_SAMPLE_EARLY_STAGE=0", "MLOPS_SAMPLE_WIDE_TP3=0", "MLOPS_SAMPLE_WIDE_MASK_DRAW=0",
-                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0", "MLOPS_SAMPLE_TK_TOPP_SPLIT=0"))
+                    "MLOPS_SAMPLE_WIDE_LEAN=0", "MLOPS_SAMPLE_TK_COUNT_WINDOW=0", "MLOPS_SAMPLE_TK_TOPP_SPLIT=0",
+                    "MLOPS_SAMPLE_NEAR_FINE=0"))
 
 
 def test_sampler_session44_forms_on_host_equal_host_emulation(tmp_path):
