@@ -79,12 +79,20 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   static_assert(!NIB || (U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK), "a word a LEAN trip of 4 quads");
   const int tid = threadIdx.x;
   const unsigned lane = unsigned(tid) & 31u;
-  // ns: the bins' shift, kWideShift or (MLOPS_SAMPLE_NEAR_FINE, W = 1) one bit finer where 32 such bins reach m - 10 T's
-  // (every CTA alike: the row's m and T); returned in *shift
+  // ns: the bins' shift, kWideShift or (MLOPS_SAMPLE_NEAR_FINE = F, W = 1) the finest of up to F bits finer where 32
+  // such bins reach m - 10 T's (every CTA alike: the row's m and T); returned in *shift
   const uint32_t kf = key_of(m), kl = key_of(m + kNearSpan * T.cutoff);  // m - 10 T (m for a NaN)
-  const bool fine = MLOPS_SAMPLE_NEAR_FINE && W == 1 && (kl >> (kWideShift - 1)) < (kf >> (kWideShift - 1)) &&
-                    (kf >> (kWideShift - 1)) - (kl >> (kWideShift - 1)) < uint32_t(kNearBins);
-  const int ns = fine ? kWideShift - 1 : kWideShift;
+  int ns = kWideShift;
+  if constexpr (W == 1) {
+#pragma unroll
+    for (int f = MLOPS_SAMPLE_NEAR_FINE; f > 0; --f) {
+      const int t = kWideShift - f;
+      if ((kl >> t) < (kf >> t) && (kf >> t) - (kl >> t) < uint32_t(kNearBins)) {
+        ns = t;
+        break;
+      }
+    }
+  }
   if (shift) *shift = ns;
   const uint32_t wm = kf >> ns;
   const uint32_t wl = kl >> ns;  // m - 10 T's bin (m's for a NaN)
