@@ -145,7 +145,7 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // it, so their bit-20 half that differs stays empty: the same masses, threshold and token. Not the global-slice forms
 // (W = 2: their near codes count wide bins). Run 257 (an H100, four alternating rounds): B = 1 top-p 19.04 -> 18.14 us
 // (CUPTI 16.42 -> 15.44), penalties + top-p 20.55 -> 19.77, B = 8 top-p 23.58 -> 22.98; over 16 seeded rows the [6, 7)
-// ones -0.7 to -1.2, the others -0.1 to -0.6; the other modes and B = 64 unchanged (docs/vocab.md "Session 55").
+// ones -0.8 to -1.2, the others -0.1 to -0.6; the other modes and B = 64 unchanged (docs/vocab.md "Session 55").
 // 0: the wide digit's bins (the runner's earlier-forms build). F > 1 (prepared): the finest of up to F bits finer
 // (2: sixteenths of an octave, where 32 of them reach m - 10 T: the bench's rows, 13 -> 5 in ~22).
 #ifndef MLOPS_SAMPLE_NEAR_FINE
