@@ -15,6 +15,33 @@ __device__ __forceinline__ void put_token(const SampleParams& p, int64_t row, in
   if (p.logprobs) p.logprobs[row] = float(log(double(w) / double(S)));
 }
 
+// The walk by a warp (MLOPS_SAMPLE_WARP_WALK): every thread of the CTA that holds the target t calls it with its own
+// chunk [c0, c1), its kept weight s and the CTA's kept weight below it (ex); the warp of the one thread whose chunk holds
+// t takes that chunk 32 positions a step, lane l position c0 + 32 k + l weighed by weight(i) (0 where not kept), an
+// inclusive scan from the running sum, and the first lane whose running sum exceeds t writes the token (its weight is
+// > 0: the running sum before it is at most t): the serial walk's element and weight.
+template <class Weight>
+__device__ __forceinline__ void warp_walk(const SampleParams& p, int64_t row, int64_t v0, int c0, int c1, uint64_t s,
+                                          uint64_t ex, uint64_t t, uint64_t S, Weight weight) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned holder = __ballot_sync(kFull, s && ex <= t && t < ex + s);
+  if (!holder) return;  // every warp but one (one chunk of the CTA holds t)
+  const int src = __ffs(int(holder)) - 1;
+  const int e = __shfl_sync(kFull, c1, src);
+  uint64_t run = __shfl_sync(kFull, ex, src);
+  for (int i0 = __shfl_sync(kFull, c0, src); i0 < e; i0 += 32) {
+    const int i = i0 + int(lane);
+    const uint32_t w = i < e ? weight(i) : 0u;
+    const uint64_t incl = run + warp_incl_scan(uint64_t(w));
+    const unsigned hit = __ballot_sync(kFull, incl > t);
+    if (hit) {
+      if (int(lane) == __ffs(int(hit)) - 1) put_token(p, row, v0 + int64_t(i), w, S);
+      return;
+    }
+    run = __shfl_sync(kFull, incl, 31);
+  }
+}
+
 // The kept weight of a compacted list's elements (index << 32 | weight, nk of them) at indices below ie: the walk in
 // index order of the list draws (tk_draw's over a CTA's list, list_draw's over the gathered one).
 __device__ __forceinline__ uint64_t kept_below(const uint64_t* kl, int nk, uint32_t ie) {
@@ -146,6 +173,10 @@ __device__ __forceinline__ void lean_draw(const SampleParams& p, int64_t row, in
   }
   uint64_t S, ex, t;  // the kept total; this thread's kept weight below it in the CTA; the target in the CTA
   if (!draw_locate<C, NT>(p, row, step, s, sh, S, ex, t)) return;
+  if constexpr (MLOPS_SAMPLE_WARP_WALK != 0) {
+    warp_walk(p, row, v0, c0, c1, s, ex, t, S, [&](int i) { return wz[i]; });
+    return;
+  }
   if (!(s && ex <= t && t < ex + s)) return;
   uint64_t run = ex;
   int i = c0;
@@ -189,6 +220,13 @@ template <bool SKIP>
 __device__ __forceinline__ void walk_chunk(const SampleParams& p, int64_t row, int64_t v0, const float* zs,
                                            const LeanRow& lr, uint32_t tau, int c0, int c1, uint64_t s, uint64_t ex,
                                            uint64_t t, uint64_t S) {
+  if constexpr (MLOPS_SAMPLE_WARP_WALK != 0) {  // every thread of the CTA calls it (its callers' draw_locate is true)
+    warp_walk(p, row, v0, c0, c1, s, ex, t, S, [&](int i) {
+      const float x = zs[i];
+      return lean_weight1(lr, x, key_of(x) >= tau);  // SKIP's elements below tau weigh 0 here too
+    });
+    return;
+  }
   if (!(s && ex <= t && t < ex + s)) return;
   uint64_t run = ex;
   int i = c0;

@@ -114,6 +114,15 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_MASK_DRAW_PREZERO
 #define MLOPS_SAMPLE_MASK_DRAW_PREZERO 0
 #endif
+// MLOPS_SAMPLE_WARP_WALK (session 56, prepared): the staged forms' walk (lean_draw's over its stored weights, walk_chunk's
+// for tk_draw<TP> and mask_draw) by the warp of the one thread whose chunk holds the target, 32 positions a step
+// (warp_walk), instead of that thread alone an element at a time: q = 19 positions a chunk at B = 1 (C = 16, 512
+// threads), each a shared load and a compare on one chain (lean_draw: ~19 dependent load / add pairs; walk_chunk: the
+// loads, then one exp for the ~1 kept element) after the draw's last cluster barrier. The same running sums in the same
+// index order, so the same token and weight; the global-slice forms' chunk_draw already walks by a warp.
+#ifndef MLOPS_SAMPLE_WARP_WALK
+#define MLOPS_SAMPLE_WARP_WALK 0
+#endif
 // The staged wide / tp forms' near pass by 16-byte loads from the staged slice (session 47; wide_near_pass's U, as
 // MLOPS_SAMPLE_GSL_QUADS is for the global-slice forms, with MLOPS_SAMPLE_GSL_LEAN's whole trips): U float4 of
 // shared memory a trip, near elements told by one float compare, the trip's mask bits set without a branch. The
