@@ -107,6 +107,35 @@ __device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, 
   const uint64_t incl = warp_incl_scan(s);
   if (lane == 31) sh.wsum[warp] = incl;
   __syncthreads();
+#if MLOPS_SAMPLE_PUSH_X & 1
+  // pushed (the macro's comment): the totals into every CTA's x_kept[rank], this CTA's mbarrier (pub_kept, armed in the
+  // kernel after the penalties, for rows the max's exchange measured: r_stats 0) waited for by warp 0 alone
+  static_assert(C <= 16, "x_kept's 16 places");
+  if (!sh.r_stats) {  // CTA-uniform: written before the staging's barrier
+    if (warp == 0) {
+      uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+      x = warp_incl_scan(x);
+      if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
+      const uint64_t tot = __shfl_sync(kFull, x, NW - 1);
+      if (lane < unsigned(C)) push_store_u64(&sh.x_kept[rank], lane, tot, &sh.pub_kept);
+      if (lane == 0) push_expect(&sh.pub_kept, 8u * unsigned(C));
+      push_wait(&sh.pub_kept);
+      const uint64_t k = lane < unsigned(C) ? sh.x_kept[lane] : uint64_t(0);
+      const uint64_t ki = warp_incl_scan(k);
+      const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+      const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+      if (lane == 0) {
+        sh.b_total = total;
+        sh.b_acc = before;
+        sh.b_mine = tot;
+      }
+    }
+    __syncthreads();
+    cluster_arrive_smem();  // the exit's barrier (no other CTA's shared memory is read here)
+    ex = incl - s + (warp ? sh.red[warp - 1] : 0);
+  } else
+#endif
+  {
   if (warp == 0) {
     uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
     x = warp_incl_scan(x);
@@ -129,6 +158,7 @@ __device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, 
   }
   __syncthreads();
   cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+  }
   S = sh.b_total;
   const uint64_t before = sh.b_acc, mine = sh.b_mine;
   const uint64_t target = scale_draw(row_draw(p, row, step, sh), S);

@@ -218,6 +218,19 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // TK: a top-k row measured here counts its first round (the key's top byte) in the staging pass and
   // publishes it with its max: one pass over the slice and one cluster barrier fewer
   const bool fused = TK && !stats && cfg.top_k > 0 && int64_t(cfg.top_k) < V && !config_greedy(cfg);
+  // MLOPS_SAMPLE_PUSH_X (sample_cluster_shared.cuh): the pushed exchanges' mbarriers, armed where the max's exchange (or
+  // kPushMax's early arrive below) orders the init before any push; r_stats tells draw_locate whether they were
+  constexpr bool kPushMax = (MLOPS_SAMPLE_PUSH_X & 2) != 0 && LEAN && !TK && C <= 16;
+  if constexpr (MLOPS_SAMPLE_PUSH_X != 0) {
+    if (tid == 0) {
+      if constexpr (!TK) sh.r_stats = stats;  // the tk forms' thread 0 writes it below
+      if (!stats) {
+        if constexpr ((MLOPS_SAMPLE_PUSH_X & 1) != 0 && LEAN) push_bar_init(&sh.pub_kept);  // draw_locate's forms
+        if constexpr (kPushMax) push_bar_init(&sh.pub_best);
+      }
+    }
+    if (kPushMax && !stats) cluster_arrive_smem();  // waited for before the max's push: every CTA's init before it
+  }
   if constexpr (TK) {  // read from shared memory after the staging's barrier (ClusterShared::r_cfg)
     if (tid == 0) {
       sh.r_cfg = cfg;
@@ -274,6 +287,33 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       for (int r = 0; r < kRep; ++r) t += sh.hlo[tid * kRep + r];
       sh.cnt[0][tid] = t;
     }
+    if constexpr (kPushMax) {  // MLOPS_SAMPLE_PUSH_X bit 2: (max, flags) into every CTA's mass[1][2 rank ..]
+      cluster_wait();            // the early arrive's: every CTA's mbarrier armed
+      if (warp == 0) {
+        const int f0 = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
+        if (lane < unsigned(C)) push_store_pair(&sh.mass[1][2 * rank], lane, best, uint64_t(f0), &sh.pub_best);
+        if (lane == 0) push_expect(&sh.pub_best, 16u * unsigned(C));
+        push_wait(&sh.pub_best);
+        uint64_t b = lane < unsigned(C) ? sh.mass[1][2 * lane] : uint64_t(0);
+        int f = lane < unsigned(C) ? int(sh.mass[1][2 * lane + 1]) : 0;
+#pragma unroll
+        for (int off = 16; off >= 1; off >>= 1) {
+          const uint64_t ob = __shfl_xor_sync(kFull, b, off);
+          b = ob > b ? ob : b;
+          f |= __shfl_xor_sync(kFull, f, off);
+        }
+        if (lane == 0) {
+          sh.b_best = b;
+          sh.b_flags = f;
+        }
+      } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
+        store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for the pushes
+      }
+      __syncthreads();
+      best = sh.b_best;
+      flags = sh.b_flags;
+      if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
+    } else {
     if (tid == 0) {
       sh.pub_best = best;
       sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
@@ -324,6 +364,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       }
     }
     if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
+    }
   }
   MLOPS_SAMPLE_MARK(3);
   const uint32_t max_key = best_key(best);

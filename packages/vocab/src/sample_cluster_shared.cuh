@@ -123,6 +123,21 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 #ifndef MLOPS_SAMPLE_WARP_WALK
 #define MLOPS_SAMPLE_WARP_WALK 0
 #endif
+// MLOPS_SAMPLE_PUSH_X (session 56, prepared): cluster exchanges pushed instead of pulled, as MLOPS_SAMPLE_TK_PUSH's
+// gather is: each CTA sends its value into every CTA's shared memory by st.async (push_store_u64 / _pair), which completes
+// bytes on the receiving CTA's mbarrier, and each CTA waits on its own mbarrier alone: one one-way store's latency
+// instead of a cluster barrier (whose release fence and arrive every thread pays) and then a remote load's round trip.
+// Bit 1: draw_locate's kept totals (every draw over the staged slice or a CTA's list: lean_draw, tk_draw, mask_draw,
+// chunk_draw), into ClusterShared::x_kept, the mbarrier in pub_kept's 8 bytes (the pulled totals' place). Bit 2: the
+// max's exchange of the lean non-tk forms (cluster16_lean / _wide and their cluster8 forms; the tk forms' window counts
+// are read behind that barrier), (max, flags) pairs into mass[1]'s first 2 C words (no round has used them: the rounds,
+// and the near pass's remote reads through cnt / mass[0], come after every pair has landed), the mbarrier in pub_best's.
+// A row measured by the head's statistics (no max exchange) pulls as before: an mbarrier may take bytes only after a
+// cluster barrier has ordered its init before them (the max's, or bit 2's early arrive after the penalties).
+// The same totals, maxima and flags: the same token.
+#ifndef MLOPS_SAMPLE_PUSH_X
+#define MLOPS_SAMPLE_PUSH_X 0
+#endif
 // The staged wide / tp forms' near pass by 16-byte loads from the staged slice (session 47; wide_near_pass's U, as
 // MLOPS_SAMPLE_GSL_QUADS is for the global-slice forms, with MLOPS_SAMPLE_GSL_LEAN's whole trips): U float4 of
 // shared memory a trip, near elements told by one float compare, the trip's mask bits set without a branch. The
@@ -422,6 +437,23 @@ __device__ __forceinline__ void push_store(float* local, unsigned rank, float v,
                "r"(rb)
                : "memory");
 }
+// MLOPS_SAMPLE_PUSH_X's stores: v (8 bytes) or the pair (a, b) (16 bytes, `local` 16-byte aligned) into CTA rank's copy
+// of *local (this CTA's static shared memory), completed on CTA rank's copy of *bar
+__device__ __forceinline__ void push_store_u64(uint64_t* local, unsigned rank, uint64_t v, uint64_t* bar) {
+  uint32_t ra, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(local))), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(uint32_t(__cvta_generic_to_shared(bar))), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(ra), "l"(v), "r"(rb)
+               : "memory");
+}
+__device__ __forceinline__ void push_store_pair(uint64_t* local, unsigned rank, uint64_t a, uint64_t b, uint64_t* bar) {
+  uint32_t ra, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(local))), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(uint32_t(__cvta_generic_to_shared(bar))), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b64 [%0], {%1, %2}, [%3];" ::"r"(ra), "l"(a),
+               "l"(b), "r"(rb)
+               : "memory");
+}
 // Waits for the call's phase (parity 0): every expected byte stored into this CTA, visible to the waiting thread.
 __device__ __forceinline__ void push_wait(uint64_t* bar) {
   const uint32_t a = uint32_t(__cvta_generic_to_shared(bar));
@@ -467,14 +499,28 @@ inline void host_push_complete(HostPushBar& b, int32_t bytes, bool arrive) {
 }
 inline void push_bar_init(uint64_t* bar) { host_push_bar(bar) = HostPushBar{0, 1, 0}; }
 inline void push_expect(uint64_t* bar, uint32_t bytes) { host_push_complete(host_push_bar(bar), int32_t(bytes), true); }
+// block rank's copy of p, a place in this block's static shared memory
+template <class T>
+inline T* host_block_remote(T* p, unsigned rank) {
+  char* const base = g_block_shared_base;
+  const size_t off = size_t(reinterpret_cast<char*>(p) - base) - size_t(tl_slot) * g_block_shared_size;
+  return reinterpret_cast<T*>(base + size_t(rank) * g_block_shared_size + off);
+}
 inline void push_store(float* local, unsigned rank, float v, uint64_t* bar) {
   const char* mine = reinterpret_cast<const char*>(g_dyn_shared[tl_slot].data());
   const size_t off = size_t(reinterpret_cast<const char*>(local) - mine);
   *reinterpret_cast<float*>(reinterpret_cast<char*>(g_dyn_shared[rank].data()) + off) = v;
-  char* const base = g_block_shared_base;
-  const size_t boff = size_t(reinterpret_cast<char*>(bar) - base) - size_t(tl_slot) * g_block_shared_size;
-  uint64_t* rbar = reinterpret_cast<uint64_t*>(base + size_t(rank) * g_block_shared_size + boff);
-  host_push_complete(host_push_bar(rbar), -4, false);
+  host_push_complete(host_push_bar(host_block_remote(bar, rank)), -4, false);
+}
+inline void push_store_u64(uint64_t* local, unsigned rank, uint64_t v, uint64_t* bar) {
+  *host_block_remote(local, rank) = v;
+  host_push_complete(host_push_bar(host_block_remote(bar, rank)), -8, false);
+}
+inline void push_store_pair(uint64_t* local, unsigned rank, uint64_t a, uint64_t b, uint64_t* bar) {
+  uint64_t* r = host_block_remote(local, rank);
+  r[0] = a;
+  r[1] = b;
+  host_push_complete(host_push_bar(host_block_remote(bar, rank)), -16, false);
 }
 inline void push_wait(uint64_t* bar) {
   while (!host_push_bar(bar).done) host_fibers::yield();
@@ -534,6 +580,11 @@ struct ClusterShared {
   mlops_sample_config r_cfg;
   int r_stats, r_fused;
   uint64_t r_draw;  // MLOPS_SAMPLE_EARLY_DRAW (sample_cluster_draw.cuh): the row's draw64, computed in the max phase
+#if MLOPS_SAMPLE_PUSH_X & 1
+  // draw_locate's pushed totals, CTA r's at x_kept[r] (C <= 16): 128 bytes, so the staged slice after the struct keeps
+  // its 128-byte line (push_bar_of's comment), and the cluster8 forms' two CTAs an SM still fit (128 bytes to spare)
+  uint64_t x_kept[16];
+#endif
 };
 
 // MLOPS_SAMPLE_TK_PUSH's mbarrier: pub_wide's 8 bytes, which only wide_top_p (a row without top-k) writes, while only
