@@ -221,12 +221,14 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
   // MLOPS_SAMPLE_PUSH_X (sample_cluster_shared.cuh): the pushed exchanges' mbarriers, armed where the max's exchange (or
   // kPushMax's early arrive below) orders the init before any push; r_stats tells draw_locate whether they were
   constexpr bool kPushMax = (MLOPS_SAMPLE_PUSH_X & 2) != 0 && LEAN && !TK && C <= 16;
+  constexpr bool kPushNear = (MLOPS_SAMPLE_PUSH_X & 4) != 0 && WIDE && !TK && C <= NT / 32;  // wide_near_pass's
   if constexpr (MLOPS_SAMPLE_PUSH_X != 0) {
     if (tid == 0) {
       if constexpr (!TK) sh.r_stats = stats;  // the tk forms' thread 0 writes it below
       if (!stats) {
         if constexpr ((MLOPS_SAMPLE_PUSH_X & 1) != 0 && LEAN) push_bar_init(&sh.pub_kept);  // draw_locate's forms
         if constexpr (kPushMax) push_bar_init(&sh.pub_best);
+        if constexpr (kPushNear) push_bar_init(&sh.pub_wide);
       }
     }
     if (kPushMax && !stats) cluster_arrive_smem();  // waited for before the max's push: every CTA's init before it
@@ -569,7 +571,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           gather_tried = true;
           // GSL: the near codes' words after the gathered list (gsl_dyn_bytes)
           uint64_t* nib = GSL ? reinterpret_cast<uint64_t*>(all + kGather) : nullptr;
-          top = wide_top_p<C, NT, TP, TP2, GSL>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
+          top = wide_top_p<C, NT, TP, TP2, GSL, kPushNear>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
                                                 ch, nib, kMaskDraw ? &wnear : nullptr, kMaskDraw ? &wnear_ok : nullptr)
                     ? -1
                     : 2;

@@ -132,6 +132,9 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // max's exchange of the lean non-tk forms (cluster16_lean / _wide and their cluster8 forms; the tk forms' window counts
 // are read behind that barrier), (max, flags) pairs into mass[1]'s first 2 C words (no round has used them: the rounds,
 // and the near pass's remote reads through cnt / mass[0], come after every pair has landed), the mbarrier in pub_best's.
+// Bit 4: wide_near_pass's exchange in the wide forms (cluster16_wide / cluster8_wide: top-p without top-k), each CTA's 32
+// near bins into every CTA's cnt / mass[0] words (the pulled form's `red`, at 32 rank + j) and its S into mass[1][2 C +
+// rank], the mbarrier in pub_wide's (the pulled S's place; invalidated where wide_full_pass publishes there after it).
 // A row measured by the head's statistics (no max exchange) pulls as before: an mbarrier may take bytes only after a
 // cluster barrier has ordered its init before them (the max's, or bit 2's early arrive after the penalties).
 // The same totals, maxima and flags: the same token.
@@ -454,6 +457,10 @@ __device__ __forceinline__ void push_store_pair(uint64_t* local, unsigned rank, 
                "l"(b), "r"(rb)
                : "memory");
 }
+// The mbarrier's 8 bytes given back to plain stores (MLOPS_SAMPLE_PUSH_X bit 4: wide_full_pass publishes there)
+__device__ __forceinline__ void push_bar_inval(uint64_t* bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(uint32_t(__cvta_generic_to_shared(bar))) : "memory");
+}
 // Waits for the call's phase (parity 0): every expected byte stored into this CTA, visible to the waiting thread.
 __device__ __forceinline__ void push_wait(uint64_t* bar) {
   const uint32_t a = uint32_t(__cvta_generic_to_shared(bar));
@@ -498,6 +505,7 @@ inline void host_push_complete(HostPushBar& b, int32_t bytes, bool arrive) {
   ++host_fibers::g_state.progress;
 }
 inline void push_bar_init(uint64_t* bar) { host_push_bar(bar) = HostPushBar{0, 1, 0}; }
+inline void push_bar_inval(uint64_t*) {}
 inline void push_expect(uint64_t* bar, uint32_t bytes) { host_push_complete(host_push_bar(bar), int32_t(bytes), true); }
 // block rank's copy of p, a place in this block's static shared memory
 template <class T>

@@ -69,7 +69,7 @@ __device__ __forceinline__ uint64_t near_code(uint32_t b) { return b < kNibBins 
 // comment), a word a trip, the tail's quads in one more word, and no mask (near, near2 stay 0): the trip's compare and
 // select an element, the or a trip and 4 live registers less in the hottest loop; where the crossing lies past the
 // codes' 15 bins (flat rows at high T), the list comes from a pass over the slice (build_candidates_staged).
-template <int C, int NT, int W = 1, int U = 0, bool NIB = false>
+template <int C, int NT, int W = 1, int U = 0, bool NIB = false, bool PUSH = false>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
                               uint64_t* nib = nullptr, int* shift = nullptr) {
@@ -257,6 +257,44 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   MLOPS_SAMPLE_NEAR_MARK(4);     // thread 0's pass done
   s = block_sum_u64<NT>(s, sh);  // its barriers: every copy complete
   MLOPS_SAMPLE_NEAR_MARK(15);
+  if constexpr (PUSH) {  // MLOPS_SAMPLE_PUSH_X bit 4 (the macro's comment), in a row the max's exchange measured
+    static_assert(W == 1 && C <= NT / 32, "one copy of the bins; a warp a receiving CTA");
+    if (!sh.r_stats) {  // CTA-uniform (written before the staging's barrier)
+      const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+      const int warp = tid >> 5;
+      uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // CTA r's bin j at 32 r + j, pushed by CTA r
+      uint64_t* sums = &sh.mass[1][2 * C];                          // CTA r's S at r (after bit 2's max pairs)
+      // warp w sends this CTA's 32 bins (and lane 0 its S) to CTA w; the bins below nb hold 0 (zeroed, never added)
+      if (warp < C) {
+        push_store_u64(&red[32 * rank + lane], unsigned(warp), mass_of<true>(sh.hlo[lane], sh.hhi[lane]), &sh.pub_wide);
+        if (lane == 0) push_store_u64(&sums[rank], unsigned(warp), s, &sh.pub_wide);
+      }
+      MLOPS_SAMPLE_MARK(11);
+      if (tid < 32) {  // lane j: near bin j (from the top), as the pulled form's warp 0 below
+        if (lane == 0) push_expect(&sh.pub_wide, 33u * 8u * unsigned(C));
+        push_wait(&sh.pub_wide);
+        MLOPS_SAMPLE_MARK(12);
+        uint64_t mb = 0;
+        for (int r = 0; r < C; ++r) mb += red[32 * r + int(lane)];
+        const uint64_t S = warp_sum(lane < unsigned(C) ? sums[lane] : uint64_t(0));
+        const double th = top_p_threshold(cfg.top_p, S);
+        const uint64_t incl = warp_incl_scan(lane < nb ? mb : uint64_t(0));
+        const unsigned hit = __ballot_sync(kFull, double(incl) >= th);
+        const int h = hit ? __ffs(hit) - 1 : -1;
+        const uint64_t above = __shfl_sync(kFull, incl - (lane < nb ? mb : uint64_t(0)), h < 0 ? 0 : h);
+        if (lane == 0) {
+          sh.b_total = S;
+          sh.b_warp = h;
+          sh.b_acc = above;
+        }
+      }
+      __syncthreads();
+      thr = top_p_threshold(cfg.top_p, sh.b_total);
+      acc = sh.b_acc;
+      if (sh.b_warp < 0 && tid == 0) push_bar_inval(&sh.pub_wide);  // wide_full_pass publishes its part there
+      return sh.b_warp < 0 ? -1 : int(wm) - sh.b_warp;
+    }
+  }
   if (tid < kNearBins) {  // bin tid's copies summed (the first at word tid: no other thread reads it), the 64-bit
     uint64_t mb = 0;      // mass's two 32-bit halves left in its words (mass_of<false>)
 #pragma unroll
@@ -594,7 +632,7 @@ __device__ uint32_t list_nib(uint64_t* nib, int n, uint32_t bc, ClusterShared<NT
 // GSL (the global-slice forms): zs is the slice in global memory, the gather reads the other slices there (gch apart).
 // NIB (the global-slice forms with MLOPS_SAMPLE_GSL_NIBBLES, U = 4 and LEAN): nib holds the near codes (gsl_dyn_bytes'
 // words), and where the near bins reach at a crossing bin below kNibBins list_nib lists from them.
-template <int C, int NT, bool TP = false, bool TP2 = false, bool GSL = false>
+template <int C, int NT, bool TP = false, bool TP2 = false, bool GSL = false, bool PUSH = false>
 __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int64_t v0,
                            int64_t v1, ClusterShared<NT>& sh, float* all, bool& use_cand, int& all_n, uint32_t& prefix,
                            uint32_t& mask, uint64_t& acc, double& thr, int64_t gch = 0, uint64_t* nib = nullptr,
@@ -606,7 +644,7 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   constexpr bool NIB = GSL && TP && MLOPS_SAMPLE_GSL_NIBBLES && U == 4 && MLOPS_SAMPLE_GSL_LEAN && MLOPS_SAMPLE_NEAR_MASK;
   uint64_t near, near2 = 0;
   int shift = kWideShift;  // the crossing bin's: the near pass's bins (MLOPS_SAMPLE_NEAR_FINE) or the full round's
-  int bin = wide_near_pass<C, NT, W, U, NIB>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib, &shift);
+  int bin = wide_near_pass<C, NT, W, U, NIB, PUSH>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib, &shift);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
   const uint32_t bc = uint32_t(sh.b_warp);  // the crossing near bin (where bin >= 0), before the full round's writes
   const bool by_nib = NIB && by_mask && bc < kNibBins;
