@@ -128,6 +128,49 @@ __device__ __forceinline__ int push_candidates(ClusterShared<NT>& sh, float* all
   return sh.g_n;
 }
 
+// MLOPS_SAMPLE_PUSH_X bit 8 (sample_cluster_shared.cuh): the wide forms' gather of the crossing bin's list pushed, where
+// the near pass's exchange was (bit 4) and found the crossing bin. Warp 0 sends this CTA's list count into every CTA's
+// mass[1][3 C + rank] (free until the rounds, as bit 2's pairs and bit 4's sums before it) on pub_lp's mbarrier (armed
+// after the penalties in a row that is not greedy, whose log-probability alone publishes there) and waits for the C
+// counts: the offsets and g_n as gather_candidates' scan makes them, the same in every CTA; where the list fits, lane 0
+// arms pub_wide's second phase for the whole list's bytes, then every thread sends this CTA's values into every CTA's
+// list at g_off[rank] + their place in cand (push_candidates' spread) and waits for its own list to be whole. No
+// cluster barrier: an entry reaches CTA X only from a CTA that has X's count, which X sent after its near exchange
+// (pub_wide's first phase) completed. Returns gather_candidates' count for the same lists (values), or -1 alike.
+template <int C, int NT>
+__device__ __forceinline__ int push_gather(ClusterShared<NT>& sh, float* all) {
+  const int tid = threadIdx.x;
+  const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+  uint64_t* counts = &sh.mass[1][3 * C];  // CTA r's list count at r
+  const uint32_t mine = sh.cand_n;        // after list_near's barrier
+  if (tid < 32) {
+    if (lane < unsigned(C)) push_store_u64(&counts[rank], lane, mine, &sh.pub_lp);
+    if (lane == 0) push_expect(&sh.pub_lp, 8u * unsigned(C));
+    push_wait(&sh.pub_lp);
+    const uint32_t n = lane < unsigned(C) ? uint32_t(counts[lane]) : 0u;
+    const bool over = __ballot_sync(kFull, n > uint32_t(kClusterCand)) != 0;
+    const uint64_t incl = warp_incl_scan(uint64_t(n));
+    const uint64_t total = __shfl_sync(kFull, incl, 31);
+    if (lane < unsigned(C)) sh.g_off[lane] = uint32_t(incl - n);
+    if (lane == 0) {
+      const bool fits = !over && total <= uint64_t(kGather);
+      sh.g_off[C] = uint32_t(total);
+      sh.g_n = fits ? int(total) : -1;
+      if (fits) push_expect(&sh.pub_wide, 4u * uint32_t(total));  // its second phase
+    }
+  }
+  __syncthreads();
+  const int n = sh.g_n;
+  if (n < 0) return -1;
+  const uint32_t o = sh.g_off[rank];
+  for (uint32_t i = uint32_t(tid); i < mine * uint32_t(C); i += NT) {
+    const uint32_t e = i / uint32_t(C);
+    push_store(&all[o + e], i % uint32_t(C), sh.cand[e], &sh.pub_wide);
+  }
+  push_wait(&sh.pub_wide, 1u);
+  return n;
+}
+
 // The late forms (LATE, on the gather form): when the first round's bin held too many elements for
 // the lists (top-p 0.9 at T = 0.8 on N(0, 3^2) logits, V = 151936: the key byte of [2, 8), ~38 000
 // elements, so every top-p round and the draw read the whole slice), the lists are built again

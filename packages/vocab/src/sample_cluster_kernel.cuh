@@ -229,6 +229,10 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if constexpr ((MLOPS_SAMPLE_PUSH_X & 1) != 0 && LEAN) push_bar_init(&sh.pub_kept);  // draw_locate's forms
         if constexpr (kPushMax) push_bar_init(&sh.pub_best);
         if constexpr (kPushNear) push_bar_init(&sh.pub_wide);
+        // bit 8's counts: pub_lp, which a greedy row's log-probability alone publishes
+        if constexpr (kPushNear && (MLOPS_SAMPLE_PUSH_X & 8) != 0) {
+          if (!config_greedy(cfg)) push_bar_init(&sh.pub_lp);
+        }
       }
     }
     if (kPushMax && !stats) cluster_arrive_smem();  // waited for before the max's push: every CTA's init before it

@@ -135,6 +135,8 @@ MLOPS_HD constexpr int64_t gsl_nib_words(int64_t n, int NT) { return (((n + 3) /
 // Bit 4: wide_near_pass's exchange in the wide forms (cluster16_wide / cluster8_wide: top-p without top-k), each CTA's 32
 // near bins into every CTA's cnt / mass[0] words (the pulled form's `red`, at 32 rank + j) and its S into mass[1][2 C +
 // rank], the mbarrier in pub_wide's (the pulled S's place; invalidated where wide_full_pass publishes there after it).
+// Bit 8 (with 4): the wide forms' gather of the crossing bin's list after such a near exchange (push_gather in
+// sample_cluster_gather.cuh): the counts on pub_lp's mbarrier, then the values on pub_wide's second phase.
 // A row measured by the head's statistics (no max exchange) pulls as before: an mbarrier may take bytes only after a
 // cluster barrier has ordered its init before them (the max's, or bit 2's early arrive after the penalties).
 // The same totals, maxima and flags: the same token.
@@ -461,15 +463,16 @@ __device__ __forceinline__ void push_store_pair(uint64_t* local, unsigned rank, 
 __device__ __forceinline__ void push_bar_inval(uint64_t* bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(uint32_t(__cvta_generic_to_shared(bar))) : "memory");
 }
-// Waits for the call's phase (parity 0): every expected byte stored into this CTA, visible to the waiting thread.
-__device__ __forceinline__ void push_wait(uint64_t* bar) {
+// Waits for the call's phase (parity 0; MLOPS_SAMPLE_PUSH_X bit 8: pub_wide's second, 1): every expected byte stored
+// into this CTA, visible to the waiting thread.
+__device__ __forceinline__ void push_wait(uint64_t* bar, uint32_t parity = 0) {
   const uint32_t a = uint32_t(__cvta_generic_to_shared(bar));
   uint32_t done = 0;
   while (!done)
     asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
-        : "r"(a)
+        : "r"(a), "r"(parity)
         : "memory");
 }
 #endif
@@ -501,7 +504,10 @@ inline HostPushBar& host_push_bar(uint64_t* bar) { return *reinterpret_cast<Host
 inline void host_push_complete(HostPushBar& b, int32_t bytes, bool arrive) {
   b.tx += bytes;
   if (arrive) b.pending = 0;
-  if (!b.pending && b.tx == 0) b.done = 1;
+  if (!b.pending && b.tx == 0) {  // the phase completes; the next one waits for its arrival (push_gather's second)
+    ++b.done;
+    b.pending = 1;
+  }
   ++host_fibers::g_state.progress;
 }
 inline void push_bar_init(uint64_t* bar) { host_push_bar(bar) = HostPushBar{0, 1, 0}; }
@@ -530,8 +536,8 @@ inline void push_store_pair(uint64_t* local, unsigned rank, uint64_t a, uint64_t
   r[1] = b;
   host_push_complete(host_push_bar(host_block_remote(bar, rank)), -16, false);
 }
-inline void push_wait(uint64_t* bar) {
-  while (!host_push_bar(bar).done) host_fibers::yield();
+inline void push_wait(uint64_t* bar, uint32_t parity = 0) {  // phases complete in order here: done counts them
+  while (host_push_bar(bar).done <= parity) host_fibers::yield();
 }
 #endif
 

@@ -646,6 +646,8 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
   int shift = kWideShift;  // the crossing bin's: the near pass's bins (MLOPS_SAMPLE_NEAR_FINE) or the full round's
   int bin = wide_near_pass<C, NT, W, U, NIB, PUSH>(cfg, m, T, zs, n, sh, acc, thr, near, near2, nib, &shift);
   const bool by_mask = MLOPS_SAMPLE_NEAR_MASK && bin >= 0 && n <= 64 * W * NT;
+  // MLOPS_SAMPLE_PUSH_X bit 8: the gather pushed after a pushed near exchange that found the crossing bin (CTA-uniform)
+  const bool push_list = PUSH && (MLOPS_SAMPLE_PUSH_X & 8) != 0 && !TP && !GSL && bin >= 0 && !sh.r_stats;
   const uint32_t bc = uint32_t(sh.b_warp);  // the crossing near bin (where bin >= 0), before the full round's writes
   const bool by_nib = NIB && by_mask && bc < kNibBins;
   // MLOPS_SAMPLE_WIDE_MASK_DRAW (the wide forms): the mask out, and whether it holds every element of the crossing bin
@@ -686,6 +688,12 @@ __device__ bool wide_top_p(const mlops_sample_config& cfg, float m, Temperature 
     if constexpr (TP && MLOPS_SAMPLE_BIN_FIRST) head = bin_first<NT>(zs, prefix | ~mask, sh);
   }
   MLOPS_SAMPLE_MARK(14);
+  if constexpr (PUSH && !TP && !GSL) {
+    if (push_list) {  // no other CTA reads this one's red (the near bins came pushed)
+      all_n = push_gather<C, NT>(sh, all);
+      return false;
+    }
+  }
   // its barrier: every CTA's last read of this one's red is behind it
   all_n = gather_candidates<C, NT, false, TP, true, GSL>(sh, all, zs, head, gch);
   return false;
