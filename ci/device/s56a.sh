@@ -1,9 +1,9 @@
-# Session 56: NEAR_FINE=2 (f2, session 55's prepared side), then WARP_WALK with it (f2ww), then PUSH_X=7 with both (all),
+# Session 56: NEAR_FINE=2 (f2, session 55's prepared side), then WARP_WALK with it (f2ww), then PUSH_X=15 with both (all),
 # against the default (base): each side one macro more than the one before it.
 # .carry/s56a: base/ and f2/ (session 55's .carry/s55f: 0007653's default sm90 wheel, and it with
 # CUDAFLAGS=-DMLOPS_SAMPLE_NEAR_FINE=2; 0007653's kernels are 6082368's default), ww/ (6082368 with
-# -DMLOPS_SAMPLE_WARP_WALK=1; built, not carried), f2ww/ (6082368 with both macros), all/ (b5d0a46 with
-# -DMLOPS_SAMPLE_WARP_WALK=1 -DMLOPS_SAMPLE_NEAR_FINE=2 -DMLOPS_SAMPLE_PUSH_X=7), stp_<side>.gz their timeline probes
+# -DMLOPS_SAMPLE_WARP_WALK=1; built, not carried), f2ww/ (6082368 with both macros), all/ (460c89f with
+# -DMLOPS_SAMPLE_WARP_WALK=1 -DMLOPS_SAMPLE_NEAR_FINE=2 -DMLOPS_SAMPLE_PUSH_X=15), stp_<side>.gz their timeline probes
 # (-DMLOPS_PROBE_T1024).
 # 1. ci/device/s47a.sh: the probes on their own rows, the bench's planned call (B = 1, 8, 64) in ROUNDS alternating
 # rounds, ab-<side>.txt against base, the sampler GPU file whole on all (6 shards) and the sanitizers on the lean / wide /
