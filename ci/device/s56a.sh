@@ -12,7 +12,7 @@
 export PYTHONUNBUFFERED=1
 SIDES=${SIDES:-base f2 f2ww all}
 CARRY=${CARRY:-.carry/s56a} SIDES="$SIDES" PROBES="$SIDES" TEST_SIDE=${TEST_SIDE:-all} ROUNDS=${ROUNDS:-3} \
-  END=${END:-360} SAN_K="test_cluster_sanitizer_subset and (lean or wide or tk or tp3)" bash ci/device/s47a.sh
+  END=${END:-360} SAN_K=${SAN_K:-"test_cluster_sanitizer_subset and (lean or wide or tk or tp3)"} bash ci/device/s47a.sh
 mkdir -p $OUT/rows /tmp/rs
 SWEEP=${SWEEP:-base all}  # the row sweep and the row probes on these sides (the budget)
 for s in $SWEEP; do
