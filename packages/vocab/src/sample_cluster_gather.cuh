@@ -167,7 +167,7 @@ __device__ __forceinline__ int push_gather(ClusterShared<NT>& sh, float* all) {
     const uint32_t e = i / uint32_t(C);
     push_store(&all[o + e], i % uint32_t(C), sh.cand[e], &sh.pub_wide);
   }
-  push_wait(&sh.pub_wide, 1u);
+  push_wait<1>(&sh.pub_wide);
   return n;
 }
 

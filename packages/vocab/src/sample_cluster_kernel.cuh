@@ -302,16 +302,7 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         push_wait(&sh.pub_best);
         uint64_t b = lane < unsigned(C) ? sh.mass[1][2 * lane] : uint64_t(0);
         int f = lane < unsigned(C) ? int(sh.mass[1][2 * lane + 1]) : 0;
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) {
-          const uint64_t ob = __shfl_xor_sync(kFull, b, off);
-          b = ob > b ? ob : b;
-          f |= __shfl_xor_sync(kFull, f, off);
-        }
-        if (lane == 0) {
-          sh.b_best = b;
-          sh.b_flags = f;
-        }
+        cluster_max_flags(b, f, sh);
       } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
         store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for the pushes
       }
@@ -340,6 +331,8 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
         if constexpr (kWindowGuess) {
           if (row_fused()) pre = window_counts<C, NT, kPush>(guess, sh);
         }
+        // cluster_max_flags' steps, inline here: through the call ptxas 13.0 scheduled the tk forms' max phase
+        // differently (the same instructions; session 56 keeps the default build's SASS)
 #pragma unroll
         for (int off = 16; off >= 1; off >>= 1) {
           const uint64_t ob = __shfl_xor_sync(kFull, b, off);

@@ -465,14 +465,15 @@ __device__ __forceinline__ void push_bar_inval(uint64_t* bar) {
 }
 // Waits for the call's phase (parity 0; MLOPS_SAMPLE_PUSH_X bit 8: pub_wide's second, 1): every expected byte stored
 // into this CTA, visible to the waiting thread.
-__device__ __forceinline__ void push_wait(uint64_t* bar, uint32_t parity = 0) {
+template <uint32_t kParity = 0>
+__device__ __forceinline__ void push_wait(uint64_t* bar) {
   const uint32_t a = uint32_t(__cvta_generic_to_shared(bar));
   uint32_t done = 0;
   while (!done)
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
-        : "r"(a), "r"(parity)
+        : "r"(a), "n"(kParity)
         : "memory");
 }
 #endif
@@ -536,8 +537,9 @@ inline void push_store_pair(uint64_t* local, unsigned rank, uint64_t a, uint64_t
   r[1] = b;
   host_push_complete(host_push_bar(host_block_remote(bar, rank)), -16, false);
 }
-inline void push_wait(uint64_t* bar, uint32_t parity = 0) {  // phases complete in order here: done counts them
-  while (host_push_bar(bar).done <= parity) host_fibers::yield();
+template <uint32_t kParity = 0>
+inline void push_wait(uint64_t* bar) {  // phases complete in order here: done counts them
+  while (host_push_bar(bar).done <= kParity) host_fibers::yield();
 }
 #endif
 
@@ -626,6 +628,22 @@ __device__ __forceinline__ T warp_incl_scan_to(T v) {
 }
 
 __device__ __forceinline__ uint64_t warp_incl_scan(uint64_t v) { return warp_incl_scan_to<uint64_t, 31u>(v); }
+
+// The max phase's reduction by warp 0 (lane r: CTA r's max b and flags f, or 0): the cluster's max and the flags' or,
+// in every lane's b / f, and lane 0 stores them into b_best / b_flags.
+template <int NT>
+__device__ __forceinline__ void cluster_max_flags(uint64_t& b, int& f, ClusterShared<NT>& sh) {
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    const uint64_t ob = __shfl_xor_sync(kFull, b, off);
+    b = ob > b ? ob : b;
+    f |= __shfl_xor_sync(kFull, f, off);
+  }
+  if ((threadIdx.x & 31u) == 0) {
+    sh.b_best = b;
+    sh.b_flags = f;
+  }
+}
 
 __device__ __forceinline__ uint64_t warp_sum(uint64_t v) {
 #pragma unroll

@@ -69,6 +69,25 @@ __device__ __forceinline__ uint64_t near_code(uint32_t b) { return b < kNibBins 
 // comment), a word a trip, the tail's quads in one more word, and no mask (near, near2 stay 0): the trip's compare and
 // select an element, the or a trip and 4 live registers less in the hottest loop; where the crossing lies past the
 // codes' 15 bins (flat rows at high T), the list comes from a pass over the slice (build_candidates_staged).
+// wide_near_pass's crossing, by warp 0: lane j holds near bin j's mass over the cluster (0 for j >= nb: the first
+// reaching lane is below nb) and every lane the row's S; the first lane whose mass from the top reaches p S into
+// b_warp (-1: none), the mass above it into b_acc, S into b_total.
+template <int NT>
+__device__ __forceinline__ void near_crossing(const mlops_sample_config& cfg, uint64_t mb, uint64_t S,
+                                              ClusterShared<NT>& sh) {
+  const unsigned lane = threadIdx.x & 31u;
+  const double th = top_p_threshold(cfg.top_p, S);
+  const uint64_t incl = warp_incl_scan(mb);
+  const unsigned hit = __ballot_sync(kFull, double(incl) >= th);
+  const int h = hit ? __ffs(hit) - 1 : -1;
+  const uint64_t above = __shfl_sync(kFull, incl - mb, h < 0 ? 0 : h);
+  if (lane == 0) {
+    sh.b_total = S;
+    sh.b_warp = h;
+    sh.b_acc = above;
+  }
+}
+
 template <int C, int NT, int W = 1, int U = 0, bool NIB = false, bool PUSH = false>
 __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperature T, const float* zs, int n,
                               ClusterShared<NT>& sh, uint64_t& acc, double& thr, uint64_t& near, uint64_t& near2,
@@ -276,17 +295,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
         MLOPS_SAMPLE_MARK(12);
         uint64_t mb = 0;
         for (int r = 0; r < C; ++r) mb += red[32 * r + int(lane)];
-        const uint64_t S = warp_sum(lane < unsigned(C) ? sums[lane] : uint64_t(0));
-        const double th = top_p_threshold(cfg.top_p, S);
-        const uint64_t incl = warp_incl_scan(lane < nb ? mb : uint64_t(0));
-        const unsigned hit = __ballot_sync(kFull, double(incl) >= th);
-        const int h = hit ? __ffs(hit) - 1 : -1;
-        const uint64_t above = __shfl_sync(kFull, incl - (lane < nb ? mb : uint64_t(0)), h < 0 ? 0 : h);
-        if (lane == 0) {
-          sh.b_total = S;
-          sh.b_warp = h;
-          sh.b_acc = above;
-        }
+        near_crossing(cfg, mb, warp_sum(lane < unsigned(C) ? sums[lane] : uint64_t(0)), sh);  // bins >= nb hold 0
       }
       __syncthreads();
       thr = top_p_threshold(cfg.top_p, sh.b_total);
@@ -315,17 +324,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   if (tid < 32) {  // lane j: near bin j (from the top)
     uint64_t mb = 0;
     for (int r = 0; r < C; ++r) mb += red[32 * r + int(lane)];
-    const uint64_t S = warp_sum(lane < unsigned(C) ? remote_load(&sh.pub_wide, lane) : uint64_t(0));
-    const double th = top_p_threshold(cfg.top_p, S);
-    const uint64_t incl = warp_incl_scan(mb);  // lanes >= nb add 0: the first reaching lane is below nb
-    const unsigned hit = __ballot_sync(kFull, double(incl) >= th);
-    const int h = hit ? __ffs(hit) - 1 : -1;
-    const uint64_t above = __shfl_sync(kFull, incl - mb, h < 0 ? 0 : h);
-    if (lane == 0) {
-      sh.b_total = S;
-      sh.b_warp = h;
-      sh.b_acc = above;
-    }
+    near_crossing(cfg, mb, warp_sum(lane < unsigned(C) ? remote_load(&sh.pub_wide, lane) : uint64_t(0)), sh);
   }
   __syncthreads();
   thr = top_p_threshold(cfg.top_p, sh.b_total);
