@@ -136,28 +136,28 @@ __device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, 
   } else
 #endif
   {
-  if (warp == 0) {
-    uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
-    x = warp_incl_scan(x);
-    if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
-    if (lane == unsigned(NW - 1)) sh.pub_kept = x;
-  }
-  cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
-  ex = incl - s + (warp ? sh.red[warp - 1] : 0);
-  if (warp == 0) {
-    const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
-    const uint64_t ki = warp_incl_scan(k);
-    const uint64_t total = __shfl_sync(kFull, ki, C - 1);
-    const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
-    const uint64_t mine = __shfl_sync(kFull, k, int(rank));
-    if (lane == 0) {
-      sh.b_total = total;
-      sh.b_acc = before;
-      sh.b_mine = mine;
+    if (warp == 0) {
+      uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
+      x = warp_incl_scan(x);
+      if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
+      if (lane == unsigned(NW - 1)) sh.pub_kept = x;
     }
-  }
-  __syncthreads();
-  cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
+    cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
+    ex = incl - s + (warp ? sh.red[warp - 1] : 0);
+    if (warp == 0) {
+      const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
+      const uint64_t ki = warp_incl_scan(k);
+      const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+      const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+      const uint64_t mine = __shfl_sync(kFull, k, int(rank));
+      if (lane == 0) {
+        sh.b_total = total;
+        sh.b_acc = before;
+        sh.b_mine = mine;
+      }
+    }
+    __syncthreads();
+    cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
   }
   S = sh.b_total;
   const uint64_t before = sh.b_acc, mine = sh.b_mine;

@@ -311,58 +311,58 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
       flags = sh.b_flags;
       if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
     } else {
-    if (tid == 0) {
-      sh.pub_best = best;
-      sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
-    }
-    exchange_sync<LEAN>();
-    const uint32_t guess = best_key(best) >> 24;  // this CTA's max's bin (MLOPS_SAMPLE_TK_WINDOW_GUESS)
-    best = 0;
-    if constexpr (LEAN) {  // lane r of warp 0 reads CTA r: C remote loads a CTA instead of C a thread
-      if (warp == 0) {
-        uint64_t b = 0;
-        int f = 0;
-        if (lane < unsigned(C)) {
-          b = remote_load(&sh.pub_best, lane);
-          f = remote_load(&sh.pub_flags, lane);
-        }
-        // MLOPS_SAMPLE_TK_WINDOW_GUESS: the window's counts for this CTA's max's bin, in flight with the maxima
-        WindowCounts<C, NT, kPush> pre;
-        if constexpr (kWindowGuess) {
-          if (row_fused()) pre = window_counts<C, NT, kPush>(guess, sh);
-        }
-        // cluster_max_flags' steps, inline here: through the call ptxas 13.0 scheduled the tk forms' max phase
-        // differently (the same instructions; session 56 keeps the default build's SASS)
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) {
-          const uint64_t ob = __shfl_xor_sync(kFull, b, off);
-          b = ob > b ? ob : b;
-          f |= __shfl_xor_sync(kFull, f, off);
-        }
-        if (lane == 0) {
-          sh.b_best = b;
-          sh.b_flags = f;
-        }
-        if constexpr (kCountWindow) {
-          if (row_fused()) {  // level 3 of a fused top-k row (the macro's comment)
-            if constexpr (kWindowGuess) tk_count_window<C, NT, kPush>(b, sh, guess, &pre);
-            else tk_count_window<C, NT, kPush>(b, sh);
+      if (tid == 0) {
+        sh.pub_best = best;
+        sh.pub_flags = (any_nan ? MLOPS_SAMPLE_FLAG_NAN : 0) | (any_inf ? MLOPS_SAMPLE_FLAG_POSINF : 0);
+      }
+      exchange_sync<LEAN>();
+      const uint32_t guess = best_key(best) >> 24;  // this CTA's max's bin (MLOPS_SAMPLE_TK_WINDOW_GUESS)
+      best = 0;
+      if constexpr (LEAN) {  // lane r of warp 0 reads CTA r: C remote loads a CTA instead of C a thread
+        if (warp == 0) {
+          uint64_t b = 0;
+          int f = 0;
+          if (lane < unsigned(C)) {
+            b = remote_load(&sh.pub_best, lane);
+            f = remote_load(&sh.pub_flags, lane);
           }
+          // MLOPS_SAMPLE_TK_WINDOW_GUESS: the window's counts for this CTA's max's bin, in flight with the maxima
+          WindowCounts<C, NT, kPush> pre;
+          if constexpr (kWindowGuess) {
+            if (row_fused()) pre = window_counts<C, NT, kPush>(guess, sh);
+          }
+          // cluster_max_flags' steps, inline here: through the call ptxas 13.0 scheduled the tk forms' max phase
+          // differently (the same instructions; session 56 keeps the default build's SASS)
+#pragma unroll
+          for (int off = 16; off >= 1; off >>= 1) {
+            const uint64_t ob = __shfl_xor_sync(kFull, b, off);
+            b = ob > b ? ob : b;
+            f |= __shfl_xor_sync(kFull, f, off);
+          }
+          if (lane == 0) {
+            sh.b_best = b;
+            sh.b_flags = f;
+          }
+          if constexpr (kCountWindow) {
+            if (row_fused()) {  // level 3 of a fused top-k row (the macro's comment)
+              if constexpr (kWindowGuess) tk_count_window<C, NT, kPush>(b, sh, guess, &pre);
+              else tk_count_window<C, NT, kPush>(b, sh);
+            }
+          }
+        } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
+          store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for its remote loads
         }
-      } else if (MLOPS_SAMPLE_EARLY_DRAW && warp == NW - 1 && lane == 0) {
-        store_row_draw<NT>(p.seeds, row, step, sh);  // while warp 0 waits for its remote loads
+        __syncthreads();
+        best = sh.b_best;
+        flags = sh.b_flags;
+      } else {
+        for (int r = 0; r < C; ++r) {
+          const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
+          best = o->pub_best > best ? o->pub_best : best;
+          flags |= o->pub_flags;
+        }
       }
-      __syncthreads();
-      best = sh.b_best;
-      flags = sh.b_flags;
-    } else {
-      for (int r = 0; r < C; ++r) {
-        const ClusterShared<NT>* o = cluster_map(&sh, unsigned(r));
-        best = o->pub_best > best ? o->pub_best : best;
-        flags |= o->pub_flags;
-      }
-    }
-    if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
+      if (best == 0 || best_key(best) <= kKeyNegInf) flags |= MLOPS_SAMPLE_FLAG_NO_FINITE;
     }
   }
   MLOPS_SAMPLE_MARK(3);
@@ -568,8 +568,9 @@ __global__ void __launch_bounds__(NT, NT <= 512 ? 2 : 1) sample_cluster_kernel(S
           gather_tried = true;
           // GSL: the near codes' words after the gathered list (gsl_dyn_bytes)
           uint64_t* nib = GSL ? reinterpret_cast<uint64_t*>(all + kGather) : nullptr;
-          top = wide_top_p<C, NT, TP, TP2, GSL, kPushNear>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix, mask, acc, thr,
-                                                ch, nib, kMaskDraw ? &wnear : nullptr, kMaskDraw ? &wnear_ok : nullptr)
+          top = wide_top_p<C, NT, TP, TP2, GSL, kPushNear>(rcfg, m, T, zs, v0, v1, sh, all, use_cand, all_n, prefix,
+                                                           mask, acc, thr, ch, nib, kMaskDraw ? &wnear : nullptr,
+                                                           kMaskDraw ? &wnear_ok : nullptr)
                     ? -1
                     : 2;
           cand_lo = prefix;  // TP: the list holds every element at or above the crossing bin (where use_cand)
