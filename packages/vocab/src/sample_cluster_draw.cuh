@@ -94,6 +94,29 @@ __device__ __forceinline__ uint64_t row_draw(const SampleParams& p, int64_t row,
   return MLOPS_SAMPLE_EARLY_DRAW ? sh.r_draw : draw64(p.seeds[row], step);
 }
 
+// draw_locate's steps in warp 0: the scan of the warps' kept sums (lane w < NW: the kept sum of warps 0 .. w, also into
+// sh.red[w]), and, from lane r's CTA r total k, the cluster's total, the kept weight of the CTAs below `rank` and this
+// CTA's own into b_total / b_acc / b_mine.
+template <int NW, int NT>
+__device__ __forceinline__ uint64_t warp_sums_scan(ClusterShared<NT>& sh) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t x = warp_incl_scan(lane < unsigned(NW) ? sh.wsum[lane] : uint64_t(0));
+  if (lane < unsigned(NW)) sh.red[lane] = x;
+  return x;
+}
+template <int C, int NT>
+__device__ __forceinline__ void locate_cta(uint64_t k, unsigned rank, ClusterShared<NT>& sh) {
+  const uint64_t ki = warp_incl_scan(k);
+  const uint64_t total = __shfl_sync(kFull, ki, C - 1);
+  const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
+  const uint64_t mine = __shfl_sync(kFull, k, int(rank));
+  if ((threadIdx.x & 31u) == 0) {
+    sh.b_total = total;
+    sh.b_acc = before;
+    sh.b_mine = mine;
+  }
+}
+
 // The draw's cluster step (lean_draw and tk_draw): a block scan of the threads' kept sums s, the CTA's total
 // published, one cluster barrier, warp 0 reads the C totals (a lane a CTA) and finds the CTA whose range holds
 // floor(R S / 2^64). False in every other CTA (nothing left to do there); in that CTA, S = the row's kept total,
@@ -113,22 +136,11 @@ __device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, 
   static_assert(C <= 16, "x_kept's 16 places");
   if (!sh.r_stats) {  // CTA-uniform: written before the staging's barrier
     if (warp == 0) {
-      uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
-      x = warp_incl_scan(x);
-      if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
-      const uint64_t tot = __shfl_sync(kFull, x, NW - 1);
+      const uint64_t tot = __shfl_sync(kFull, warp_sums_scan<NW>(sh), NW - 1);
       if (lane < unsigned(C)) push_store_u64(&sh.x_kept[rank], lane, tot, &sh.pub_kept);
       if (lane == 0) push_expect(&sh.pub_kept, 8u * unsigned(C));
       push_wait(&sh.pub_kept);
-      const uint64_t k = lane < unsigned(C) ? sh.x_kept[lane] : uint64_t(0);
-      const uint64_t ki = warp_incl_scan(k);
-      const uint64_t total = __shfl_sync(kFull, ki, C - 1);
-      const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
-      if (lane == 0) {
-        sh.b_total = total;
-        sh.b_acc = before;
-        sh.b_mine = tot;
-      }
+      locate_cta<C>(lane < unsigned(C) ? sh.x_kept[lane] : uint64_t(0), rank, sh);
     }
     __syncthreads();
     cluster_arrive_smem();  // the exit's barrier (no other CTA's shared memory is read here)
@@ -137,25 +149,12 @@ __device__ __forceinline__ bool draw_locate(const SampleParams& p, int64_t row, 
 #endif
   {
     if (warp == 0) {
-      uint64_t x = lane < unsigned(NW) ? sh.wsum[lane] : 0;
-      x = warp_incl_scan(x);
-      if (lane < unsigned(NW)) sh.red[lane] = x;  // the kept sum of warps 0 .. lane
+      const uint64_t x = warp_sums_scan<NW>(sh);
       if (lane == unsigned(NW - 1)) sh.pub_kept = x;
     }
     cluster_sync_smem();  // every CTA's total published (and sh.red seen by this CTA's threads)
     ex = incl - s + (warp ? sh.red[warp - 1] : 0);
-    if (warp == 0) {
-      const uint64_t k = lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0);
-      const uint64_t ki = warp_incl_scan(k);
-      const uint64_t total = __shfl_sync(kFull, ki, C - 1);
-      const uint64_t before = __shfl_sync(kFull, ki - k, int(rank));
-      const uint64_t mine = __shfl_sync(kFull, k, int(rank));
-      if (lane == 0) {
-        sh.b_total = total;
-        sh.b_acc = before;
-        sh.b_mine = mine;
-      }
-    }
+    if (warp == 0) locate_cta<C>(lane < unsigned(C) ? remote_load(&sh.pub_kept, lane) : uint64_t(0), rank, sh);
     __syncthreads();
     cluster_arrive_smem();  // the last read of another CTA's shared memory is behind every thread
   }

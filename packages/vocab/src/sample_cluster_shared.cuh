@@ -433,11 +433,15 @@ __device__ __forceinline__ void push_expect(uint64_t* bar, uint32_t bytes) {
                "r"(bytes)
                : "memory");
 }
+// CTA rank's shared::cluster address of p, a place in this CTA's shared memory (the push stores' target and mbarrier)
+__device__ __forceinline__ uint32_t cluster_addr(const void* p, unsigned rank) {
+  uint32_t ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(p))), "r"(rank));
+  return ra;
+}
 // v into CTA rank's copy of *local, its 4 bytes completed on CTA rank's copy of *bar
 __device__ __forceinline__ void push_store(float* local, unsigned rank, float v, uint64_t* bar) {
-  uint32_t ra, rb;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(local))), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(uint32_t(__cvta_generic_to_shared(bar))), "r"(rank));
+  const uint32_t ra = cluster_addr(local, rank), rb = cluster_addr(bar, rank);
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra), "r"(f32_bits(v)),
                "r"(rb)
                : "memory");
@@ -445,16 +449,12 @@ __device__ __forceinline__ void push_store(float* local, unsigned rank, float v,
 // MLOPS_SAMPLE_PUSH_X's stores: v (8 bytes) or the pair (a, b) (16 bytes, `local` 16-byte aligned) into CTA rank's copy
 // of *local (this CTA's static shared memory), completed on CTA rank's copy of *bar
 __device__ __forceinline__ void push_store_u64(uint64_t* local, unsigned rank, uint64_t v, uint64_t* bar) {
-  uint32_t ra, rb;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(local))), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(uint32_t(__cvta_generic_to_shared(bar))), "r"(rank));
+  const uint32_t ra = cluster_addr(local, rank), rb = cluster_addr(bar, rank);
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(ra), "l"(v), "r"(rb)
                : "memory");
 }
 __device__ __forceinline__ void push_store_pair(uint64_t* local, unsigned rank, uint64_t a, uint64_t b, uint64_t* bar) {
-  uint32_t ra, rb;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(uint32_t(__cvta_generic_to_shared(local))), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(uint32_t(__cvta_generic_to_shared(bar))), "r"(rank));
+  const uint32_t ra = cluster_addr(local, rank), rb = cluster_addr(bar, rank);
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b64 [%0], {%1, %2}, [%3];" ::"r"(ra), "l"(a),
                "l"(b), "r"(rb)
                : "memory");

@@ -279,7 +279,7 @@ __device__ int wide_near_pass(const mlops_sample_config& cfg, float m, Temperatu
   if constexpr (PUSH) {  // MLOPS_SAMPLE_PUSH_X bit 4 (the macro's comment), in a row the max's exchange measured
     static_assert(W == 1 && C <= NT / 32, "one copy of the bins; a warp a receiving CTA");
     if (!sh.r_stats) {  // CTA-uniform (written before the staging's barrier)
-      const unsigned lane = unsigned(tid) & 31u, rank = cluster_rank();
+      const unsigned rank = cluster_rank();
       const int warp = tid >> 5;
       uint64_t* red = reinterpret_cast<uint64_t*>(&sh.cnt[0][0]);  // CTA r's bin j at 32 r + j, pushed by CTA r
       uint64_t* sums = &sh.mass[1][2 * C];                          // CTA r's S at r (after bit 2's max pairs)
