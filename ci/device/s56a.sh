@@ -1,10 +1,11 @@
 # Session 56: NEAR_FINE=2 (f2, session 55's prepared side), then WARP_WALK with it (f2ww), then PUSH_X=15 with both (all),
 # against the default (base): each side one macro more than the one before it.
-# .carry/s56a: base/ and f2/ (session 55's .carry/s55f: 0007653's default sm90 wheel, and it with
-# CUDAFLAGS=-DMLOPS_SAMPLE_NEAR_FINE=2; 0007653's kernels are 6082368's default), ww/ (6082368 with
-# -DMLOPS_SAMPLE_WARP_WALK=1; built, not carried), f2ww/ (6082368 with both macros), all/ (460c89f with
-# -DMLOPS_SAMPLE_WARP_WALK=1 -DMLOPS_SAMPLE_NEAR_FINE=2 -DMLOPS_SAMPLE_PUSH_X=15), stp_<side>.gz their timeline probes
-# (-DMLOPS_PROBE_T1024).
+# .carry/s56a (rebuilt in session 57 from bad381c, every side from that one tree: session 56's ignored carry was lost):
+#   bash ci/device/carry_sides.sh .carry/s56a base f2:-DMLOPS_SAMPLE_NEAR_FINE=2 \
+#     f2ww:-DMLOPS_SAMPLE_NEAR_FINE=2,-DMLOPS_SAMPLE_WARP_WALK=1 \
+#     all:-DMLOPS_SAMPLE_NEAR_FINE=2,-DMLOPS_SAMPLE_WARP_WALK=1,-DMLOPS_SAMPLE_PUSH_X=15
+# (base = the default; bad381c's default kernels are 0007653's but for cluster8_tp3 / cluster16_tp3's two swapped
+# instructions, docs/vocab.md "Session 56"); stp_<side>.gz their timeline probes (-DMLOPS_PROBE_T1024). ~11 min.
 # 1. ci/device/s47a.sh: the probes on their own rows, the bench's planned call (B = 1, 8, 64) in ROUNDS alternating
 # rounds, ab-<side>.txt against base, the sampler GPU file whole on all (6 shards) and the sanitizers on the lean / wide /
 # tk / tp3 / tp3g subset (PUSH_X changes every draw_locate); 2. ci/device/rows_sweep.sh on the SWEEP sides (base,
